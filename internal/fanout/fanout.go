@@ -1,0 +1,131 @@
+// Package fanout sends one operation to every node in parallel and decides at
+// a quorum, without waiting for the slowest node.
+package fanout
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Vote is one node's answer. OK is a yes; a nil Err with OK false is an
+// explicit no; a non-nil Err means the outcome on that node is unknown.
+type Vote struct {
+	Node int
+	OK   bool
+	Err  error
+}
+
+// Result is what Quorum saw up to its decision.
+type Result struct {
+	// Reached reports whether Need nodes voted yes.
+	Reached bool
+	// Yes counts the yes votes in Votes.
+	Yes int
+	// Votes holds the answers that arrived before the decision, in arrival
+	// order. Nodes missing from it are stragglers: their answers go to the
+	// late callback.
+	Votes []Vote
+}
+
+// Op is the operation run on one node, under ctx bounded by the node timeout.
+type Op func(ctx context.Context, node int) (bool, error)
+
+// Late receives a straggler's vote, in the straggler's own goroutine, after
+// the decision. reached is the decision.
+type Late func(v Vote, reached bool)
+
+// Quorum runs op on nodes 0..n-1 concurrently, each under its own timeout
+// derived from ctx, and returns as soon as need nodes said yes or need can no
+// longer be reached, or ctx ends. It never waits for a node once the outcome is
+// decided; a node that answers afterwards is handed to late (which may be nil).
+//
+// Every goroutine it starts is counted in wg before Quorum returns and ends
+// within timeout plus the time late takes, so the owner of wg can wait for
+// them.
+func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.Duration, op Op, late Late) Result {
+	var (
+		mu      sync.Mutex
+		decided bool
+		reached bool
+		votes   = make(chan Vote, n)
+	)
+	wg.Add(n)
+	for i := range n {
+		go func() {
+			defer wg.Done()
+			nctx, cancel := context.WithTimeout(ctx, timeout)
+			ok, err := op(nctx, i)
+			cancel()
+			v := Vote{Node: i, OK: ok, Err: err}
+			mu.Lock()
+			if !decided {
+				votes <- v // cannot block: one slot per node
+				mu.Unlock()
+				return
+			}
+			r := reached
+			mu.Unlock()
+			if late != nil {
+				late(v, r)
+			}
+		}()
+	}
+
+	var res Result
+	no := 0
+	record := func(v Vote) {
+		res.Votes = append(res.Votes, v)
+		if v.OK {
+			res.Yes++
+		} else {
+			no++
+		}
+	}
+	for res.Yes < need && n-no >= need {
+		select {
+		case v := <-votes:
+			record(v)
+		case <-ctx.Done():
+			// Node calls derive from ctx and are ending too; stop waiting.
+			no = n
+		}
+	}
+
+	mu.Lock()
+	decided = true
+	reached = res.Yes >= need
+	mu.Unlock()
+	res.Reached = reached
+	// Votes sent before the decision are in the buffer; they are ours to
+	// report, not the late callback's.
+	for {
+		select {
+		case v := <-votes:
+			record(v)
+		default:
+			return res
+		}
+	}
+}
+
+// Each runs op on the given nodes concurrently, each bounded by timeout, and
+// waits for all of them. It returns the votes in the order of nodes.
+func Each(ctx context.Context, wg *sync.WaitGroup, nodes []int, timeout time.Duration, op Op) []Vote {
+	out := make([]Vote, len(nodes))
+	var local sync.WaitGroup
+	wg.Add(len(nodes))
+	local.Add(len(nodes))
+	for j, i := range nodes {
+		go func() {
+			defer wg.Done()
+			defer local.Done()
+			nctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			ok, err := op(nctx, i)
+			out[j] = Vote{Node: i, OK: ok, Err: err}
+		}()
+	}
+	local.Wait()
+	return out
+}

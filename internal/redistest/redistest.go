@@ -1,0 +1,210 @@
+// Package redistest runs real redis-server processes for tests: one process
+// per node on a loopback port, with kill, restart, pause (SIGSTOP) and resume.
+//
+// When redis-server is not installed the tests that need it are skipped,
+// unless the environment variable CI or REDLOCK_REQUIRE_REDIS is set, in which
+// case they fail: CI must never count a skipped test as passing.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Persistence is how a node keeps its data across a restart.
+type Persistence int
+
+// Persistence modes.
+const (
+	// NoPersistence: a restarted node is empty.
+	NoPersistence Persistence = iota
+	// AOFAlways: every write is fsynced before the reply (appendfsync always).
+	AOFAlways
+	// AOFEverySec: writes are fsynced once a second.
+	AOFEverySec
+)
+
+// Server is one redis-server process on 127.0.0.1.
+type Server struct {
+	Port        int
+	Dir         string
+	Persistence Persistence
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
+}
+
+// Binary returns the path of redis-server, skipping or failing t when it is
+// missing (see the package comment).
+func Binary(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" || os.Getenv("REDLOCK_REQUIRE_REDIS") != "" {
+			t.Fatalf("redis-server is required here but not installed: %v", err)
+		}
+		t.Skip("redis-server not installed (apt-get install redis-server); skipping real-Redis test")
+	}
+	return path
+}
+
+// Start runs one redis-server and stops it when t ends.
+func Start(t testing.TB, p Persistence) *Server {
+	t.Helper()
+	bin := Binary(t)
+	s := &Server{Dir: t.TempDir(), Persistence: p}
+	var err error
+	for range 5 { // a port picked free can be taken before redis binds it
+		if s.Port, err = freePort(); err != nil {
+			continue
+		}
+		if err = s.start(bin); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// StartN runs n redis-servers with the same persistence.
+func StartN(t testing.TB, n int, p Persistence) []*Server {
+	t.Helper()
+	out := make([]*Server, n)
+	for i := range out {
+		out[i] = Start(t, p)
+	}
+	return out
+}
+
+// Addr returns host:port.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
+
+// URL returns the redis:// URL of the node.
+func (s *Server) URL() string { return "redis://" + s.Addr() }
+
+func (s *Server) args() []string {
+	a := []string{
+		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.Dir,
+		"--save", "", "--protected-mode", "no", "--daemonize", "no",
+		"--maxmemory-policy", "noeviction", "--logfile", filepath.Join(s.Dir, "redis.log"),
+	}
+	switch s.Persistence {
+	case AOFAlways:
+		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
+	case AOFEverySec:
+		a = append(a, "--appendonly", "yes", "--appendfsync", "everysec")
+	default:
+		a = append(a, "--appendonly", "no")
+	}
+	return a
+}
+
+func (s *Server) start(bin string) error {
+	cmd := exec.Command(bin, s.args()...)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	if err := waitReady(s.Addr(), exited); err != nil {
+		s.Kill()
+		log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+		return fmt.Errorf("%w; log:\n%s", err, log)
+	}
+	return nil
+}
+
+func waitReady(addr string, exited <-chan struct{}) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server on %s exited at start", addr)
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("redis-server on %s not ready after 10s", addr)
+}
+
+// Kill stops the process at once (SIGKILL), without saving. Safe to call on
+// a stopped server.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Kill() // SIGKILL works on a stopped process too
+	<-exited
+}
+
+// Restart kills the process and starts it again on the same port and data
+// directory: what survives depends on Persistence.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Kill()
+	if err := s.start(Binary(t)); err != nil {
+		t.Fatalf("restart redis-server on %s: %v", s.Addr(), err)
+	}
+}
+
+// Pause stops the process with SIGSTOP: connections stay open, nothing is
+// answered.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
+
+// Client returns a plain go-redis client for inspecting the node, closed
+// when t ends.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

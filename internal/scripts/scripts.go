@@ -1,0 +1,34 @@
+// Package scripts holds the Lua scripts the lock runs on each node. Each
+// .lua file states its contract in its header comment.
+package scripts
+
+import (
+	_ "embed"
+
+	"github.com/redlockgo/redlock/pool"
+)
+
+var (
+	//go:embed release.lua
+	releaseSrc string
+	//go:embed extend.lua
+	extendSrc string
+	//go:embed status.lua
+	statusSrc string
+)
+
+var (
+	// Release deletes the key only while it holds the caller's token.
+	Release = pool.NewScript(releaseSrc)
+	// Extend resets the key's TTL only while it holds the caller's token.
+	Extend = pool.NewScript(extendSrc)
+	// Status returns the key's value and remaining TTL.
+	Status = pool.NewScript(statusSrc)
+)
+
+// Extend's replies.
+const (
+	ExtendAbsent   = -1
+	ExtendTaken    = 0
+	ExtendExtended = 1
+)

@@ -1,0 +1,131 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// New adapts a go-redis v9 client to a Pool. The caller keeps ownership of
+// client: Close on the returned Pool does not close it.
+//
+// The lock bounds every node call with a context deadline. A *redis.Client
+// created with ContextTimeoutEnabled honours it on the socket; for any other
+// client the adapter stops waiting at the deadline and lets the command finish
+// in the background, bounded by the client's own ReadTimeout. Clients with
+// MaxRetries > 0 may resend a SET NX whose reply was lost, which then reports
+// the key as taken; the lock stays safe but may fail an attempt it could have
+// won. [FromURL] avoids both by construction.
+//
+// A nil client yields a Pool whose every call fails with an error.
+func New(client redis.UniversalClient) Pool {
+	return newGoRedis(client, false)
+}
+
+func newGoRedis(client redis.UniversalClient, owned bool) *goRedis {
+	g := &goRedis{client: client, owned: owned, addr: "<nil client>"}
+	if client == nil {
+		return g
+	}
+	switch c := client.(type) {
+	case *redis.Client:
+		g.addr = c.Options().Addr
+		g.ctxDeadlines = c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		g.addr = strings.Join(c.Options().Addrs, ",")
+		g.ctxDeadlines = c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		g.addr = fmt.Sprintf("ring(%d shards)", len(c.Options().Addrs))
+		g.ctxDeadlines = c.Options().ContextTimeoutEnabled
+	default:
+		g.addr = fmt.Sprintf("%T", client)
+	}
+	return g
+}
+
+// errNilClient is returned by every call on a Pool made from a nil client.
+var errNilClient = errors.New("pool: nil redis client")
+
+type goRedis struct {
+	client       redis.UniversalClient
+	addr         string
+	ctxDeadlines bool
+	owned        bool
+}
+
+func (g *goRedis) Addr() string { return g.addr }
+
+func (g *goRedis) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if g.client == nil {
+		return false, errNilClient
+	}
+	return bounded(ctx, g.ctxDeadlines, func(ctx context.Context) (bool, error) {
+		// SetArgs rather than SetNX: SetNX with a TTL under a millisecond
+		// would fall back to seconds; the lock always sends milliseconds.
+		err := g.client.SetArgs(ctx, key, value, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, redis.Nil):
+			return false, nil
+		default:
+			return false, err
+		}
+	})
+}
+
+func (g *goRedis) Eval(ctx context.Context, s *Script, keys []string, args ...any) (any, error) {
+	if g.client == nil {
+		return nil, errNilClient
+	}
+	if s == nil {
+		return nil, errors.New("pool: nil script")
+	}
+	return bounded(ctx, g.ctxDeadlines, func(ctx context.Context) (any, error) {
+		v, err := g.client.EvalSha(ctx, s.hash, keys, args...).Result()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// EVAL also caches the script, so the next EVALSHA succeeds.
+			v, err = g.client.Eval(ctx, s.src, keys, args...).Result()
+		}
+		if errors.Is(err, redis.Nil) {
+			return nil, nil
+		}
+		return v, err
+	})
+}
+
+func (g *goRedis) Close() error {
+	if !g.owned || g.client == nil {
+		return nil
+	}
+	return g.client.Close()
+}
+
+// bounded runs op so that it returns by ctx's deadline. When the client
+// honours context deadlines itself, op runs inline; otherwise op runs in a
+// goroutine that outlives the call only until the client's own I/O timeout.
+func bounded[T any](ctx context.Context, ctxDeadlines bool, op func(context.Context) (T, error)) (T, error) {
+	if ctxDeadlines {
+		return op(ctx)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := op(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}

@@ -1,0 +1,59 @@
+// Package pool is one independent Redis node, as the lock algorithm sees it.
+//
+// A [Pool] offers the few operations Redlock needs: SET NX PX, and running a
+// Lua script. [New] adapts a go-redis v9 client; [FromURL] builds one from a
+// redis:// or rediss:// URL with settings suited to locking (context
+// deadlines honoured, no hidden client-side retries).
+//
+// Every Pool handed to one redlock.Client must reach a different, independent
+// Redis master: two pools on the same server, or on a primary and its replica,
+// break the majority argument.
+package pool
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"time"
+)
+
+// Pool is one Redis node. Implementations must be safe for concurrent use and
+// must honour the deadline of ctx on every call: the lock bounds each node by
+// a short timeout and relies on the call returning by then.
+type Pool interface {
+	// Addr names the node for errors and logs (host:port). It never contains
+	// credentials.
+	Addr() string
+
+	// SetNX runs SET key value NX PX ttl. It reports true when the key was set,
+	// false when the key already existed. A non-nil error means the outcome is
+	// unknown: the command may or may not have been applied.
+	SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
+
+	// Eval runs script with EVALSHA, falling back to EVAL when the node answers
+	// NOSCRIPT (its script cache is empty after a restart). Replies are
+	// normalised: integers as int64, strings as string, arrays as []any, and a
+	// nil reply as (nil, nil).
+	Eval(ctx context.Context, script *Script, keys []string, args ...any) (any, error)
+
+	// Close releases the node's connections, if the Pool owns them.
+	Close() error
+}
+
+// Script is a Lua script with its SHA1 digest computed once.
+type Script struct {
+	src  string
+	hash string
+}
+
+// NewScript returns a Script for src.
+func NewScript(src string) *Script {
+	sum := sha1.Sum([]byte(src))
+	return &Script{src: src, hash: hex.EncodeToString(sum[:])}
+}
+
+// Source returns the script's Lua source.
+func (s *Script) Source() string { return s.src }
+
+// Hash returns the hex SHA1 digest under which Redis caches the script.
+func (s *Script) Hash() string { return s.hash }

@@ -1,0 +1,252 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/redlock"
+)
+
+var errDown = errors.New("connection refused (injected)")
+
+func TestQuorumMath(t *testing.T) {
+	for n := 1; n <= 7; n++ {
+		quorum := n/2 + 1
+		for down := 0; down <= n; down++ {
+			t.Run(fmt.Sprintf("N=%d/down=%d", n, down), func(t *testing.T) {
+				fn := newFakeNodes(t, n)
+				for i := range down {
+					fn.faults[i].Fail(errDown)
+				}
+				c := newClient(t, fn.pools)
+				require.Equal(t, quorum, c.Quorum())
+
+				l, err := c.TryLock(bg(), "k", time.Second)
+				c.WaitIdle() // stragglers answer after TryLock returned
+				if n-down >= quorum {
+					require.NoError(t, err)
+					assert.Equal(t, n-down, fn.holders("k", l.Token()))
+					require.NoError(t, l.Unlock(bg()))
+					c.WaitIdle()
+					assert.Zero(t, fn.present("k"))
+					return
+				}
+				require.ErrorIs(t, err, redlock.ErrNotObtained)
+				require.ErrorIs(t, err, errDown)
+				var qe *redlock.QuorumError
+				require.ErrorAs(t, err, &qe)
+				assert.Equal(t, quorum, qe.Needed)
+				assert.Equal(t, n, qe.Total)
+				assert.Zero(t, fn.present("k"), "a failed attempt must leave nothing behind")
+			})
+		}
+	}
+}
+
+func TestSecondOwnerRefusedWithTakenDetail(t *testing.T) {
+	fn := newFakeNodes(t, 5)
+	a := newClient(t, fn.pools)
+	b := newClient(t, fn.pools)
+
+	la, err := a.TryLock(bg(), "k", time.Second)
+	require.NoError(t, err)
+	_, err = b.TryLock(bg(), "k", time.Second)
+	a.WaitIdle()
+	b.WaitIdle()
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, redlock.ErrTaken)
+	var ne *redlock.NodeError
+	require.ErrorAs(t, err, &ne)
+	assert.Contains(t, fn.servers[ne.Node].Addr(), ne.Addr)
+	assert.Equal(t, 5, fn.holders("k", la.Token()), "the refused attempt must not touch the holder's keys")
+}
+
+func TestFailedAttemptReleasesOnlyItsOwnKeys(t *testing.T) {
+	fn := newFakeNodes(t, 5)
+	// A foreign owner holds nodes 0-2; we can only win nodes 3 and 4.
+	for i := range 3 {
+		require.NoError(t, fn.servers[i].Set("k", "foreign"))
+		fn.servers[i].SetTTL("k", time.Minute)
+	}
+	c := newClient(t, fn.pools)
+	_, err := c.TryLock(bg(), "k", time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	c.WaitIdle()
+	assert.Equal(t, 3, fn.holders("k", "foreign"))
+	assert.Equal(t, 3, fn.present("k"), "our copies on nodes 3 and 4 are released")
+	for i := range 3 {
+		assert.Equal(t, time.Minute, fn.servers[i].TTL("k"))
+	}
+}
+
+func TestSlowNodeDoesNotDelayDecision(t *testing.T) {
+	fn := newFakeNodes(t, 5)
+	release := fn.faults[4].Hold() // node 4 answers only when we say so
+	defer release()
+	c := newClient(t, fn.pools, redlock.WithNodeTimeout(time.Hour))
+
+	// If TryLock waited for node 4 it would never return: the gate is shut
+	// and the node timeout is an hour.
+	l, err := c.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(bg()))
+
+	// The straggler's SET lands after Unlock: the Client releases it.
+	release()
+	require.NoError(t, c.Close())
+	assert.Zero(t, fn.present("k"), "a late SET after Unlock must be released")
+}
+
+func TestStragglerOfFailedAttemptIsReleased(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	fn.faults[0].Fail(errDown)
+	fn.faults[1].Fail(errDown)
+	release := fn.faults[2].Hold()
+	c := newClient(t, fn.pools, redlock.WithNodeTimeout(time.Hour))
+
+	_, err := c.TryLock(bg(), "k", time.Minute)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	release() // node 2's SET now lands, after the attempt failed
+	require.NoError(t, c.Close())
+	assert.Zero(t, fn.present("k"), "a late SET of a failed attempt must be released")
+}
+
+func TestTimedOutNodeIsReleasedOnFailure(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	fn.faults[0].Fail(errDown)
+	fn.faults[1].Fail(errDown)
+	// Node 2 applies the SET but its reply comes after the node timeout.
+	release := fn.faults[2].Hold()
+	c := newClient(t, fn.pools, redlock.WithNodeTimeout(20*time.Millisecond))
+	go func() { time.Sleep(50 * time.Millisecond); release() }()
+
+	_, err := c.TryLock(bg(), "k", time.Minute)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.NoError(t, c.Close())
+	assert.Zero(t, fn.present("k"))
+}
+
+func TestValidityBoundary(t *testing.T) {
+	const ttl = time.Second
+	drift := time.Duration(float64(ttl)*redlock.DefaultDriftFactor) + 2*time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		elapsed time.Duration
+		ok      bool
+	}{
+		{"no time spent", 0, true},
+		{"just inside", ttl - drift - time.Nanosecond, true},
+		{"validity exactly used up", ttl - drift, false},
+		{"past the TTL", 2 * ttl, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fn := newFakeNodes(t, 5)
+			clk := fakeClock()
+			// The first node call, whichever it is, moves the clock: time
+			// spent acquiring, before any node has answered.
+			var once sync.Once
+			for _, f := range fn.faults {
+				f.Before(func(op string) {
+					if op == "setnx" {
+						once.Do(func() { clk.Advance(tc.elapsed) })
+					}
+				})
+			}
+			c := newClient(t, fn.pools, redlock.WithClock(clk))
+			start := clk.Now()
+			l, err := c.TryLock(bg(), "k", ttl)
+			c.WaitIdle()
+			if !tc.ok {
+				require.ErrorIs(t, err, redlock.ErrNotObtained)
+				assert.Contains(t, err.Error(), "validity used up")
+				assert.Zero(t, fn.present("k"), "a lock without validity is released everywhere")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, start.Add(ttl-drift), l.Until())
+		})
+	}
+}
+
+func TestContextEndsLock(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	holder := newClient(t, fn.pools)
+	_, err := holder.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err)
+	c := newClient(t, fn.pools)
+
+	t.Run("deadline", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(bg(), 30*time.Millisecond)
+		defer cancel()
+		_, err := c.Lock(ctx, "k", time.Second)
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+	t.Run("canceled before", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(bg())
+		cancel()
+		_, err := c.Lock(ctx, "k", time.Second)
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, context.Canceled)
+		_, err = c.TryLock(ctx, "other", time.Second)
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, context.Canceled)
+	})
+}
+
+func TestLockRetriesUntilReleased(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	clk := fakeClock()
+	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	held, err := c.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err)
+
+	got := make(chan error, 1)
+	go func() {
+		l, err := c.Lock(bg(), "k", time.Minute, redlock.WithRetry(redlock.ConstantBackoff(time.Second)))
+		if err == nil {
+			err = l.Unlock(bg())
+		}
+		got <- err
+	}()
+	<-clk.BlockUntil(1) // the waiter failed once and sleeps
+	require.NoError(t, held.Unlock(bg()))
+	clk.Advance(time.Second)
+	require.NoError(t, <-got)
+}
+
+func TestRetryStrategyStops(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c := newClient(t, fn.pools)
+	_, err := c.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err)
+	c.WaitIdle()
+	calls := fn.faults[0].Calls()
+	_, err = c.Lock(bg(), "k", time.Minute, redlock.WithRetry(redlock.LimitRetry(redlock.ConstantBackoff(time.Millisecond), 2)))
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	c.WaitIdle()
+	assert.Equal(t, int64(3), fn.faults[0].Calls()-calls, "LimitRetry(s, 2) makes three attempts")
+	_, err = c.Lock(bg(), "k", time.Minute, redlock.WithRetry(redlock.NoRetry()))
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+}
+
+func TestEachAttemptHasItsOwnToken(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c := newClient(t, fn.pools)
+	seen := map[string]bool{}
+	for range 20 {
+		l, err := c.TryLock(bg(), "k", time.Minute)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, len(l.Token()), 22, "at least 128 bits of randomness")
+		assert.False(t, seen[l.Token()])
+		seen[l.Token()] = true
+		require.NoError(t, l.Unlock(bg()))
+	}
+}

@@ -1,0 +1,293 @@
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/redlockgo/redlock/clock"
+	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/pool"
+)
+
+// Client takes locks on a fixed set of independent Redis nodes. It is safe for
+// concurrent use; create one per set of nodes and share it.
+//
+// A Client owns the short-lived goroutines that finish node calls after an
+// operation has decided (stragglers, cleanup). Close waits for them. The
+// pools stay the caller's: Close does not close them.
+type Client struct {
+	pools  []pool.Pool
+	quorum int
+	cfg    config
+
+	mu     sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// New returns a Client over pools, one per independent Redis master. A lock
+// needs len(pools)/2+1 of them. New fails on no pools, a nil pool, the same
+// pool or address twice, or an invalid option.
+func New(pools []pool.Pool, opts ...Option) (*Client, error) {
+	if len(pools) == 0 {
+		return nil, errors.New("redlock: no pools")
+	}
+	seen := make(map[string]int, len(pools))
+	for i, p := range pools {
+		if isNil(p) {
+			return nil, fmt.Errorf("redlock: pool %d is nil", i)
+		}
+		for j := range i {
+			if samePool(pools[j], p) {
+				return nil, fmt.Errorf("redlock: pool %d is the same as pool %d", i, j)
+			}
+		}
+		if j, dup := seen[p.Addr()]; dup {
+			return nil, fmt.Errorf("redlock: pools %d and %d have the same address %s", j, i, p.Addr())
+		}
+		seen[p.Addr()] = i
+	}
+	cfg := config{driftFactor: DefaultDriftFactor, clock: clock.Real{}}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	return &Client{
+		pools:  append([]pool.Pool(nil), pools...),
+		quorum: len(pools)/2 + 1,
+		cfg:    cfg,
+	}, nil
+}
+
+// Quorum returns the number of nodes a lock needs: len(pools)/2+1.
+func (c *Client) Quorum() int { return c.quorum }
+
+// Close stops new operations and waits for the Client's background node calls
+// to end; each is bounded by the node timeout. Locks still held expire by
+// their TTL. Close does not close the pools. It is safe to call twice.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.wg.Wait()
+	return nil
+}
+
+// begin registers an operation so that Close waits for it. The returned
+// function ends it.
+func (c *Client) begin() (func(), error) {
+	if c == nil {
+		return nil, errors.New("redlock: nil client")
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	c.wg.Add(1)
+	return c.wg.Done, nil
+}
+
+// TryLock makes one attempt to take the lock on key for ttl. It returns the
+// lock, or an error wrapping ErrNotObtained (and ctx.Err() when ctx ended the
+// attempt) with one *NodeError per node that did not agree. It does not wait
+// for a slow node once the majority has decided.
+func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	done, err := c.begin()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	lc, err := c.check(ctx, key, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	l, err := c.acquire(ctx, key, ttl, lc)
+	if err != nil {
+		return nil, withContext(err, ctx.Err())
+	}
+	return l, nil
+}
+
+// Lock takes the lock on key for ttl, retrying after failed attempts as the
+// retry strategy says (WithRetry) until it succeeds or ctx ends. On failure
+// the error wraps ErrNotObtained and, when ctx ended the wait, ctx.Err().
+func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	done, err := c.begin()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	lc, err := c.check(ctx, key, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		l, err := c.acquire(ctx, key, ttl, lc)
+		if err == nil {
+			return l, nil
+		}
+		if ctx.Err() != nil {
+			return nil, withContext(err, ctx.Err())
+		}
+		delay, ok := lc.retry.NextDelay(attempt)
+		if !ok {
+			return nil, err
+		}
+		t := c.cfg.clock.NewTimer(delay)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return nil, withContext(err, ctx.Err())
+		}
+	}
+}
+
+// check validates the arguments common to every acquisition.
+func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts []LockOption) (lockConfig, error) {
+	if ctx == nil {
+		return lockConfig{}, errors.New("redlock: nil context")
+	}
+	if key == "" {
+		return lockConfig{}, errors.New("redlock: empty key")
+	}
+	if ttl < time.Millisecond {
+		return lockConfig{}, fmt.Errorf("redlock: ttl must be at least 1ms, got %v", ttl)
+	}
+	if d := c.drift(ttl); ttl <= d {
+		return lockConfig{}, fmt.Errorf("redlock: ttl %v leaves no validity after drift %v", ttl, d)
+	}
+	return c.lockConfig(opts)
+}
+
+// acquire is one attempt of the algorithm: SET NX PX on every node in
+// parallel, a decision at the majority, validity checked against the
+// monotonic clock, and cleanup of every node that may hold our token when the
+// attempt fails. Each attempt has its own token, so a cleanup still running
+// in the background can never remove a later attempt's lock.
+func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, error) {
+	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
+	l := &Lock{c: c, key: key, token: rand.Text(), ttl: ttl, heal: lc.heal, settled: make([]chan struct{}, len(c.pools))}
+	for i := range l.settled {
+		l.settled[i] = make(chan struct{})
+	}
+	timeout := c.nodeTimeout(ttl)
+	decided := make(chan struct{}) // closed once failed is final
+	failed := false
+	start := c.cfg.clock.Now()
+
+	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
+		func(ctx context.Context, i int) (bool, error) {
+			defer close(l.settled[i])
+			return c.pools[i].SetNX(ctx, key, l.token, ttl)
+		},
+		func(v fanout.Vote, _ bool) {
+			// A straggler: its SET may have landed after the decision. If
+			// the attempt failed, release it here; if it succeeded, the key
+			// is part of the lock and Unlock (which waits for this node's
+			// answer) releases it.
+			<-decided
+			if (v.OK || v.Err != nil) && failed {
+				c.releaseNode(ctx, timeout, v.Node, key, l.token)
+			}
+		})
+
+	until := start.Add(ttl - c.drift(ttl))
+	if res.Reached && c.cfg.clock.Now().Before(until) {
+		l.until = until
+		close(decided)
+		return l, nil
+	}
+	failed = true
+	close(decided)
+
+	// Failed: release everywhere our SET may have landed, and wait, so the
+	// key is free for others when we return.
+	var dirty []int
+	for _, v := range res.Votes {
+		if v.OK || v.Err != nil {
+			dirty = append(dirty, v.Node)
+		}
+	}
+	fanout.Each(context.WithoutCancel(ctx), &c.wg, dirty, timeout, func(ctx context.Context, i int) (bool, error) {
+		return c.release(ctx, i, key, l.token)
+	})
+	qe := c.quorumError("lock", ErrNotObtained, res)
+	if res.Reached {
+		qe.Reason = fmt.Sprintf("validity used up after %v", c.cfg.clock.Since(start))
+	}
+	return nil, qe
+}
+
+// release runs compare-and-delete on node i.
+func (c *Client) release(ctx context.Context, i int, key, token string) (bool, error) {
+	n, err := c.pools[i].Eval(ctx, scripts.Release, []string{key}, token)
+	if err != nil {
+		return false, err
+	}
+	return asInt(n) == 1, nil
+}
+
+// releaseNode releases on one node from a background goroutine, bounded by
+// timeout whatever the state of the caller's context.
+func (c *Client) releaseNode(ctx context.Context, timeout time.Duration, i int, key, token string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	_, _ = c.release(ctx, i, key, token) // best effort: the key expires by TTL anyway
+}
+
+// quorumError builds the error of an operation from its votes. A plain no is
+// reported as ErrTaken for a lock and as ErrNotHeld otherwise.
+func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *QuorumError {
+	qe := &QuorumError{Op: op, Agreed: res.Yes, Needed: c.quorum, Total: len(c.pools), sentinel: sentinel}
+	for _, v := range res.Votes {
+		if v.OK {
+			continue
+		}
+		cause := v.Err
+		if cause == nil {
+			cause = ErrNotHeld
+			if op == "lock" {
+				cause = ErrTaken
+			}
+		}
+		qe.Nodes = append(qe.Nodes, &NodeError{Node: v.Node, Addr: c.pools[v.Node].Addr(), Err: cause})
+	}
+	return qe
+}
+
+func asInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
+}
+
+func isNil(p pool.Pool) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// samePool compares two pools without panicking on uncomparable types.
+func samePool(a, b pool.Pool) bool {
+	if reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
+		return false
+	}
+	return a == b
+}

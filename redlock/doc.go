@@ -1,0 +1,35 @@
+// Package redlock is a distributed lock over N independent Redis masters that
+// stays correct while a minority of them fail: the Redlock algorithm.
+//
+// A lock is taken by sending SET key token NX PX ttl to every node in
+// parallel, each call bounded by a short per-node timeout. The lock is held
+// when a majority (N/2+1) said yes and some validity is left:
+//
+//	validity = ttl - elapsed - (ttl*driftFactor + 2ms)
+//
+// measured on the monotonic clock from before the first request. The call
+// returns as soon as the majority has decided, so a slow or dead node never
+// slows it. A failed attempt releases the lock on every node where it may
+// have landed, including nodes that timed out. Release and extension are
+// compare-and-act Lua scripts: they touch the key only while it holds this
+// lock's random token, so a failure never releases or overwrites another
+// owner's lock.
+//
+// Basic use:
+//
+//	pools := []pool.Pool{p1, p2, p3, p4, p5} // pool.FromURL("redis://host:6379")
+//	c, err := redlock.New(pools)
+//	...
+//	l, err := c.Lock(ctx, "orders:42", 10*time.Second)
+//	if err != nil {
+//		return err // errors.Is(err, redlock.ErrNotObtained)
+//	}
+//	defer l.Unlock(ctx)
+//	// work until l.Until(), or extend with l.Extend
+//
+// The guarantees hold under stated assumptions: bounded clock drift between
+// this process and the nodes, nodes that persist with appendfsync always or
+// stay down longer than the longest TTL after a crash, maxmemory-policy
+// noeviction, and independent masters (no replicas in the set). See
+// docs/safety.md in the repository.
+package redlock

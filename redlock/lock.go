@@ -1,0 +1,244 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/scripts"
+)
+
+// Lock is a lock held on a majority of nodes until Until(). It is safe for
+// concurrent use; Extend and Unlock calls are serialised.
+//
+// Holding a Lock is a lease, not a guarantee: once Until() has passed, another
+// client may hold the same key. Check Until() before acting, extend in time,
+// or use Client.Do, which does both.
+type Lock struct {
+	c        *Client
+	key      string
+	token    string
+	ttl      time.Duration
+	heal     bool
+	released atomic.Bool
+	// settled[i] is closed once node i has answered the acquisition (or
+	// timed out). Extend and Unlock wait for it on each node, so that they
+	// never race a SET still in flight to a slow node.
+	settled []chan struct{}
+
+	opMu sync.Mutex // serialises Extend and Unlock
+
+	mu    sync.Mutex
+	until time.Time
+}
+
+var errNilLock = errors.New("redlock: nil lock")
+
+// Key returns the Redis key of the lock, or "" for a nil Lock.
+func (l *Lock) Key() string {
+	if l == nil {
+		return ""
+	}
+	return l.key
+}
+
+// Token returns the random value stored under Key() on the nodes (at least
+// 128 bits from crypto/rand), or "" for a nil Lock.
+func (l *Lock) Token() string {
+	if l == nil {
+		return ""
+	}
+	return l.token
+}
+
+// Until returns the end of the lock's validity, measured on the Client's
+// clock (the monotonic clock by default), or the zero time for a nil Lock.
+// Validity is the TTL less the time the acquisition took and the allowance
+// for clock drift.
+func (l *Lock) Until() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until
+}
+
+func (l *Lock) setUntil(t time.Time) {
+	l.mu.Lock()
+	l.until = t
+	l.mu.Unlock()
+}
+
+// Extend resets the lock's TTL to ttl on every node that still holds our
+// token, and recomputes Until() from the start of the call. It succeeds only
+// at a majority and only before Until(); it never re-creates an expired lock.
+//
+// On failure Until() is left unchanged (or moved earlier, if ttl was shorter
+// than what remained) and the error wraps ErrNotHeld when the lock is known
+// to be gone (validity ran out, or a majority holds no longer our token), or
+// ErrNotExtended when nodes did not answer in time.
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if l == nil || l.c == nil {
+		return errNilLock
+	}
+	c := l.c
+	done, err := c.begin()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if ctx == nil {
+		return errors.New("redlock: nil context")
+	}
+	if ttl < time.Millisecond || ttl <= c.drift(ttl) {
+		return fmt.Errorf("redlock: ttl %v leaves no validity after drift %v", ttl, c.drift(ttl))
+	}
+	ttl = ttl.Truncate(time.Millisecond)
+	l.opMu.Lock()
+	defer l.opMu.Unlock()
+	if l.released.Load() {
+		return fmt.Errorf("%w: already unlocked", ErrNotHeld)
+	}
+	start := c.cfg.clock.Now()
+	old := l.Until()
+	if !start.Before(old) {
+		return fmt.Errorf("%w: validity ended %v ago", ErrNotHeld, start.Sub(old))
+	}
+
+	timeout := c.nodeTimeout(ttl)
+	absent := make([]bool, len(c.pools)) // each written only by its node's goroutine
+	decided := make(chan struct{})       // closed once extended is final
+	extended := false
+	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
+		func(ctx context.Context, i int) (bool, error) {
+			if err := l.waitSettled(ctx, i); err != nil {
+				return false, err
+			}
+			r, err := c.pools[i].Eval(ctx, scripts.Extend, []string{l.key}, l.token, ttl.Milliseconds())
+			if err != nil {
+				return false, err
+			}
+			absent[i] = asInt(r) == scripts.ExtendAbsent
+			return asInt(r) == scripts.ExtendExtended, nil
+		},
+		func(v fanout.Vote, _ bool) {
+			<-decided
+			if extended && l.heal && absent[v.Node] && !l.released.Load() {
+				l.healNodes(ctx, []int{v.Node}, ttl, timeout)
+			}
+		})
+	defer close(decided)
+
+	now := c.cfg.clock.Now()
+	until := start.Add(ttl - c.drift(ttl))
+	if res.Reached && now.Before(old) && now.Before(until) {
+		l.setUntil(until)
+		extended = true
+		if l.heal {
+			var nodes []int
+			for _, v := range res.Votes {
+				if absent[v.Node] {
+					nodes = append(nodes, v.Node)
+				}
+			}
+			l.healNodes(ctx, nodes, ttl, timeout)
+		}
+		return nil
+	}
+	l.setUntil(minTime(old, until))
+	sentinel := ErrNotExtended
+	if !now.Before(old) || refusals(res) > len(c.pools)-c.quorum {
+		sentinel = ErrNotHeld
+	}
+	return withContext(c.quorumError("extend", sentinel, res), ctx.Err())
+}
+
+// Unlock releases the lock on every node that holds our token, and returns
+// once a majority confirmed. Each node call is bounded by the node timeout
+// even when ctx is already canceled, so that a deferred Unlock still frees
+// the lock after the work was canceled; nodes that do not answer keep their
+// copy until its TTL runs out.
+//
+// It returns nil when a majority released the lock; otherwise an error
+// wrapping ErrNotHeld (the lock had expired or passed to another owner, or
+// was already unlocked) or ErrNotReleased (nodes did not answer in time).
+func (l *Lock) Unlock(ctx context.Context) error {
+	if l == nil || l.c == nil {
+		return errNilLock
+	}
+	c := l.c
+	done, err := c.begin()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	l.opMu.Lock()
+	defer l.opMu.Unlock()
+	if l.released.Swap(true) {
+		return fmt.Errorf("%w: already unlocked", ErrNotHeld)
+	}
+	res := fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
+		func(ctx context.Context, i int) (bool, error) {
+			if err := l.waitSettled(ctx, i); err != nil {
+				return false, err
+			}
+			return c.release(ctx, i, l.key, l.token)
+		}, nil)
+	if res.Reached {
+		return nil
+	}
+	sentinel := ErrNotReleased
+	if !c.cfg.clock.Now().Before(l.Until()) || refusals(res) > len(c.pools)-c.quorum {
+		sentinel = ErrNotHeld
+	}
+	return c.quorumError("unlock", sentinel, res)
+}
+
+// healNodes sets the key again on the nodes that answered the extension with
+// "absent", now that a majority has confirmed the lock. They never counted
+// toward that majority; healing only restores redundancy, so that a node that
+// restarted empty rejoins the lock. SET NX never overwrites another owner.
+func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Duration) {
+	if len(nodes) == 0 {
+		return
+	}
+	fanout.Each(context.WithoutCancel(ctx), &l.c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+		return l.c.pools[i].SetNX(ctx, l.key, l.token, ttl)
+	})
+}
+
+// waitSettled waits until node i has answered the acquisition.
+func (l *Lock) waitSettled(ctx context.Context, i int) error {
+	select {
+	case <-l.settled[i]:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// refusals counts the nodes that answered that they do not hold our token.
+func refusals(res fanout.Result) int {
+	n := 0
+	for _, v := range res.Votes {
+		if !v.OK && v.Err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,86 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"go.uber.org/goleak"
+
+	"github.com/redlockgo/redlock/clock"
+	"github.com/redlockgo/redlock/internal/pooltest"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// fakeNodes is a set of in-memory Redis nodes behind fault injectors.
+type fakeNodes struct {
+	servers []*miniredis.Miniredis
+	faults  []*pooltest.Faulty
+	pools   []pool.Pool
+}
+
+// newFakeNodes starts n miniredis servers, each behind a Faulty wrapper; all
+// are stopped when t ends.
+func newFakeNodes(t testing.TB, n int) *fakeNodes {
+	t.Helper()
+	fn := &fakeNodes{}
+	for range n {
+		s := miniredis.RunT(t)
+		p, err := pool.FromURL("redis://" + s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		f := pooltest.Wrap(p)
+		fn.servers = append(fn.servers, s)
+		fn.faults = append(fn.faults, f)
+		fn.pools = append(fn.pools, f)
+	}
+	return fn
+}
+
+// holders counts the nodes where key holds value.
+func (fn *fakeNodes) holders(key, value string) int {
+	n := 0
+	for _, s := range fn.servers {
+		if v, err := s.Get(key); err == nil && v == value {
+			n++
+		}
+	}
+	return n
+}
+
+// present counts the nodes where key exists.
+func (fn *fakeNodes) present(key string) int {
+	n := 0
+	for _, s := range fn.servers {
+		if s.Exists(key) {
+			n++
+		}
+	}
+	return n
+}
+
+// newClient returns a Client over pools that is closed when t ends, with a
+// node timeout generous enough for a loaded machine.
+func newClient(t testing.TB, pools []pool.Pool, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)
+	c, err := redlock.New(pools, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// fakeClock returns a fake clock at a fixed instant.
+func fakeClock() *clock.Fake { return clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) }
+
+func bg() context.Context { return context.Background() }

@@ -1,0 +1,141 @@
+package redlock
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/redlockgo/redlock/clock"
+)
+
+// Defaults used when an option is not given.
+const (
+	// DefaultDriftFactor is the share of the TTL subtracted from validity for
+	// clock drift between this process and the nodes; 2ms are added on top.
+	DefaultDriftFactor = 0.01
+	// MaxNodeTimeout caps the default per-node timeout.
+	MaxNodeTimeout = 50 * time.Millisecond
+	// driftConstant is added to the drift for the granularity of Redis expiry.
+	driftConstant = 2 * time.Millisecond
+)
+
+// Option configures a Client. Options are applied in order; New reports the
+// first invalid one.
+type Option func(*config)
+
+type config struct {
+	nodeTimeout time.Duration // 0: derived from each call's TTL
+	driftFactor float64
+	clock       clock.Clock
+	lockOpts    []LockOption
+	err         error
+}
+
+func (c *config) fail(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("redlock: "+format, args...)
+	}
+}
+
+// WithNodeTimeout bounds every call to a single node (acquire, extend,
+// release) by d. By default each call uses min(ttl/20, 50ms), at least 1ms:
+// small against the TTL, as the algorithm requires, so that a dead node cannot
+// eat the lock's validity.
+func WithNodeTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.fail("node timeout must be positive, got %v", d)
+			return
+		}
+		c.nodeTimeout = d
+	}
+}
+
+// WithDriftFactor sets the share of the TTL subtracted from a lock's validity
+// to allow for clock-rate differences between this process and the nodes.
+// The default is DefaultDriftFactor; 2ms are always added on top.
+func WithDriftFactor(f float64) Option {
+	return func(c *config) {
+		if f < 0 || f >= 1 || math.IsNaN(f) {
+			c.fail("drift factor must be in [0, 1), got %v", f)
+			return
+		}
+		c.driftFactor = f
+	}
+}
+
+// WithClock sets the clock used for validity and scheduling. Tests pass a
+// *clock.Fake; the default is clock.Real.
+func WithClock(clk clock.Clock) Option {
+	return func(c *config) {
+		if clk == nil {
+			c.fail("nil clock")
+			return
+		}
+		c.clock = clk
+	}
+}
+
+// WithDefaultLockOptions sets LockOptions applied to every Lock, TryLock and
+// Do call of the Client, before the call's own options.
+func WithDefaultLockOptions(opts ...LockOption) Option {
+	return func(c *config) { c.lockOpts = append(c.lockOpts, opts...) }
+}
+
+// LockOption configures one Lock, TryLock or Do call.
+type LockOption func(*lockConfig)
+
+type lockConfig struct {
+	retry RetryStrategy
+	heal  bool
+	err   error
+}
+
+// WithRetry sets how Lock waits between attempts. The default is
+// ExponentialBackoff(2ms, 100ms). TryLock ignores it.
+func WithRetry(s RetryStrategy) LockOption {
+	return func(c *lockConfig) {
+		if s == nil {
+			c.err = fmt.Errorf("redlock: nil retry strategy")
+			return
+		}
+		c.retry = s
+	}
+}
+
+// WithHeal makes a successful Extend set the key again, with our token, on
+// nodes where it is missing (a node that restarted without persistence, or
+// evicted it), so that such a node rejoins the lock. Healing happens only
+// after a majority confirmed the extension within validity; healed nodes
+// never count toward that majority, and SET NX never overwrites another owner.
+func WithHeal() LockOption {
+	return func(c *lockConfig) { c.heal = true }
+}
+
+func (c *Client) lockConfig(opts []LockOption) (lockConfig, error) {
+	lc := lockConfig{retry: defaultRetry}
+	for _, o := range c.cfg.lockOpts {
+		if o != nil {
+			o(&lc)
+		}
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&lc)
+		}
+	}
+	return lc, lc.err
+}
+
+// nodeTimeout is the per-node bound for an operation on a lock of ttl.
+func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
+	if c.cfg.nodeTimeout > 0 {
+		return c.cfg.nodeTimeout
+	}
+	return min(max(ttl/20, time.Millisecond), MaxNodeTimeout)
+}
+
+// drift is the validity withheld for clock drift on a lock of ttl.
+func (c *Client) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*c.cfg.driftFactor) + driftConstant
+}

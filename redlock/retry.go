@@ -1,0 +1,65 @@
+package redlock
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// RetryStrategy decides how long Lock waits before each new attempt.
+// Implementations must be safe for concurrent use.
+type RetryStrategy interface {
+	// NextDelay returns the wait before retry number attempt (1 for the first
+	// retry). ok false stops retrying: Lock then returns the last error.
+	NextDelay(attempt int) (delay time.Duration, ok bool)
+}
+
+// RetryFunc adapts a function to a RetryStrategy.
+type RetryFunc func(attempt int) (time.Duration, bool)
+
+// NextDelay calls f.
+func (f RetryFunc) NextDelay(attempt int) (time.Duration, bool) { return f(attempt) }
+
+var defaultRetry = ExponentialBackoff(2*time.Millisecond, 100*time.Millisecond)
+
+// ExponentialBackoff doubles the delay from lo up to hi, and picks each delay
+// at random in its upper half, so that competing clients spread out. Bad
+// bounds are corrected: lo at least 1ms, hi at least lo.
+func ExponentialBackoff(lo, hi time.Duration) RetryStrategy {
+	lo = max(lo, time.Millisecond)
+	hi = max(hi, lo)
+	return RetryFunc(func(attempt int) (time.Duration, bool) {
+		d := hi
+		if attempt < 32 {
+			d = min(lo<<max(attempt-1, 0), hi)
+		}
+		return jitter(d), true
+	})
+}
+
+// ConstantBackoff waits d, picked at random in its upper half, between
+// attempts. d is at least 1ms.
+func ConstantBackoff(d time.Duration) RetryStrategy {
+	d = max(d, time.Millisecond)
+	return RetryFunc(func(int) (time.Duration, bool) { return jitter(d), true })
+}
+
+// NoRetry makes Lock behave like TryLock: one attempt.
+func NoRetry() RetryStrategy {
+	return RetryFunc(func(int) (time.Duration, bool) { return 0, false })
+}
+
+// LimitRetry stops s after n retries (n+1 attempts in all).
+func LimitRetry(s RetryStrategy, n int) RetryStrategy {
+	return RetryFunc(func(attempt int) (time.Duration, bool) {
+		if attempt > n || s == nil {
+			return 0, false
+		}
+		return s.NextDelay(attempt)
+	})
+}
+
+// jitter returns a random duration in [d/2, d].
+func jitter(d time.Duration) time.Duration {
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
