@@ -15,7 +15,7 @@ import (
 //
 // with the query options go-redis understands (dial_timeout, pool_size, ...).
 // The client it creates honours context deadlines on every call and never
-// resends a command by itself: the lock decides what to retry. Close on the
+// resends a command or redials by itself: the lock decides what to retry. Close on the
 // returned Pool closes that client.
 //
 // Errors never contain the password.
@@ -42,5 +42,6 @@ func FromURL(rawURL string) (Pool, error) {
 	}
 	opts.ContextTimeoutEnabled = true
 	opts.MaxRetries = -1
+	opts.DialerRetries = 1 // a dead node should fail at once, not after backoff
 	return newGoRedis(redis.NewClient(opts), true), nil
 }

@@ -57,8 +57,8 @@ func TestSecondOwnerRefusedWithTakenDetail(t *testing.T) {
 
 	la, err := a.TryLock(bg(), "k", time.Second)
 	require.NoError(t, err)
+	a.WaitIdle() // else b could win a node whose SET from a is still in flight
 	_, err = b.TryLock(bg(), "k", time.Second)
-	a.WaitIdle()
 	b.WaitIdle()
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	require.ErrorIs(t, err, redlock.ErrTaken)

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,3 +85,12 @@ func newClient(t testing.TB, pools []pool.Pool, opts ...redlock.Option) *redlock
 func fakeClock() *clock.Fake { return clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 func bg() context.Context { return context.Background() }
+
+var idMu sync.Mutex
+
+func nextID(p *int64) int64 {
+	idMu.Lock()
+	defer idMu.Unlock()
+	*p++
+	return *p
+}

@@ -1,0 +1,194 @@
+package redlock_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// These tests run on real redis-server processes (see internal/redistest).
+
+// realNodes starts n redis-servers and returns them with one pool each.
+func realNodes(t testing.TB, n int) ([]*redistest.Server, []pool.Pool) {
+	t.Helper()
+	servers := redistest.StartN(t, n, redistest.NoPersistence)
+	pools := make([]pool.Pool, n)
+	for i, s := range servers {
+		p, err := pool.FromURL(s.URL())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		pools[i] = p
+	}
+	return servers, pools
+}
+
+// realHolders counts the servers where key holds value, and checks that every
+// copy has a TTL.
+func realHolders(t *testing.T, servers []*redistest.Server, key, value string) int {
+	t.Helper()
+	n := 0
+	for _, s := range servers {
+		c := s.Client(t)
+		v, err := c.Get(bg(), key).Result()
+		if err != nil || v != value {
+			continue
+		}
+		ttl, err := c.PTTL(bg(), key).Result()
+		require.NoError(t, err)
+		require.Positive(t, ttl, "every lock key carries a TTL")
+		n++
+	}
+	return n
+}
+
+func TestRealLockUnlockAndSecondClientRefused(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	a := newClient(t, pools)
+	b := newClient(t, pools)
+
+	l, err := a.TryLock(bg(), "res", 10*time.Second)
+	require.NoError(t, err)
+	a.WaitIdle()
+	assert.Equal(t, 5, realHolders(t, servers, "res", l.Token()))
+
+	_, err = b.TryLock(bg(), "res", 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, redlock.ErrTaken)
+	b.WaitIdle()
+	assert.Equal(t, 5, realHolders(t, servers, "res", l.Token()), "a refused client leaves the holder's keys alone")
+
+	require.NoError(t, l.Unlock(bg()))
+	a.WaitIdle()
+	assert.Zero(t, realHolders(t, servers, "res", l.Token()))
+	lb, err := b.TryLock(bg(), "res", 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, lb.Unlock(bg()))
+}
+
+func TestRealMinorityDown(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	servers[0].Kill()
+	servers[1].Kill()
+	c := newClient(t, pools)
+	l, err := c.TryLock(bg(), "res", 10*time.Second)
+	require.NoError(t, err, "2 of 5 nodes down: the majority still locks")
+	require.NoError(t, l.Extend(bg(), 10*time.Second))
+	require.NoError(t, l.Unlock(bg()))
+}
+
+func TestRealMajorityDownLeavesNothing(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	for _, s := range servers[:3] {
+		s.Kill()
+	}
+	c := newClient(t, pools)
+	_, err := c.TryLock(bg(), "res", 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	var ne *redlock.NodeError
+	require.ErrorAs(t, err, &ne)
+	c.WaitIdle()
+	for _, s := range servers[3:] {
+		n, err := s.Client(t).Exists(bg(), "res").Result()
+		require.NoError(t, err)
+		assert.Zero(t, n, "a failed attempt leaves nothing on live nodes")
+	}
+}
+
+func TestRealPausedNodeDoesNotSlowLockOrUnlock(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	const nodeTimeout = 50 * time.Millisecond
+	c, err := redlock.New(pools, redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	defer c.Close() // after Resume (deferred later, runs first)
+
+	servers[2].Pause()
+	defer servers[2].Resume()
+
+	// The paused node never answers. A call that waited for it would block
+	// until the test times out; ours decide at the majority.
+	for range 5 {
+		l, err := c.TryLock(bg(), "res", 10*time.Second)
+		require.NoError(t, err)
+		require.NoError(t, l.Extend(bg(), 10*time.Second))
+		require.NoError(t, l.Unlock(bg()))
+	}
+}
+
+func TestRealMutualExclusion(t *testing.T) {
+	_, pools := realNodes(t, 5)
+	clients := []*redlock.Client{newClient(t, pools), newClient(t, pools), newClient(t, pools)}
+	var (
+		inside  atomic.Int32
+		overlap atomic.Int32
+		counter int // guarded by the distributed lock only
+		wg      sync.WaitGroup
+	)
+	const workers, rounds = 12, 10
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := clients[w%len(clients)]
+			for range rounds {
+				ctx, cancel := context.WithTimeout(bg(), 30*time.Second)
+				l, err := c.Lock(ctx, "counter", 10*time.Second)
+				cancel()
+				if !assert.NoError(t, err) {
+					return
+				}
+				if inside.Add(1) > 1 {
+					overlap.Add(1)
+				}
+				v := counter // a read-modify-write that loses updates without the lock
+				time.Sleep(time.Millisecond)
+				counter = v + 1
+				inside.Add(-1)
+				assert.NoError(t, l.Unlock(bg()))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Zero(t, overlap.Load(), "two holders at once")
+	assert.Equal(t, workers*rounds, counter, "lost updates")
+}
+
+func TestRealExtendBeforeAndAfterExpiry(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
+	l, err := c.TryLock(bg(), "res", 300*time.Millisecond)
+	require.NoError(t, err)
+	before := l.Until()
+	require.NoError(t, l.Extend(bg(), 5*time.Second))
+	assert.True(t, l.Until().After(before))
+	c.WaitIdle()
+	assert.Equal(t, 5, realHolders(t, servers, "res", l.Token()))
+
+	short, err := c.TryLock(bg(), "short", 100*time.Millisecond)
+	require.NoError(t, err)
+	time.Sleep(time.Until(short.Until()) + 150*time.Millisecond) // past validity and TTL
+	require.ErrorIs(t, short.Extend(bg(), 5*time.Second), redlock.ErrNotHeld)
+	c.WaitIdle()
+	assert.Zero(t, realHolders(t, servers, "short", short.Token()), "an expired lock is never re-created")
+}
+
+func TestRealNoScriptAfterRestart(t *testing.T) {
+	servers, pools := realNodes(t, 3)
+	c := newClient(t, pools)
+	l, err := c.TryLock(bg(), "res", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, l.Extend(bg(), time.Minute)) // scripts now cached
+	for _, s := range servers {
+		require.NoError(t, s.Client(t).ScriptFlush(bg()).Err())
+	}
+	require.NoError(t, l.Extend(bg(), time.Minute), "NOSCRIPT falls back to EVAL")
+	require.NoError(t, l.Unlock(bg()))
+}
