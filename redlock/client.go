@@ -26,9 +26,10 @@ type Client struct {
 	quorum int
 	cfg    config
 
-	mu     sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
-	closed bool
-	wg     sync.WaitGroup
+	mu      sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
+	closed  bool
+	closing chan struct{} // closed by Close: stops auto-extensions
+	wg      sync.WaitGroup
 }
 
 // New returns a Client over pools, one per independent Redis master. A lock
@@ -63,21 +64,25 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		return nil, cfg.err
 	}
 	return &Client{
-		pools:  append([]pool.Pool(nil), pools...),
-		quorum: len(pools)/2 + 1,
-		cfg:    cfg,
+		pools:   append([]pool.Pool(nil), pools...),
+		quorum:  len(pools)/2 + 1,
+		cfg:     cfg,
+		closing: make(chan struct{}),
 	}, nil
 }
 
 // Quorum returns the number of nodes a lock needs: len(pools)/2+1.
 func (c *Client) Quorum() int { return c.quorum }
 
-// Close stops new operations and waits for the Client's background node calls
-// to end; each is bounded by the node timeout. Locks still held expire by
-// their TTL. Close does not close the pools. It is safe to call twice.
+// Close stops new operations and auto-extensions (their locks report
+// ErrLockLost), and waits for the Client's background node calls to end; each
+// is bounded by the node timeout. Locks still held expire by their TTL. Close does not close the pools. It is safe to call twice.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	c.closed = true
+	if !c.closed {
+		c.closed = true
+		close(c.closing)
+	}
 	c.mu.Unlock()
 	c.wg.Wait()
 	return nil
@@ -116,6 +121,9 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 	if err != nil {
 		return nil, withContext(err, ctx.Err())
 	}
+	if lc.autoExtend {
+		l.startKeeper(lc)
+	}
 	return l, nil
 }
 
@@ -135,6 +143,9 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	for attempt := 1; ; attempt++ {
 		l, err := c.acquire(ctx, key, ttl, lc)
 		if err == nil {
+			if lc.autoExtend {
+				l.startKeeper(lc)
+			}
 			return l, nil
 		}
 		if ctx.Err() != nil {

@@ -30,7 +30,8 @@ type Lock struct {
 	// never race a SET still in flight to a slow node.
 	settled []chan struct{}
 
-	opMu sync.Mutex // serialises Extend and Unlock
+	opMu   sync.Mutex // serialises Extend and Unlock
+	keeper *keeper    // nil unless WithAutoExtend; set before the Lock is returned
 
 	mu    sync.Mutex
 	until time.Time
@@ -98,7 +99,12 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl < time.Millisecond || ttl <= c.drift(ttl) {
 		return fmt.Errorf("redlock: ttl %v leaves no validity after drift %v", ttl, c.drift(ttl))
 	}
-	ttl = ttl.Truncate(time.Millisecond)
+	return l.extend(ctx, ttl.Truncate(time.Millisecond))
+}
+
+// extend is Extend after argument checks; the auto-extension calls it too.
+func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
+	c := l.c
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
 	if l.released.Load() {
@@ -158,7 +164,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	return withContext(c.quorumError("extend", sentinel, res), ctx.Err())
 }
 
-// Unlock releases the lock on every node that holds our token, and returns
+// Unlock stops the auto-extension, if any, and releases the lock on every node that holds our token, and returns
 // once a majority confirmed. Each node call is bounded by the node timeout
 // even when ctx is already canceled, so that a deferred Unlock still frees
 // the lock after the work was canceled; nodes that do not answer keep their
@@ -180,6 +186,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	l.stopKeeper() // before opMu: the keeper may be waiting for it
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
 	if l.released.Swap(true) {

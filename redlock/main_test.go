@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if urls := os.Getenv(childEnv); urls != "" {
+		os.Exit(runChild(urls))
+	}
 	goleak.VerifyTestMain(m)
 }
 

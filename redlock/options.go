@@ -86,9 +86,12 @@ func WithDefaultLockOptions(opts ...LockOption) Option {
 type LockOption func(*lockConfig)
 
 type lockConfig struct {
-	retry RetryStrategy
-	heal  bool
-	err   error
+	retry       RetryStrategy
+	heal        bool
+	autoExtend  bool
+	extendEvery time.Duration
+	onLost      func(error)
+	err         error
 }
 
 // WithRetry sets how Lock waits between attempts. The default is

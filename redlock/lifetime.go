@@ -1,0 +1,234 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrLockLost means a lock that was being kept alive can no longer be
+// guaranteed: an extension was refused by a majority, or extensions did not
+// get through before validity was about to run out. Errors wrapping it also
+// wrap the last extension error, with its per-node detail.
+var ErrLockLost = errors.New("redlock: lock lost")
+
+// errUnlocked is the Err of a lock ended by Unlock rather than lost.
+var errUnlocked = fmt.Errorf("%w: unlocked", ErrNotHeld)
+
+// WithAutoExtend keeps the lock alive in the background until Unlock: it
+// extends the lock to its full TTL every interval (0 means ttl/3), retries a
+// failed extension within the remaining validity, and when the lock cannot be
+// guaranteed any more, closes Done and sets Err to an error wrapping
+// ErrLockLost. Loss is declared a guard time before Until(): the larger of
+// ttl/10 and twice the node timeout, so that work can stop while the lock is
+// still valid.
+//
+// The background goroutine belongs to the Lock: Unlock stops it, and so does
+// Client.Close (the lock is then reported lost with ErrClosed).
+func WithAutoExtend(interval time.Duration) LockOption {
+	return func(c *lockConfig) {
+		if interval < 0 {
+			c.err = fmt.Errorf("redlock: auto-extend interval must not be negative, got %v", interval)
+			return
+		}
+		c.autoExtend = true
+		c.extendEvery = interval
+	}
+}
+
+// onLost registers a callback run once, in the keeper goroutine, when the
+// lock is lost. Do uses it to cancel fn's context with the cause.
+func onLost(fn func(error)) LockOption {
+	return func(c *lockConfig) { c.onLost = fn }
+}
+
+// Done returns a channel closed when a lock taken WithAutoExtend is lost or
+// unlocked. For a lock without auto-extension it returns nil (never ready):
+// check Until() instead.
+func (l *Lock) Done() <-chan struct{} {
+	if l == nil || l.keeper == nil {
+		return nil
+	}
+	return l.keeper.done
+}
+
+// Err returns nil while the lock is held. After Done is closed it returns why:
+// an error wrapping ErrLockLost (with the per-node detail of the failed
+// extension) when the lock was lost, or one wrapping ErrNotHeld after Unlock.
+// A lock without auto-extension always returns nil.
+func (l *Lock) Err() error {
+	if l == nil || l.keeper == nil {
+		return nil
+	}
+	select {
+	case <-l.keeper.done:
+		return l.keeper.err
+	default:
+		return nil
+	}
+}
+
+// keeper is the state of a lock's auto-extension.
+type keeper struct {
+	every  time.Duration
+	guard  time.Duration
+	onLost func(error)
+
+	ctx    context.Context // canceled by stopKeeper, ending an extension in flight
+	cancel context.CancelFunc
+	stop   chan struct{} // closed by Unlock
+	exited chan struct{} // closed when the goroutine has returned
+	done   chan struct{} // closed on loss or stop; err is set before
+	err    error
+}
+
+// startKeeper launches the auto-extension goroutine, counted in the
+// Client's WaitGroup. It must run inside a registered operation.
+func (l *Lock) startKeeper(lc lockConfig) {
+	every := lc.extendEvery
+	if every == 0 {
+		every = l.ttl / 3
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.keeper = &keeper{
+		ctx:    ctx,
+		cancel: cancel,
+		every:  max(every, time.Millisecond),
+		guard:  min(max(l.ttl/10, 2*l.c.nodeTimeout(l.ttl)), l.ttl/4),
+		onLost: lc.onLost,
+		stop:   make(chan struct{}),
+		exited: make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	l.c.wg.Add(1)
+	go l.keep()
+}
+
+// stopKeeper stops the auto-extension, if any, and waits for it to return.
+func (l *Lock) stopKeeper() {
+	k := l.keeper
+	if k == nil {
+		return
+	}
+	k.cancel()
+	select {
+	case <-k.stop:
+	default:
+		close(k.stop)
+	}
+	<-k.exited
+}
+
+func (l *Lock) keep() {
+	k := l.keeper
+	defer l.c.wg.Done()
+	defer close(k.exited)
+	defer k.cancel()
+	clk := l.c.cfg.clock
+	ctx := k.ctx
+
+	next := clk.Now().Add(k.every)
+	var lastErr error
+	for {
+		deadline := l.Until().Add(-k.guard)
+		t := clk.NewTimer(minTime(next, deadline).Sub(clk.Now()))
+		select {
+		case <-k.stop:
+			t.Stop()
+			k.finish(errUnlocked, false)
+			return
+		case <-l.c.closing:
+			t.Stop()
+			k.finish(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed), true)
+			return
+		case <-t.C():
+		}
+
+		now := clk.Now()
+		if !now.Before(l.Until().Add(-k.guard)) {
+			// Extensions did not get through in time, or this process was
+			// paused past its schedule: stop trusting the lock now.
+			cause := lastErr
+			if cause == nil {
+				cause = fmt.Errorf("validity ends at %v and was not extended in time", l.Until())
+			}
+			k.finish(fmt.Errorf("%w: %w", ErrLockLost, cause), true)
+			return
+		}
+		if now.Before(next) {
+			continue // woke for a deadline that a manual Extend has moved
+		}
+		err := l.extend(ctx, l.ttl)
+		switch {
+		case err == nil:
+			lastErr = nil
+			next = clk.Now().Add(k.every)
+		case ctx.Err() != nil:
+			continue // stopped while extending; the select above returns
+		case errors.Is(err, ErrNotHeld):
+			k.finish(fmt.Errorf("%w: %w", ErrLockLost, err), true)
+			return
+		default:
+			// Nodes did not answer; try again soon, within the validity left.
+			lastErr = err
+			next = clk.Now().Add(max(k.every/8, time.Millisecond))
+		}
+	}
+}
+
+// finish records why the lock ended and closes done.
+func (k *keeper) finish(err error, lost bool) {
+	k.err = err
+	close(k.done)
+	if lost && k.onLost != nil {
+		k.onLost(err)
+	}
+}
+
+// Do takes the lock on key (retrying as Lock does), runs fn while keeping the
+// lock alive (WithAutoExtend, every ttl/3 unless given), and releases it when
+// fn returns or panics; a panic is re-raised after the release.
+//
+// fn's context is derived from ctx. When the lock can no longer be
+// guaranteed, it is canceled before Until() with a cause, from
+// context.Cause, that wraps ErrLockLost and the per-node detail; fn must stop
+// touching the protected resource then. Cancellation alone cannot stop a
+// write already on its way: pair the lock with fencing tokens for that.
+//
+// Do returns the acquisition error if the lock was not obtained; otherwise
+// fn's error joined with the loss (errors.Is(err, ErrLockLost)) or with the
+// release error.
+func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) (err error) {
+	if fn == nil {
+		return errors.New("redlock: nil function")
+	}
+	if ctx == nil {
+		return errors.New("redlock: nil context")
+	}
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	all := append([]LockOption{WithAutoExtend(0)}, opts...)
+	all = append(all, forceAutoExtend, onLost(cancel))
+	l, err := c.Lock(ctx, key, ttl, all...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		r := recover()
+		unlockErr := l.Unlock(context.WithoutCancel(ctx))
+		lost := l.Err()
+		if lost == nil || !errors.Is(lost, ErrLockLost) {
+			lost = unlockErr
+		}
+		if r != nil {
+			panic(r)
+		}
+		err = errors.Join(err, lost)
+	}()
+	return fn(fctx)
+}
+
+// forceAutoExtend turns auto-extension on whatever the options said: Do
+// cannot keep its promise without it.
+func forceAutoExtend(c *lockConfig) { c.autoExtend = true }

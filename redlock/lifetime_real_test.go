@@ -1,0 +1,177 @@
+package redlock_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// Lock lifetime on real redis-server processes.
+
+func TestRealDoLongJobKeepsLock(t *testing.T) {
+	_, pools := realNodes(t, 5)
+	c := newClient(t, pools, redlock.WithNodeTimeout(50*time.Millisecond))
+	rival := newClient(t, pools)
+	const ttl = 600 * time.Millisecond
+	err := c.Do(bg(), "job", ttl, func(ctx context.Context) error {
+		end := time.Now().Add(2 * time.Second) // more than three TTLs
+		for time.Now().Before(end) {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("canceled mid-job: %w", context.Cause(ctx))
+			case <-time.After(100 * time.Millisecond):
+			}
+			_, err := rival.TryLock(bg(), "job", ttl)
+			if !assert.ErrorIs(t, err, redlock.ErrNotObtained, "the job's lock passed to a rival") {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	l, err := rival.TryLock(bg(), "job", ttl)
+	require.NoError(t, err, "released after the job")
+	require.NoError(t, l.Unlock(bg()))
+}
+
+func TestRealLossWhenAnotherOwnerTakesMajority(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	c := newClient(t, pools, redlock.WithNodeTimeout(50*time.Millisecond))
+	l, err := c.TryLock(bg(), "res", 600*time.Millisecond, redlock.WithAutoExtend(0))
+	require.NoError(t, err)
+	for _, s := range servers[:3] { // e.g. an operator, or a broken peer
+		require.NoError(t, s.Client(t).Set(bg(), "res", "intruder", time.Minute).Err())
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("loss not reported")
+	}
+	assert.True(t, time.Now().Before(l.Until()), "reported before the old validity ended")
+	require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
+	require.ErrorIs(t, l.Err(), redlock.ErrNotHeld)
+	for _, s := range servers[:3] {
+		assert.Equal(t, "intruder", s.Client(t).Get(bg(), "res").Val())
+	}
+	require.ErrorIs(t, l.Unlock(bg()), redlock.ErrNotHeld)
+}
+
+func TestRealDoCanceledWhenMajorityPartitioned(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	c := newClient(t, pools, redlock.WithNodeTimeout(50*time.Millisecond))
+	var untilBefore, canceledAt time.Time
+	var cause error
+	err := c.Do(bg(), "res", 600*time.Millisecond, func(ctx context.Context) error {
+		for _, s := range servers[:3] {
+			s.Pause() // a majority stops answering: extensions cannot succeed
+		}
+		// The lock stays valid at most one TTL after the last extension.
+		untilBefore = time.Now().Add(600 * time.Millisecond)
+		<-ctx.Done()
+		canceledAt = time.Now()
+		cause = context.Cause(ctx)
+		for _, s := range servers[:3] {
+			s.Resume()
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, redlock.ErrLockLost)
+	require.ErrorIs(t, cause, redlock.ErrLockLost)
+	require.ErrorIs(t, cause, redlock.ErrNotExtended)
+	var ne *redlock.NodeError
+	require.ErrorAs(t, cause, &ne, "the cause names the nodes")
+	assert.True(t, canceledAt.Before(untilBefore), "canceled before validity ran out")
+}
+
+func TestRealDoReleasesOnPanic(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	c := newClient(t, pools)
+	assert.PanicsWithValue(t, "boom", func() {
+		_ = c.Do(bg(), "res", time.Minute, func(context.Context) error { panic("boom") })
+	})
+	c.WaitIdle()
+	for _, s := range servers {
+		assert.Zero(t, s.Client(t).Exists(bg(), "res").Val(), "released before the panic went on")
+	}
+}
+
+// childEnv names the environment variable that makes the test binary act as
+// a lock-holding client process (see runChild).
+const childEnv = "REDLOCK_TEST_CHILD_NODES"
+
+// runChild takes a lock with auto-extension, reports it, and reports its
+// loss: the process the parent test pauses.
+func runChild(urls string) int {
+	var pools []pool.Pool
+	for _, u := range strings.Split(urls, ",") {
+		p, err := pool.FromURL(u)
+		if err != nil {
+			fmt.Println("ERR", err)
+			return 1
+		}
+		pools = append(pools, p)
+	}
+	c, err := redlock.New(pools, redlock.WithNodeTimeout(50*time.Millisecond))
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	defer c.Close()
+	l, err := c.TryLock(context.Background(), "paused", 600*time.Millisecond, redlock.WithAutoExtend(0))
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	fmt.Println("LOCKED")
+	<-l.Done()
+	fmt.Println("LOST", l.Err())
+	return 0
+}
+
+func TestRealPausedClientIsToldOfLoss(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.URL())
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(urls, ","))
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	require.True(t, lines.Scan())
+	require.Equal(t, "LOCKED", lines.Text())
+
+	// Freeze the holder (a GC pause, a SIGSTOP) for longer than its TTL: its
+	// extension loop cannot run, and the lock passes to someone else.
+	require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
+	c := newClient(t, pools)
+	ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+	defer cancel()
+	other, err := c.Lock(ctx, "paused", time.Minute)
+	require.NoError(t, err, "the lock passes on while its holder is frozen")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGCONT))
+
+	// On waking, the holder must learn it lost the lock, not extend it.
+	require.True(t, lines.Scan())
+	assert.True(t, strings.HasPrefix(lines.Text(), "LOST redlock: lock lost"), lines.Text())
+	c.WaitIdle()
+	for _, s := range servers {
+		v := s.Client(t).Get(bg(), "paused").Val()
+		assert.Contains(t, []string{other.Token(), ""}, v, "the new owner's lock is intact")
+	}
+}

@@ -1,0 +1,233 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/redlockgo/redlock/clock"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// advanceUntilDone moves the fake clock in steps, each time only once the
+// keeper is asleep, until done is closed. It returns the fake time at which
+// the lock was declared lost.
+func advanceUntilDone(t *testing.T, clk *clock.Fake, done <-chan struct{}, step time.Duration) time.Time {
+	t.Helper()
+	for range 10000 {
+		select {
+		case <-done:
+			return clk.Now()
+		case <-clk.BlockUntil(1):
+			clk.Advance(step)
+		}
+	}
+	t.Fatal("lock never reported lost")
+	return time.Time{}
+}
+
+// waitHolders waits until n nodes hold l: the keeper is running, so
+// WaitIdle cannot be used.
+func waitHolders(t *testing.T, fn *fakeNodes, l *redlock.Lock, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return fn.holders(l.Key(), l.Token()) == n }, 5*time.Second, time.Millisecond)
+}
+
+func TestAutoExtendSchedule(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	clk := fakeClock()
+	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	l, err := c.TryLock(bg(), "k", 3*time.Second, redlock.WithAutoExtend(time.Second))
+	require.NoError(t, err)
+	waitHolders(t, fn, l, 3)
+
+	for round := range 3 {
+		<-clk.BlockUntil(1) // the keeper sleeps until its next extension
+		for _, s := range fn.servers {
+			s.SetTTL("k", time.Millisecond) // so we can see the extension
+		}
+		before := l.Until()
+		clk.Advance(time.Second)
+		<-clk.BlockUntil(1) // extended, and asleep again
+		assert.True(t, l.Until().After(before), "round %d moved Until", round)
+		assert.GreaterOrEqual(t, fn.holders("k", l.Token()), 2)
+		for _, s := range fn.servers {
+			if s.TTL("k") == 3*time.Second {
+				continue
+			}
+			assert.Equal(t, time.Millisecond, s.TTL("k"), "only a straggler may be late")
+		}
+		select {
+		case <-l.Done():
+			t.Fatal("a healthy lock reported lost")
+		default:
+		}
+	}
+	require.NoError(t, l.Unlock(bg()))
+	<-l.Done()
+	require.ErrorIs(t, l.Err(), redlock.ErrNotHeld)
+	require.NotErrorIs(t, l.Err(), redlock.ErrLockLost)
+}
+
+func TestAutoExtendLossWhenAnotherOwnerTakesOver(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	clk := fakeClock()
+	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	l, err := c.TryLock(bg(), "k", 3*time.Second, redlock.WithAutoExtend(0))
+	require.NoError(t, err)
+	waitHolders(t, fn, l, 3) // stragglers landed; none can overwrite the intruder
+	require.NoError(t, l.Err())
+	for _, s := range fn.servers {
+		require.NoError(t, s.Set("k", "intruder"))
+	}
+	lostAt := advanceUntilDone(t, clk, l.Done(), 100*time.Millisecond)
+	assert.True(t, lostAt.Before(l.Until()), "loss reported before validity ends")
+	require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
+	require.ErrorIs(t, l.Err(), redlock.ErrNotHeld)
+	var qe *redlock.QuorumError
+	require.ErrorAs(t, l.Err(), &qe, "per-node detail")
+	assert.Equal(t, 3, fn.holders("k", "intruder"), "the new owner is untouched")
+	require.ErrorIs(t, l.Unlock(bg()), redlock.ErrNotHeld)
+}
+
+func TestAutoExtendLossWhenNodesStopAnswering(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	clk := fakeClock()
+	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	l, err := c.TryLock(bg(), "k", 3*time.Second, redlock.WithAutoExtend(0))
+	require.NoError(t, err)
+	waitHolders(t, fn, l, 3)
+	fn.faults[0].Fail(errDown)
+	fn.faults[1].Fail(errDown)
+	until := l.Until()
+	lostAt := advanceUntilDone(t, clk, l.Done(), 10*time.Millisecond)
+	assert.True(t, lostAt.Before(until), "loss at %v, validity ends %v", lostAt, until)
+	assert.True(t, lostAt.After(until.Add(-time.Second)), "extension was retried until the guard")
+	require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
+	require.ErrorIs(t, l.Err(), redlock.ErrNotExtended)
+	require.ErrorIs(t, l.Err(), errDown)
+}
+
+func TestAutoExtendStarvedKeeperReportsLossOnWake(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	clk := fakeClock()
+	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	l, err := c.TryLock(bg(), "k", 3*time.Second, redlock.WithAutoExtend(0))
+	require.NoError(t, err)
+	<-clk.BlockUntil(1)
+	calls := fn.faults[0].Calls()
+	clk.Advance(10 * time.Second) // the process was paused past validity
+	<-l.Done()
+	require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
+	c.WaitIdle()
+	assert.LessOrEqual(t, fn.faults[0].Calls()-calls, int64(1), "no extension of an expired lock")
+}
+
+func TestClientCloseStopsKeeper(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c, err := redlock.New(fn.pools)
+	require.NoError(t, err)
+	l, err := c.TryLock(bg(), "k", time.Minute, redlock.WithAutoExtend(0))
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	<-l.Done()
+	require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
+	require.ErrorIs(t, l.Err(), redlock.ErrClosed)
+}
+
+func TestManualLockHasNoDone(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c := newClient(t, fn.pools)
+	l, err := c.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err)
+	assert.Nil(t, l.Done())
+	assert.NoError(t, l.Err())
+	_, err = c.TryLock(bg(), "k2", time.Minute, redlock.WithAutoExtend(-1))
+	require.ErrorContains(t, err, "must not be negative")
+}
+
+func TestDoRunsAndReleases(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c := newClient(t, fn.pools)
+	leaks := goleak.IgnoreCurrent()
+	errWork := errors.New("work failed")
+	var ran bool
+	err := c.Do(bg(), "k", time.Minute, func(ctx context.Context) error {
+		ran = true
+		assert.GreaterOrEqual(t, fn.present("k"), 2, "held during fn")
+		return errWork
+	})
+	require.True(t, ran)
+	require.ErrorIs(t, err, errWork)
+	c.WaitIdle()
+	assert.Zero(t, fn.present("k"), "released after fn")
+	// New connections to the fake nodes have server-side goroutines; ours
+	// (keeper, fan-out) must all be gone.
+	goleak.VerifyNone(t, leaks,
+		goleak.IgnoreAnyFunction("github.com/alicebob/miniredis/v2/server.(*Server).servePeer"),
+		goleak.IgnoreAnyFunction("github.com/alicebob/miniredis/v2/server.(*Server).servePeer.func2"))
+}
+
+func TestDoReleasesOnPanic(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c := newClient(t, fn.pools)
+	func() {
+		defer func() {
+			assert.Equal(t, "boom", recover(), "the panic is re-raised")
+		}()
+		_ = c.Do(bg(), "k", time.Minute, func(context.Context) error { panic("boom") })
+	}()
+	c.WaitIdle()
+	assert.Zero(t, fn.present("k"), "released before the panic went on")
+}
+
+func TestDoCancelsOnLoss(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	clk := fakeClock()
+	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	started := make(chan struct{})
+	go func() {
+		<-started
+		for _, s := range fn.servers {
+			s.Set("k", "intruder")
+		}
+		for range 10000 {
+			select {
+			case <-clk.BlockUntil(1):
+				clk.Advance(100 * time.Millisecond)
+			case <-time.After(time.Second):
+				return // Do has returned: no keeper left
+			}
+		}
+	}()
+	var cause error
+	err := c.Do(bg(), "k", 3*time.Second, func(ctx context.Context) error {
+		close(started)
+		<-ctx.Done()
+		cause = context.Cause(ctx)
+		return ctx.Err()
+	})
+	require.ErrorIs(t, cause, redlock.ErrLockLost)
+	require.ErrorIs(t, err, redlock.ErrLockLost)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 3, fn.holders("k", "intruder"))
+}
+
+func TestDoBadInputAndNotObtained(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c := newClient(t, fn.pools)
+	require.ErrorContains(t, c.Do(bg(), "k", time.Minute, nil), "nil function")
+	held, err := c.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err)
+	defer held.Unlock(bg())
+	ran := false
+	err = c.Do(bg(), "k", time.Minute, func(context.Context) error { ran = true; return nil },
+		redlock.WithRetry(redlock.NoRetry()))
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	assert.False(t, ran)
+}
