@@ -196,11 +196,18 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	timeout := c.nodeTimeout(ttl)
 	decided := make(chan struct{}) // closed once failed is final
 	failed := false
+	var counters []uint64 // fence counters read in phase 1, one slot per node
+	if lc.fencing {
+		counters = make([]uint64, len(c.pools))
+	}
 	start := c.cfg.clock.Now()
 
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			defer close(l.settled[i])
+			if lc.fencing {
+				return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
+			}
 			return c.pools[i].SetNX(ctx, key, l.token, ttl)
 		},
 		func(v fanout.Vote, _ bool) {
@@ -215,7 +222,11 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 		})
 
 	until := start.Add(ttl - c.drift(ttl))
-	if res.Reached && c.cfg.clock.Now().Before(until) {
+	var fenceErr error
+	if res.Reached && lc.fencing && c.cfg.clock.Now().Before(until) {
+		l.fence, fenceErr = c.raiseFence(ctx, l, res, counters, timeout)
+	}
+	if res.Reached && fenceErr == nil && c.cfg.clock.Now().Before(until) {
 		l.until = until
 		close(decided)
 		return l, nil
@@ -234,6 +245,9 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	fanout.Each(context.WithoutCancel(ctx), &c.wg, dirty, timeout, func(ctx context.Context, i int) (bool, error) {
 		return c.release(ctx, i, key, l.token)
 	})
+	if fenceErr != nil {
+		return nil, fenceErr
+	}
 	qe := c.quorumError("lock", ErrNotObtained, res)
 	if res.Reached {
 		qe.Reason = fmt.Sprintf("validity used up after %v", c.cfg.clock.Since(start))

@@ -24,6 +24,7 @@ type Lock struct {
 	token    string
 	ttl      time.Duration
 	heal     bool
+	fence    uint64
 	released atomic.Bool
 	// settled[i] is closed once node i has answered the acquisition (or
 	// timed out). Extend and Unlock wait for it on each node, so that they

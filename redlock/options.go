@@ -88,6 +88,7 @@ type LockOption func(*lockConfig)
 type lockConfig struct {
 	retry       RetryStrategy
 	heal        bool
+	fencing     bool
 	autoExtend  bool
 	extendEvery time.Duration
 	onLost      func(error)

@@ -15,6 +15,10 @@ var (
 	extendSrc string
 	//go:embed status.lua
 	statusSrc string
+	//go:embed acquire_fenced.lua
+	acquireFencedSrc string
+	//go:embed fence_raise.lua
+	fenceRaiseSrc string
 )
 
 var (
@@ -24,6 +28,10 @@ var (
 	Extend = pool.NewScript(extendSrc)
 	// Status returns the key's value and remaining TTL.
 	Status = pool.NewScript(statusSrc)
+	// AcquireFenced sets the key like SET NX PX and reads its fence counter.
+	AcquireFenced = pool.NewScript(acquireFencedSrc)
+	// FenceRaise raises the fence counter while the key holds the token.
+	FenceRaise = pool.NewScript(fenceRaiseSrc)
 )
 
 // Extend's replies.
