@@ -117,14 +117,12 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 	if err != nil {
 		return nil, err
 	}
+	start := c.cfg.clock.Now()
 	l, err := c.acquire(ctx, key, ttl, lc)
 	if err != nil {
-		return nil, withContext(err, ctx.Err())
+		err = withContext(err, ctx.Err())
 	}
-	if lc.autoExtend {
-		l.startKeeper(lc)
-	}
-	return l, nil
+	return c.obtained(ctx, key, l, err, start, 1, lc)
 }
 
 // Lock takes the lock on key for ttl, retrying after failed attempts as the
@@ -140,29 +138,45 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	if err != nil {
 		return nil, err
 	}
+	start := c.cfg.clock.Now()
 	for attempt := 1; ; attempt++ {
 		l, err := c.acquire(ctx, key, ttl, lc)
 		if err == nil {
-			if lc.autoExtend {
-				l.startKeeper(lc)
-			}
-			return l, nil
+			return c.obtained(ctx, key, l, nil, start, attempt, lc)
 		}
 		if ctx.Err() != nil {
-			return nil, withContext(err, ctx.Err())
+			return c.obtained(ctx, key, nil, withContext(err, ctx.Err()), start, attempt, lc)
 		}
 		delay, ok := lc.retry.NextDelay(attempt)
 		if !ok {
-			return nil, err
+			return c.obtained(ctx, key, nil, err, start, attempt, lc)
 		}
 		t := c.cfg.clock.NewTimer(delay)
 		select {
 		case <-t.C():
 		case <-ctx.Done():
 			t.Stop()
-			return nil, withContext(err, ctx.Err())
+			return c.obtained(ctx, key, nil, withContext(err, ctx.Err()), start, attempt, lc)
 		}
 	}
+}
+
+// obtained ends an acquisition: it starts the keeper of a lock taken
+// WithAutoExtend and reports the outcome to the observers.
+func (c *Client) obtained(ctx context.Context, key string, l *Lock, err error, start time.Time, attempts int, lc lockConfig) (*Lock, error) {
+	e := Event{Kind: Acquired, Key: key, Start: start, Duration: c.cfg.clock.Since(start), Attempts: attempts, Err: err}
+	if err != nil {
+		e.Kind = NotObtained
+		c.emit(ctx, e)
+		return nil, err
+	}
+	l.acquiredAt = c.cfg.clock.Now()
+	e.Fence = l.fence
+	c.emit(ctx, e)
+	if lc.autoExtend {
+		l.startKeeper(lc)
+	}
+	return l, nil
 }
 
 // check validates the arguments common to every acquisition.

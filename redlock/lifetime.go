@@ -140,7 +140,7 @@ func (l *Lock) keep() {
 			return
 		case <-l.c.closing:
 			t.Stop()
-			k.finish(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed), true)
+			l.lose(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
 			return
 		case <-t.C():
 		}
@@ -153,7 +153,7 @@ func (l *Lock) keep() {
 			if cause == nil {
 				cause = fmt.Errorf("validity ends at %v and was not extended in time", l.Until())
 			}
-			k.finish(fmt.Errorf("%w: %w", ErrLockLost, cause), true)
+			l.lose(fmt.Errorf("%w: %w", ErrLockLost, cause))
 			return
 		}
 		if now.Before(next) {
@@ -167,7 +167,7 @@ func (l *Lock) keep() {
 		case ctx.Err() != nil:
 			continue // stopped while extending; the select above returns
 		case errors.Is(err, ErrNotHeld):
-			k.finish(fmt.Errorf("%w: %w", ErrLockLost, err), true)
+			l.lose(fmt.Errorf("%w: %w", ErrLockLost, err))
 			return
 		default:
 			// Nodes did not answer; try again soon, within the validity left.
@@ -184,6 +184,13 @@ func (k *keeper) finish(err error, lost bool) {
 	if lost && k.onLost != nil {
 		k.onLost(err)
 	}
+}
+
+// lose ends the keeper with a loss and reports it to the observers.
+func (l *Lock) lose(err error) {
+	l.keeper.finish(err, true)
+	now := l.c.cfg.clock.Now()
+	l.c.emit(context.Background(), Event{Kind: Lost, Key: l.key, Start: now, Held: now.Sub(l.acquiredAt), Fence: l.fence, Err: err})
 }
 
 // Do takes the lock on key (retrying as Lock does), runs fn while keeping the

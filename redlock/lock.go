@@ -19,13 +19,15 @@ import (
 // client may hold the same key. Check Until() before acting, extend in time,
 // or use Client.Do, which does both.
 type Lock struct {
-	c        *Client
-	key      string
-	token    string
-	ttl      time.Duration
-	heal     bool
-	fence    uint64
-	released atomic.Bool
+	c     *Client
+	key   string
+	token string
+	ttl   time.Duration
+	heal  bool
+	fence uint64
+	// acquiredAt is set before the Lock is returned, then only read.
+	acquiredAt time.Time
+	released   atomic.Bool
 	// settled[i] is closed once node i has answered the acquisition (or
 	// timed out). Extend and Unlock wait for it on each node, so that they
 	// never race a SET still in flight to a slow node.
@@ -104,7 +106,19 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 }
 
 // extend is Extend after argument checks; the auto-extension calls it too.
+// It reports the outcome to the observers.
 func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
+	start := l.c.cfg.clock.Now()
+	err := l.extendOnce(ctx, ttl)
+	e := Event{Kind: Extended, Key: l.key, Start: start, Duration: l.c.cfg.clock.Since(start), Fence: l.fence, Err: err}
+	if err != nil {
+		e.Kind = ExtendFailed
+	}
+	l.c.emit(ctx, e)
+	return err
+}
+
+func (l *Lock) extendOnce(ctx context.Context, ttl time.Duration) error {
 	c := l.c
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
@@ -193,6 +207,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if l.released.Swap(true) {
 		return fmt.Errorf("%w: already unlocked", ErrNotHeld)
 	}
+	start := c.cfg.clock.Now()
 	res := fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
 			if err := l.waitSettled(ctx, i); err != nil {
@@ -200,14 +215,16 @@ func (l *Lock) Unlock(ctx context.Context) error {
 			}
 			return c.release(ctx, i, l.key, l.token)
 		}, nil)
-	if res.Reached {
-		return nil
+	e := Event{Kind: Released, Key: l.key, Start: start, Duration: c.cfg.clock.Since(start), Held: start.Sub(l.acquiredAt), Fence: l.fence}
+	if !res.Reached {
+		sentinel := ErrNotReleased
+		if !c.cfg.clock.Now().Before(l.Until()) || refusals(res) > len(c.pools)-c.quorum {
+			sentinel = ErrNotHeld
+		}
+		e.Kind, e.Err = ReleaseFailed, c.quorumError("unlock", sentinel, res)
 	}
-	sentinel := ErrNotReleased
-	if !c.cfg.clock.Now().Before(l.Until()) || refusals(res) > len(c.pools)-c.quorum {
-		sentinel = ErrNotHeld
-	}
-	return c.quorumError("unlock", sentinel, res)
+	c.emit(ctx, e)
+	return e.Err
 }
 
 // healNodes sets the key again on the nodes that answered the extension with

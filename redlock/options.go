@@ -28,6 +28,7 @@ type config struct {
 	driftFactor float64
 	clock       clock.Clock
 	lockOpts    []LockOption
+	observers   []Observer
 	err         error
 }
 

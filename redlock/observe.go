@@ -1,0 +1,129 @@
+package redlock
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// EventKind says what happened to a lock.
+type EventKind int
+
+// Event kinds, in the order of a lock's life.
+const (
+	// Acquired: Lock, TryLock or Do obtained the lock.
+	Acquired EventKind = iota + 1
+	// NotObtained: an acquisition gave up (after its retries, or its context ended).
+	NotObtained
+	// Extended: an extension (manual or automatic) reached a majority.
+	Extended
+	// ExtendFailed: an extension did not reach a majority.
+	ExtendFailed
+	// Lost: an auto-extended lock could no longer be guaranteed.
+	Lost
+	// Released: Unlock reached a majority.
+	Released
+	// ReleaseFailed: Unlock did not reach a majority.
+	ReleaseFailed
+)
+
+var kindNames = [...]string{"", "acquired", "not_obtained", "extended", "extend_failed", "lost", "released", "release_failed"}
+
+// String returns the kind in snake case, as used in logs and metric labels.
+func (k EventKind) String() string {
+	if k <= 0 || int(k) >= len(kindNames) {
+		return "unknown"
+	}
+	return kindNames[k]
+}
+
+// Event describes one outcome of an operation on a lock.
+type Event struct {
+	Kind EventKind
+	// Key is the lock's key.
+	Key string
+	// Start is when the operation began; Duration how long it took. For
+	// Acquired and NotObtained that is the whole wait, retries included;
+	// for Released and Lost, Held is the time since acquisition.
+	Start    time.Time
+	Duration time.Duration
+	Held     time.Duration
+	// Attempts counts acquisition attempts (Acquired, NotObtained).
+	Attempts int
+	// Fence is the lock's fencing token, 0 without WithFencing.
+	Fence uint64
+	// Err is the operation's error, with per-node detail (*QuorumError,
+	// *NodeError) for the failures; nil for successes.
+	Err error
+}
+
+// Observer receives an Event after each operation. Observe is called
+// synchronously on the operation's goroutine (the keeper's, for automatic
+// extensions and loss): it must be quick and safe for concurrent use.
+type Observer interface {
+	Observe(ctx context.Context, e Event)
+}
+
+// ObserverFunc adapts a function to an Observer.
+type ObserverFunc func(ctx context.Context, e Event)
+
+// Observe calls f.
+func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
+
+// WithObserver adds an Observer to the Client. Several may be added; each
+// sees every event. See the redlockotel module for OpenTelemetry metrics and
+// spans, and WithLogger for structured logs.
+func WithObserver(o Observer) Option {
+	return func(c *config) {
+		if o == nil {
+			c.fail("nil observer")
+			return
+		}
+		c.observers = append(c.observers, o)
+	}
+}
+
+// WithLogger logs every event to l: successes at Debug, refusals and failed
+// extensions or releases at Warn, a lost lock at Error. Node addresses appear
+// in errors; credentials never do.
+func WithLogger(l *slog.Logger) Option {
+	if l == nil {
+		return func(c *config) { c.fail("nil logger") }
+	}
+	return WithObserver(ObserverFunc(func(ctx context.Context, e Event) {
+		level := slog.LevelDebug
+		switch e.Kind {
+		case NotObtained, ExtendFailed, ReleaseFailed:
+			level = slog.LevelWarn
+		case Lost:
+			level = slog.LevelError
+		}
+		if !l.Enabled(ctx, level) {
+			return
+		}
+		attrs := []slog.Attr{
+			slog.String("key", e.Key),
+			slog.Duration("duration", e.Duration),
+		}
+		if e.Attempts > 0 {
+			attrs = append(attrs, slog.Int("attempts", e.Attempts))
+		}
+		if e.Held > 0 {
+			attrs = append(attrs, slog.Duration("held", e.Held))
+		}
+		if e.Fence > 0 {
+			attrs = append(attrs, slog.Uint64("fence", e.Fence))
+		}
+		if e.Err != nil {
+			attrs = append(attrs, slog.String("error", e.Err.Error()))
+		}
+		l.LogAttrs(ctx, level, "redlock: "+e.Kind.String(), attrs...)
+	}))
+}
+
+// emit sends e to every observer.
+func (c *Client) emit(ctx context.Context, e Event) {
+	for _, o := range c.cfg.observers {
+		o.Observe(ctx, e)
+	}
+}
