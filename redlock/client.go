@@ -30,6 +30,7 @@ type Client struct {
 	closed  bool
 	closing chan struct{} // closed by Close: stops auto-extensions
 	wg      sync.WaitGroup
+	waiters waiters
 }
 
 // New returns a Client over pools, one per independent Redis master. A lock
@@ -63,12 +64,14 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	return &Client{
+	c := &Client{
 		pools:   append([]pool.Pool(nil), pools...),
 		quorum:  len(pools)/2 + 1,
 		cfg:     cfg,
 		closing: make(chan struct{}),
-	}, nil
+	}
+	c.waiters.c = c
+	return c, nil
 }
 
 // Quorum returns the number of nodes a lock needs: len(pools)/2+1.
@@ -84,6 +87,7 @@ func (c *Client) Close() error {
 		close(c.closing)
 	}
 	c.mu.Unlock()
+	c.waiters.close()
 	c.wg.Wait()
 	return nil
 }
@@ -138,26 +142,88 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	if err != nil {
 		return nil, err
 	}
+	return c.wait(ctx, key, ttl, lc)
+}
+
+// wait is Lock's loop. The first attempt is immediate unless callers of this
+// Client already wait for key; then the caller queues (see waiters). Only
+// the head of the queue attempts: when woken by a release, when promoted, or
+// after the retry strategy's delay.
+func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, error) {
 	start := c.cfg.clock.Now()
-	for attempt := 1; ; attempt++ {
-		l, err := c.acquire(ctx, key, ttl, lc)
-		if err == nil {
-			return c.obtained(ctx, key, l, nil, start, attempt, lc)
+	var (
+		w       *waiter
+		attempt int
+		// Reported if ctx ends before this caller's first attempt.
+		lastErr error = fmt.Errorf("%w: queued behind other callers of this Client", ErrNotObtained)
+	)
+	acquired := false
+	defer func() {
+		if w != nil {
+			c.waiters.leave(ctx, key, w, acquired)
 		}
-		if ctx.Err() != nil {
-			return c.obtained(ctx, key, nil, withContext(err, ctx.Err()), start, attempt, lc)
+	}()
+	if c.waiters.busy(key) {
+		w = c.waiters.join(ctx, key)
+	}
+	var delay time.Duration
+	for {
+		if w != nil && c.waiters.head(key, w) && c.waiters.takeHandoff(w) {
+			// The waiter before us has just got the lock: trying now would
+			// fail. Wait for its release, or for the backoff.
+			delay, _ = lc.retry.NextDelay(attempt + 1)
+			if err := c.sleep(ctx, w, delay); err != nil {
+				return c.obtained(ctx, key, nil, withContext(lastErr, err), start, attempt, lc)
+			}
+			continue
 		}
-		delay, ok := lc.retry.NextDelay(attempt)
-		if !ok {
-			return c.obtained(ctx, key, nil, err, start, attempt, lc)
+		if w == nil || c.waiters.head(key, w) {
+			attempt++
+			l, err := c.acquire(ctx, key, ttl, lc)
+			if err == nil {
+				acquired = true
+				return c.obtained(ctx, key, l, nil, start, attempt, lc)
+			}
+			lastErr = err
+			if ctx.Err() != nil {
+				return c.obtained(ctx, key, nil, withContext(err, ctx.Err()), start, attempt, lc)
+			}
+			d, ok := lc.retry.NextDelay(attempt)
+			if !ok {
+				return c.obtained(ctx, key, nil, err, start, attempt, lc)
+			}
+			delay = d
+			if w == nil {
+				// Subscribe, then try once more at once: a release between
+				// the failed attempt and the subscription would go unheard.
+				w = c.waiters.join(ctx, key)
+				continue
+			}
+		} else {
+			delay = -1 // not the head: wait to be promoted
 		}
+		if err := c.sleep(ctx, w, delay); err != nil {
+			return c.obtained(ctx, key, nil, withContext(lastErr, err), start, attempt, lc)
+		}
+	}
+}
+
+// sleep waits for w to be woken, for delay to pass (delay < 0: no timer),
+// or for ctx to end, which it returns.
+func (c *Client) sleep(ctx context.Context, w *waiter, delay time.Duration) error {
+	var timeout <-chan time.Time
+	if delay >= 0 {
 		t := c.cfg.clock.NewTimer(delay)
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
-			return c.obtained(ctx, key, nil, withContext(err, ctx.Err()), start, attempt, lc)
-		}
+		defer t.Stop()
+		timeout = t.C()
+	}
+	select {
+	case <-w.wake:
+		return nil
+	case <-timeout:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -257,7 +323,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 		}
 	}
 	fanout.Each(context.WithoutCancel(ctx), &c.wg, dirty, timeout, func(ctx context.Context, i int) (bool, error) {
-		return c.release(ctx, i, key, l.token)
+		return c.release(ctx, i, key, l.token, "")
 	})
 	if fenceErr != nil {
 		return nil, fenceErr
@@ -269,9 +335,10 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	return nil, qe
 }
 
-// release runs compare-and-delete on node i.
-func (c *Client) release(ctx context.Context, i int, key, token string) (bool, error) {
-	n, err := c.pools[i].Eval(ctx, scripts.Release, []string{key}, token)
+// release runs compare-and-delete on node i, and publishes on channel when
+// it deleted (no message when channel is "").
+func (c *Client) release(ctx context.Context, i int, key, token, channel string) (bool, error) {
+	n, err := c.pools[i].Eval(ctx, scripts.Release, []string{key}, token, channel)
 	if err != nil {
 		return false, err
 	}
@@ -283,7 +350,7 @@ func (c *Client) release(ctx context.Context, i int, key, token string) (bool, e
 func (c *Client) releaseNode(ctx context.Context, timeout time.Duration, i int, key, token string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	_, _ = c.release(ctx, i, key, token) // best effort: the key expires by TTL anyway
+	_, _ = c.release(ctx, i, key, token, "") // best effort: the key expires by TTL anyway
 }
 
 // quorumError builds the error of an operation from its votes. A plain no is

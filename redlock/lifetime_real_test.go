@@ -49,7 +49,9 @@ func TestRealDoLongJobKeepsLock(t *testing.T) {
 func TestRealLossWhenAnotherOwnerTakesMajority(t *testing.T) {
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(50*time.Millisecond))
-	l, err := c.TryLock(bg(), "res", 600*time.Millisecond, redlock.WithAutoExtend(0))
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+	defer cancel()
+	l, err := c.Lock(ctx, "res", 600*time.Millisecond, redlock.WithAutoExtend(0))
 	require.NoError(t, err)
 	for _, s := range servers[:3] { // e.g. an operator, or a broken peer
 		require.NoError(t, s.Client(t).Set(bg(), "res", "intruder", time.Minute).Err())
@@ -123,13 +125,15 @@ func runChild(urls string) int {
 		}
 		pools = append(pools, p)
 	}
-	c, err := redlock.New(pools, redlock.WithNodeTimeout(50*time.Millisecond))
+	c, err := redlock.New(pools, redlock.WithNodeTimeout(100*time.Millisecond))
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1
 	}
 	defer c.Close()
-	l, err := c.TryLock(context.Background(), "paused", 600*time.Millisecond, redlock.WithAutoExtend(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l, err := c.Lock(ctx, "paused", 600*time.Millisecond, redlock.WithAutoExtend(0))
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1

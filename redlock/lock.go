@@ -213,10 +213,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 			if err := l.waitSettled(ctx, i); err != nil {
 				return false, err
 			}
-			return c.release(ctx, i, l.key, l.token)
+			return c.release(ctx, i, l.key, l.token, ReleaseChannel(l.key))
 		}, nil)
 	e := Event{Kind: Released, Key: l.key, Start: start, Duration: c.cfg.clock.Since(start), Held: start.Sub(l.acquiredAt), Fence: l.fence}
-	if !res.Reached {
+	if res.Reached {
+		c.waiters.wakeHead(l.key) // this Client's own waiters need no message
+	} else {
 		sentinel := ErrNotReleased
 		if !c.cfg.clock.Now().Before(l.Until()) || refusals(res) > len(c.pools)-c.quorum {
 			sentinel = ErrNotHeld

@@ -132,10 +132,14 @@ func (c *Client) lockConfig(opts []LockOption) (lockConfig, error) {
 	return lc, lc.err
 }
 
-// nodeTimeout is the per-node bound for an operation on a lock of ttl.
+// nodeTimeout is the per-node bound for an operation on a lock of ttl; a
+// ttl of 0 means no lock is concerned (subscriptions): the cap applies.
 func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 	if c.cfg.nodeTimeout > 0 {
 		return c.cfg.nodeTimeout
+	}
+	if ttl == 0 {
+		return MaxNodeTimeout
 	}
 	return min(max(ttl/20, time.Millisecond), MaxNodeTimeout)
 }

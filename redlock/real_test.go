@@ -105,7 +105,7 @@ func TestRealMajorityDownLeavesNothing(t *testing.T) {
 
 func TestRealPausedNodeDoesNotSlowLockOrUnlock(t *testing.T) {
 	servers, pools := realNodes(t, 5)
-	const nodeTimeout = 50 * time.Millisecond
+	const nodeTimeout = 100 * time.Millisecond
 	c, err := redlock.New(pools, redlock.WithNodeTimeout(nodeTimeout))
 	require.NoError(t, err)
 	defer c.Close() // after Resume (deferred later, runs first)

@@ -5,6 +5,7 @@ package pooltest
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ type Faulty struct {
 	before func(op string)
 
 	calls atomic.Int64
+	muted atomic.Bool
 }
 
 // Wrap returns a Faulty around p.
@@ -115,3 +117,37 @@ func (f *Faulty) Eval(ctx context.Context, s *pool.Script, keys []string, args .
 		return f.Pool.Eval(ctx, s, keys, args...)
 	})
 }
+
+// Listen forwards to the inner pool's pool.Notifier, if it has one. The
+// faults do not apply to subscriptions; Mute drops their messages.
+func (f *Faulty) Listen(ctx context.Context) (pool.Listener, error) {
+	n, ok := f.Pool.(pool.Notifier)
+	if !ok {
+		return nil, errors.New("pooltest: inner pool has no notifications")
+	}
+	inner, err := n.Listen(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan string, 64)
+	go func() {
+		defer close(out)
+		for m := range inner.Messages() {
+			if !f.muted.Load() {
+				out <- m
+			}
+		}
+	}()
+	return &listener{Listener: inner, out: out}, nil
+}
+
+// Mute drops (true) or delivers (false) the messages of the node's
+// subscriptions: a lost notification.
+func (f *Faulty) Mute(on bool) { f.muted.Store(on) }
+
+type listener struct {
+	pool.Listener
+	out chan string
+}
+
+func (l *listener) Messages() <-chan string { return l.out }

@@ -1,0 +1,210 @@
+package redlock
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/redlockgo/redlock/pool"
+)
+
+// ReleaseChannel returns the Redis pub/sub channel on which Unlock announces
+// that key was released: "redlock:released:" + key.
+func ReleaseChannel(key string) string { return channelPrefix + key }
+
+const channelPrefix = "redlock:released:"
+
+// waiters is a Client's queue of Lock calls waiting for each key, and its
+// subscriptions to release announcements.
+//
+// Within a Client only the head of a key's queue makes attempts; the others
+// wait to be promoted, in arrival order. So a release wakes at most one
+// waiter per Client (no thundering herd), and a Client's own callers get the
+// lock first-come first-served instead of whoever retries at the right
+// moment. A release is announced by Unlock on every node it releases;
+// waiters of other Clients hear it through one subscription connection per
+// node per Client, opened when the first waiter arrives. Expiry announces
+// nothing and messages can be lost, so the head also retries after the retry
+// strategy's backoff.
+type waiters struct {
+	c *Client
+
+	mu     sync.Mutex
+	queues map[string][]*waiter
+
+	subMu      sync.Mutex // serialises subscription changes; taken before mu
+	subscribed map[string]bool
+	listeners  []pool.Listener // opened once, on the first waiter
+	opened     bool
+	readers    sync.WaitGroup // the listeners' goroutines; Add and Wait under subMu
+}
+
+type waiter struct {
+	wake chan struct{} // buffered: a pending signal is never lost, never doubled
+	// handoff is set (under waiters.mu) when w became head because the head
+	// before it got the lock: w should wait for the release, not try at once.
+	handoff bool
+}
+
+func (w *waiter) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// busy reports whether callers of this Client already wait for key; a new
+// caller then queues behind them instead of barging in.
+func (ws *waiters) busy(key string) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return len(ws.queues[key]) > 0
+}
+
+// join queues a new waiter for key and makes sure the key's release channel
+// is subscribed on every node that supports it.
+func (ws *waiters) join(ctx context.Context, key string) *waiter {
+	w := &waiter{wake: make(chan struct{}, 1)}
+	ws.mu.Lock()
+	if ws.queues == nil {
+		ws.queues = make(map[string][]*waiter)
+	}
+	ws.queues[key] = append(ws.queues[key], w)
+	ws.mu.Unlock()
+	ws.sync(ctx, key)
+	return w
+}
+
+// head reports whether w is first in key's queue.
+func (ws *waiters) head(key string, w *waiter) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	q := ws.queues[key]
+	return len(q) > 0 && q[0] == w
+}
+
+// leave removes w from key's queue, promotes the next waiter if w was the
+// head, and unsubscribes when nobody waits any more. acquired says whether w
+// leaves with the lock.
+func (ws *waiters) leave(ctx context.Context, key string, w *waiter, acquired bool) {
+	ws.mu.Lock()
+	q := ws.queues[key]
+	for i, x := range q {
+		if x == w {
+			q = append(q[:i:i], q[i+1:]...)
+			if i == 0 && len(q) > 0 {
+				q[0].handoff = acquired
+				q[0].signal()
+			}
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(ws.queues, key)
+	} else {
+		ws.queues[key] = q
+	}
+	ws.mu.Unlock()
+	ws.sync(ctx, key)
+}
+
+// wakeHead signals the first waiter for key: the lock was just released.
+func (ws *waiters) wakeHead(key string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if q := ws.queues[key]; len(q) > 0 {
+		q[0].handoff = false
+		q[0].signal()
+	}
+}
+
+// takeHandoff reports, and clears, whether w was promoted by a head that got
+// the lock (and no release has been heard since).
+func (ws *waiters) takeHandoff(w *waiter) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	h := w.handoff
+	w.handoff = false
+	return h
+}
+
+// sync subscribes to or unsubscribes from key's release channel so that the
+// subscription matches whether anyone waits. Node errors only cost a wake-up:
+// the backoff covers them.
+func (ws *waiters) sync(ctx context.Context, key string) {
+	ws.subMu.Lock()
+	defer ws.subMu.Unlock()
+	ws.mu.Lock()
+	want := len(ws.queues[key]) > 0
+	ws.mu.Unlock()
+	if ws.subscribed[key] == want {
+		return
+	}
+	if want && !ws.opened {
+		ws.open(ctx)
+	}
+	if ws.subscribed == nil {
+		ws.subscribed = make(map[string]bool)
+	}
+	ctx = context.WithoutCancel(ctx)
+	ch := ReleaseChannel(key)
+	for _, l := range ws.listeners {
+		nctx, cancel := context.WithTimeout(ctx, ws.c.nodeTimeout(0))
+		if want {
+			_ = l.Subscribe(nctx, ch)
+		} else {
+			_ = l.Unsubscribe(nctx, ch)
+		}
+		cancel()
+	}
+	if want {
+		ws.subscribed[key] = true
+	} else {
+		delete(ws.subscribed, key)
+	}
+}
+
+// open starts one listener per node that supports notifications, each with
+// a goroutine that wakes the head waiter of the key a message names. Close
+// ends them.
+func (ws *waiters) open(ctx context.Context) {
+	ws.opened = true
+	ws.c.mu.RLock()
+	closed := ws.c.closed
+	ws.c.mu.RUnlock()
+	if closed {
+		return
+	}
+	for _, p := range ws.c.pools {
+		n, ok := p.(pool.Notifier)
+		if !ok {
+			continue
+		}
+		l, err := n.Listen(context.WithoutCancel(ctx))
+		if err != nil {
+			continue
+		}
+		ws.listeners = append(ws.listeners, l)
+		ws.readers.Add(1)
+		go func() {
+			defer ws.readers.Done()
+			for ch := range l.Messages() {
+				if key, ok := strings.CutPrefix(ch, channelPrefix); ok {
+					ws.wakeHead(key)
+				}
+			}
+		}()
+	}
+}
+
+// close ends the listeners; their goroutines return once their message
+// channels close.
+func (ws *waiters) close() {
+	ws.subMu.Lock()
+	defer ws.subMu.Unlock()
+	for _, l := range ws.listeners {
+		_ = l.Close()
+	}
+	ws.listeners = nil
+	ws.readers.Wait()
+}
