@@ -122,9 +122,15 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 		return nil, err
 	}
 	start := c.cfg.clock.Now()
+	if lc.fair {
+		lc.ticket = c.newTicket(ttl)
+	}
 	l, err := c.acquire(ctx, key, ttl, lc)
 	if err != nil {
 		err = withContext(err, ctx.Err())
+	}
+	if lc.fair {
+		c.leaveQueueAfter(ctx, key, lc.ticket, c.nodeTimeout(ttl), err == nil)
 	}
 	return c.obtained(ctx, key, l, err, start, 1, lc)
 }
@@ -158,9 +164,15 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 		lastErr error = fmt.Errorf("%w: queued behind other callers of this Client", ErrNotObtained)
 	)
 	acquired := false
+	if lc.fair {
+		lc.ticket = c.newTicket(ttl)
+	}
 	defer func() {
 		if w != nil {
 			c.waiters.leave(ctx, key, w, acquired)
+		}
+		if lc.fair {
+			c.leaveQueueAfter(ctx, key, lc.ticket, c.nodeTimeout(ttl), acquired)
 		}
 	}()
 	if c.waiters.busy(key) {
@@ -172,7 +184,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			// The waiter before us has just got the lock: trying now would
 			// fail. Wait for its release, or for the backoff.
 			delay, _ = lc.retry.NextDelay(attempt + 1)
-			if err := c.sleep(ctx, w, delay); err != nil {
+			if err := c.sleepFair(ctx, w, delay, lc.ticket); err != nil {
 				return c.obtained(ctx, key, nil, withContext(lastErr, err), start, attempt, lc)
 			}
 			continue
@@ -202,7 +214,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 		} else {
 			delay = -1 // not the head: wait to be promoted
 		}
-		if err := c.sleep(ctx, w, delay); err != nil {
+		if err := c.sleepFair(ctx, w, delay, lc.ticket); err != nil {
 			return c.obtained(ctx, key, nil, withContext(lastErr, err), start, attempt, lc)
 		}
 	}
@@ -211,6 +223,15 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 // sleep waits for w to be woken, for delay to pass (delay < 0: no timer),
 // or for ctx to end, which it returns.
 func (c *Client) sleep(ctx context.Context, w *waiter, delay time.Duration) error {
+	return c.sleepFair(ctx, w, delay, nil)
+}
+
+// sleepFair is sleep for a waiter holding a fair ticket: it never sleeps
+// past a third of the ticket's lease, so the head's lease stays fresh.
+func (c *Client) sleepFair(ctx context.Context, w *waiter, delay time.Duration, t *ticket) error {
+	if t != nil && (delay < 0 || delay > t.lease/3) {
+		delay = t.lease / 3
+	}
 	var timeout <-chan time.Time
 	if delay >= 0 {
 		t := c.cfg.clock.NewTimer(delay)
@@ -287,6 +308,9 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 			defer close(l.settled[i])
 			if lc.fencing {
 				return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
+			}
+			if lc.ticket != nil {
+				return c.setFair(ctx, i, key, l.token, ttl, lc.ticket)
 			}
 			return c.pools[i].SetNX(ctx, key, l.token, ttl)
 		},

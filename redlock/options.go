@@ -90,6 +90,8 @@ type lockConfig struct {
 	retry       RetryStrategy
 	heal        bool
 	fencing     bool
+	fair        bool
+	ticket      *ticket // set per call when fair
 	autoExtend  bool
 	extendEvery time.Duration
 	onLost      func(error)
@@ -128,6 +130,9 @@ func (c *Client) lockConfig(opts []LockOption) (lockConfig, error) {
 		if o != nil {
 			o(&lc)
 		}
+	}
+	if lc.err == nil && lc.fair && lc.fencing {
+		lc.err = errFairFencing
 	}
 	return lc, lc.err
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -192,3 +193,5 @@ func TestRealNoScriptAfterRestart(t *testing.T) {
 	require.NoError(t, l.Extend(bg(), time.Minute), "NOSCRIPT falls back to EVAL")
 	require.NoError(t, l.Unlock(bg()))
 }
+
+func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }

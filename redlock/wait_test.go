@@ -134,10 +134,13 @@ func TestReleaseWakesOneWaiterPerClient(t *testing.T) {
 	for _, r := range results {
 		require.NoError(t, <-r)
 	}
-	// Each of the ten acquired once; without a herd no attempt failed, so
-	// node 0 saw one acquisition and one release per waiter, plus the
-	// holder's release, and nothing more.
-	assert.LessOrEqual(t, fn.faults[0].Calls()-before, int64(1+10*2+3), "a release wakes one waiter, not ten")
+	// Ideally node 0 sees the holder's release, then one acquisition and one
+	// release per waiter: 21 calls. An attempt can still race a release that
+	// is in flight on a slow node, so allow one extra call per waiter. A herd
+	// (every waiter retrying on every release) would cost over 100.
+	calls := fn.faults[0].Calls() - before
+	t.Logf("node 0 calls during the ten hand-offs: %d", calls)
+	assert.LessOrEqual(t, calls, int64(1+10*2+10), "a release wakes one waiter, not ten")
 }
 
 func TestGivingUpLeavesNothingBehind(t *testing.T) {

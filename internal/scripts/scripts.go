@@ -19,6 +19,10 @@ var (
 	acquireFencedSrc string
 	//go:embed fence_raise.lua
 	fenceRaiseSrc string
+	//go:embed acquire_fair.lua
+	acquireFairSrc string
+	//go:embed leave_queue.lua
+	leaveQueueSrc string
 )
 
 var (
@@ -32,6 +36,10 @@ var (
 	AcquireFenced = pool.NewScript(acquireFencedSrc)
 	// FenceRaise raises the fence counter while the key holds the token.
 	FenceRaise = pool.NewScript(fenceRaiseSrc)
+	// AcquireFair sets the key only for the head of the key's queue.
+	AcquireFair = pool.NewScript(acquireFairSrc)
+	// LeaveQueue removes a waiter from the key's queue.
+	LeaveQueue = pool.NewScript(leaveQueueSrc)
 )
 
 // Extend's replies.

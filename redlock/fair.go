@@ -1,0 +1,87 @@
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/scripts"
+)
+
+// WithFairness makes Lock first-come first-served across Clients and
+// processes: each waiter takes a ticket (its arrival time) and enters a queue
+// kept on every node next to the key (QueueKeys), and a node sets the lock
+// only for the waiter at the head of its queue. A waiter that dies leaves the
+// queue when its lease runs out (the larger of the TTL and one second) so it
+// cannot block the queue; one that gives up leaves at once.
+//
+// Ordering is by ticket, so by the waiters' clocks: FIFO-ish across hosts
+// whose clocks differ. Every client of a key must use WithFairness, or the
+// others barge. It cannot be combined with WithFencing. Without it, waiters
+// of one Client are still served in order (see Lock).
+func WithFairness() LockOption {
+	return func(c *lockConfig) { c.fair = true }
+}
+
+// QueueKeys returns the Redis keys of the fair queue of the lock key: the
+// queue (a sorted set of waiter ids by ticket) and the waiters' leases.
+func QueueKeys(key string) (queue, leases string) {
+	return key + ":queue", key + ":queue:leases"
+}
+
+// ticket is one waiter's place in a fair queue, the same on every node.
+type ticket struct {
+	id     string
+	number int64 // arrival time in microseconds
+	lease  time.Duration
+}
+
+func (c *Client) newTicket(ttl time.Duration) *ticket {
+	return &ticket{id: rand.Text(), number: time.Now().UnixMicro(), lease: max(ttl, time.Second)}
+}
+
+// setFair is one node's acquisition in a fair queue.
+func (c *Client) setFair(ctx context.Context, i int, key, token string, ttl time.Duration, t *ticket) (bool, error) {
+	q, leases := QueueKeys(key)
+	r, err := c.pools[i].Eval(ctx, scripts.AcquireFair, []string{key, q, leases},
+		token, ttl.Milliseconds(), t.id, t.number, t.lease.Milliseconds())
+	if err != nil {
+		return false, err
+	}
+	return asInt(r) == 1, nil
+}
+
+// leaveQueue removes a waiter that gave up from the queue on every node,
+// waiting at most one node timeout.
+func (c *Client) leaveQueue(ctx context.Context, key string, t *ticket, timeout time.Duration) {
+	q, leases := QueueKeys(key)
+	nodes := make([]int, len(c.pools))
+	for i := range nodes {
+		nodes[i] = i
+	}
+	fanout.Each(context.WithoutCancel(ctx), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+		_, err := c.pools[i].Eval(ctx, scripts.LeaveQueue, []string{q, leases}, t.id)
+		return err == nil, err
+	})
+}
+
+// leaveQueueAfter leaves the queue once an acquisition is over. A winner
+// left it on the nodes that gave it the lock, but not on the others (they
+// refused, or answered late): it leaves in the background, so as not to
+// delay the lock, or its stale entry would hold the head there until its
+// lease ran out. A waiter that gave up leaves before returning.
+func (c *Client) leaveQueueAfter(ctx context.Context, key string, t *ticket, timeout time.Duration, acquired bool) {
+	if !acquired {
+		c.leaveQueue(ctx, key, t, timeout)
+		return
+	}
+	c.wg.Add(1) // inside a registered operation: safe against Close
+	go func() {
+		defer c.wg.Done()
+		c.leaveQueue(ctx, key, t, timeout)
+	}()
+}
+
+var errFairFencing = errors.New("redlock: WithFairness cannot be combined with WithFencing")
