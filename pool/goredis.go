@@ -63,19 +63,24 @@ func (g *goRedis) SetNX(ctx context.Context, key, value string, ttl time.Duratio
 	if g.client == nil {
 		return false, errNilClient
 	}
-	return bounded(ctx, g.ctxDeadlines, func(ctx context.Context) (bool, error) {
-		// SetArgs rather than SetNX: SetNX with a TTL under a millisecond
-		// would fall back to seconds; the lock always sends milliseconds.
-		err := g.client.SetArgs(ctx, key, value, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, redis.Nil):
-			return false, nil
-		default:
-			return false, err
-		}
-	})
+	if g.ctxDeadlines {
+		return g.setNX(ctx, key, value, ttl)
+	}
+	return bounded(ctx, func(ctx context.Context) (bool, error) { return g.setNX(ctx, key, value, ttl) })
+}
+
+func (g *goRedis) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	// SetArgs rather than SetNX: SetNX with a TTL under a millisecond
+	// would fall back to seconds; the lock always sends milliseconds.
+	err := g.client.SetArgs(ctx, key, value, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 func (g *goRedis) Eval(ctx context.Context, s *Script, keys []string, args ...any) (any, error) {
@@ -85,17 +90,22 @@ func (g *goRedis) Eval(ctx context.Context, s *Script, keys []string, args ...an
 	if s == nil {
 		return nil, errors.New("pool: nil script")
 	}
-	return bounded(ctx, g.ctxDeadlines, func(ctx context.Context) (any, error) {
-		v, err := g.client.EvalSha(ctx, s.hash, keys, args...).Result()
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			// EVAL also caches the script, so the next EVALSHA succeeds.
-			v, err = g.client.Eval(ctx, s.src, keys, args...).Result()
-		}
-		if errors.Is(err, redis.Nil) {
-			return nil, nil
-		}
-		return v, err
-	})
+	if g.ctxDeadlines {
+		return g.eval(ctx, s, keys, args)
+	}
+	return bounded(ctx, func(ctx context.Context) (any, error) { return g.eval(ctx, s, keys, args) })
+}
+
+func (g *goRedis) eval(ctx context.Context, s *Script, keys []string, args []any) (any, error) {
+	v, err := g.client.EvalSha(ctx, s.hash, keys, args...).Result()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// EVAL also caches the script, so the next EVALSHA succeeds.
+		v, err = g.client.Eval(ctx, s.src, keys, args...).Result()
+	}
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return v, err
 }
 
 func (g *goRedis) Close() error {
@@ -105,13 +115,10 @@ func (g *goRedis) Close() error {
 	return g.client.Close()
 }
 
-// bounded runs op so that it returns by ctx's deadline. When the client
-// honours context deadlines itself, op runs inline; otherwise op runs in a
-// goroutine that outlives the call only until the client's own I/O timeout.
-func bounded[T any](ctx context.Context, ctxDeadlines bool, op func(context.Context) (T, error)) (T, error) {
-	if ctxDeadlines {
-		return op(ctx)
-	}
+// bounded runs op so that it returns by ctx's deadline, for clients that do
+// not honour context deadlines themselves: op runs in a goroutine that
+// outlives the call only until the client's own I/O timeout.
+func bounded[T any](ctx context.Context, op func(context.Context) (T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error

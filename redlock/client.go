@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlockgo/redlock/clock"
@@ -290,10 +291,9 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 // in the background can never remove a later attempt's lock.
 func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, error) {
 	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
-	l := &Lock{c: c, key: key, token: rand.Text(), ttl: ttl, heal: lc.heal, settled: make([]chan struct{}, len(c.pools))}
-	for i := range l.settled {
-		l.settled[i] = make(chan struct{})
-	}
+	l := &Lock{c: c, key: key, token: rand.Text(), ttl: ttl, heal: lc.heal,
+		settled: make([]atomic.Bool, len(c.pools)), allSettled: make(chan struct{})}
+	l.unsettled.Store(int32(len(c.pools)))
 	timeout := c.nodeTimeout(ttl)
 	decided := make(chan struct{}) // closed once failed is final
 	failed := false
@@ -305,7 +305,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			defer close(l.settled[i])
+			defer l.settle(i)
 			if lc.fencing {
 				return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
 			}

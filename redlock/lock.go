@@ -28,10 +28,13 @@ type Lock struct {
 	// acquiredAt is set before the Lock is returned, then only read.
 	acquiredAt time.Time
 	released   atomic.Bool
-	// settled[i] is closed once node i has answered the acquisition (or
-	// timed out). Extend and Unlock wait for it on each node, so that they
-	// never race a SET still in flight to a slow node.
-	settled []chan struct{}
+	// settled[i] is set once node i has answered the acquisition (or timed
+	// out); allSettled is closed when every node has. Extend and Unlock wait
+	// for a node to have settled, so that they never race a SET still in
+	// flight to a slow node.
+	settled    []atomic.Bool
+	unsettled  atomic.Int32
+	allSettled chan struct{}
 
 	opMu   sync.Mutex // serialises Extend and Unlock
 	keeper *keeper    // nil unless WithAutoExtend; set before the Lock is returned
@@ -208,12 +211,13 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return fmt.Errorf("%w: already unlocked", ErrNotHeld)
 	}
 	start := c.cfg.clock.Now()
+	channel := ReleaseChannel(l.key)
 	res := fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
 			if err := l.waitSettled(ctx, i); err != nil {
 				return false, err
 			}
-			return c.release(ctx, i, l.key, l.token, ReleaseChannel(l.key))
+			return c.release(ctx, i, l.key, l.token, channel)
 		}, nil)
 	e := Event{Kind: Released, Key: l.key, Start: start, Duration: c.cfg.clock.Since(start), Held: start.Sub(l.acquiredAt), Fence: l.fence}
 	if res.Reached {
@@ -242,10 +246,23 @@ func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Dur
 	})
 }
 
-// waitSettled waits until node i has answered the acquisition.
+// settle records that node i has answered the acquisition.
+func (l *Lock) settle(i int) {
+	l.settled[i].Store(true)
+	if l.unsettled.Add(-1) == 0 {
+		close(l.allSettled)
+	}
+}
+
+// waitSettled waits until node i has answered the acquisition. It is
+// immediate but for a straggler, rare enough to wait for all nodes instead:
+// one channel per lock rather than one per node.
 func (l *Lock) waitSettled(ctx context.Context, i int) error {
+	if l.settled[i].Load() {
+		return nil
+	}
 	select {
-	case <-l.settled[i]:
+	case <-l.allSettled:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

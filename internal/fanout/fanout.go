@@ -35,8 +35,8 @@ type Op func(ctx context.Context, node int) (bool, error)
 // the decision. reached is the decision.
 type Late func(v Vote, reached bool)
 
-// Quorum runs op on nodes 0..n-1 concurrently, each under its own timeout
-// derived from ctx, and returns as soon as need nodes said yes or need can no
+// Quorum runs op on nodes 0..n-1 concurrently, each bounded by timeout (one
+// deadline shared by all, derived from ctx), and returns as soon as need nodes said yes or need can no
 // longer be reached, or ctx ends. It never waits for a node once the outcome is
 // decided; a node that answers afterwards is handed to late (which may be nil).
 //
@@ -49,14 +49,25 @@ func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.D
 		decided bool
 		reached bool
 		votes   = make(chan Vote, n)
+		running = int32(n) // node goroutines still in op; the last cancels nctx
 	)
+	// All nodes start together, so one deadline serves them all: one context
+	// per fan-out rather than one per node.
+	nctx, cancel := withTimeout(ctx, timeout)
+	if n == 0 {
+		cancel()
+	}
 	wg.Add(n)
 	for i := range n {
 		go func() {
 			defer wg.Done()
-			nctx, cancel := context.WithTimeout(ctx, timeout)
 			ok, err := op(nctx, i)
-			cancel()
+			mu.Lock()
+			running--
+			if running == 0 {
+				cancel()
+			}
+			mu.Unlock()
 			v := Vote{Node: i, OK: ok, Err: err}
 			mu.Lock()
 			if !decided {
@@ -72,7 +83,7 @@ func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.D
 		}()
 	}
 
-	var res Result
+	res := Result{Votes: make([]Vote, 0, n)}
 	no := 0
 	record := func(v Vote) {
 		res.Votes = append(res.Votes, v)
@@ -113,6 +124,11 @@ func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.D
 // waits for all of them. It returns the votes in the order of nodes.
 func Each(ctx context.Context, wg *sync.WaitGroup, nodes []int, timeout time.Duration, op Op) []Vote {
 	out := make([]Vote, len(nodes))
+	if len(nodes) == 0 {
+		return out
+	}
+	nctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	var local sync.WaitGroup
 	wg.Add(len(nodes))
 	local.Add(len(nodes))
@@ -120,12 +136,16 @@ func Each(ctx context.Context, wg *sync.WaitGroup, nodes []int, timeout time.Dur
 		go func() {
 			defer wg.Done()
 			defer local.Done()
-			nctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
 			ok, err := op(nctx, i)
 			out[j] = Vote{Node: i, OK: ok, Err: err}
 		}()
 	}
 	local.Wait()
 	return out
+}
+
+// withTimeout is context.WithTimeout, for a cancel that the last of several
+// goroutines calls (which vet cannot follow).
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
 }
