@@ -338,8 +338,10 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	failed = true
 	close(decided)
 
-	// Failed: release everywhere our SET may have landed, and wait, so the
-	// key is free for others when we return.
+	// Failed: release everywhere our SET may have landed. The nodes that
+	// answered are released before we return; a straggler releases itself
+	// when it answers (Close waits for that), so on a slow node our copy may
+	// outlive the call by up to one node timeout.
 	var dirty []int
 	for _, v := range res.Votes {
 		if v.OK || v.Err != nil {
