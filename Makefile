@@ -3,14 +3,21 @@
 #   make test
 GO ?= go
 
-.PHONY: test unit integration demo redis-image bench chaos chaos-unsafe model lint
+.PHONY: test unit modules integration demo redis-image bench chaos chaos-unsafe model
 
-## test: unit tests with the race detector, then the integration suite on five Redis nodes.
-test: unit integration
+# Modules of their own, so the library's go.mod stays lean.
+MODULES := pool/rueidispool redlockotel
+
+## test: unit and real-Redis tests with the race detector, the adapter and
+## telemetry modules, then the integration suite on five Redis nodes.
+test: unit modules integration
 
 unit:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+modules:
+	for m in $(MODULES); do (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
 
 integration:
 	$(MAKE) -C integration test

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -63,6 +64,10 @@ func (g *goRedis) SetNX(ctx context.Context, key, value string, ttl time.Duratio
 	if g.client == nil {
 		return false, errNilClient
 	}
+	if ttl <= 0 {
+		// go-redis would send SET without an expiry: a lock that never ends.
+		return false, fmt.Errorf("pool: SetNX needs a positive ttl, got %v", ttl)
+	}
 	if g.ctxDeadlines {
 		return g.setNX(ctx, key, value, ttl)
 	}
@@ -79,8 +84,25 @@ func (g *goRedis) setNX(ctx context.Context, key, value string, ttl time.Duratio
 	case errors.Is(err, redis.Nil):
 		return false, nil
 	default:
-		return false, err
+		return false, deadlineErr(ctx, err)
 	}
+}
+
+// deadlineErr makes a call cut short by ctx satisfy errors.Is with ctx's
+// error. go-redis reports a socket timeout, which can come a hair before
+// ctx's own timer marks it done: a timeout under a ctx deadline counts too.
+func deadlineErr(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if cerr == nil {
+		var ne net.Error
+		if _, ok := ctx.Deadline(); ok && errors.As(err, &ne) && ne.Timeout() {
+			cerr = context.DeadlineExceeded
+		}
+	}
+	if cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	return err
 }
 
 func (g *goRedis) Eval(ctx context.Context, s *Script, keys []string, args ...any) (any, error) {
@@ -105,7 +127,18 @@ func (g *goRedis) eval(ctx context.Context, s *Script, keys []string, args []any
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
-	return v, err
+	if err != nil {
+		return nil, deadlineErr(ctx, err)
+	}
+	// A script that switched to RESP3 can return booleans: normalise them
+	// as RESP2 replies them (true as 1, false as a nil reply).
+	if b, ok := v.(bool); ok {
+		if b {
+			return int64(1), nil
+		}
+		return nil, nil
+	}
+	return v, nil
 }
 
 func (g *goRedis) Close() error {

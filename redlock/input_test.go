@@ -143,3 +143,13 @@ func TestNilGoRedisClient(t *testing.T) {
 	require.ErrorContains(t, err, "nil redis client")
 	require.NoError(t, p.Close())
 }
+
+func TestSetNXRejectsNonPositiveTTL(t *testing.T) {
+	fn := newFakeNodes(t, 1)
+	for _, ttl := range []time.Duration{0, -time.Second} {
+		ok, err := fn.pools[0].SetNX(bg(), "k", "v", ttl)
+		require.ErrorContains(t, err, "positive ttl")
+		assert.False(t, ok)
+	}
+	assert.False(t, fn.servers[0].Exists("k"), "no key without expiry")
+}

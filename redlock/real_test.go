@@ -195,3 +195,22 @@ func TestRealNoScriptAfterRestart(t *testing.T) {
 }
 
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+func TestRealNodeTimeoutIsDeadlineExceeded(t *testing.T) {
+	servers, pools := realNodes(t, 3)
+	c, err := redlock.New(pools, redlock.WithNodeTimeout(100*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	warm, err := c.TryLock(bg(), "warm", time.Minute) // open connections first
+	require.NoError(t, err)
+	require.NoError(t, warm.Unlock(bg()))
+	for _, s := range servers[:2] {
+		s.Pause()
+		defer s.Resume()
+	}
+	_, err = c.TryLock(bg(), "res", time.Minute)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a node that did not answer in time")
+	var ne *redlock.NodeError
+	require.ErrorAs(t, err, &ne)
+}

@@ -109,7 +109,8 @@ func (ca *CA) ClientConfig() *tls.Config {
 
 // User is an ACL user with full access to every key and channel.
 type User struct {
-	Name, Password string
+	Name     string
+	Password string
 }
 
 // Options says how a Server accepts clients. The zero Options is a plain
@@ -125,6 +126,7 @@ type Options struct {
 
 // Server is one redis-server process on 127.0.0.1.
 type Server struct {
+	// Port is the TCP port, TLS-only when the server has a CA.
 	Port int
 	tls  bool
 	stop func()

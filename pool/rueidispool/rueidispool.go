@@ -1,0 +1,149 @@
+// Package rueidispool adapts a github.com/redis/rueidis client to a
+// pool.Pool, so that a redlock.Client can run over rueidis instead of
+// go-redis. It is a module of its own, so that programs that do not use it do
+// not depend on rueidis.
+//
+// [FromURL] builds a client with settings suited to locking; [New] wraps a
+// client the caller configured:
+//
+//	p, err := rueidispool.FromURL("rediss://alice:secret@redis-1:6379")
+//	if err != nil {
+//		return err
+//	}
+//	defer p.Close()
+//	c, err := redlock.New([]pool.Pool{p, ...})
+//
+// rueidis sends the commands of concurrent callers over a few shared
+// connections (auto-pipelining). That suits the lock, whose commands are
+// small and answered at once: a lock's fan-out needs no connection per call.
+// The cost is head-of-line blocking: a slow reply to another command on the
+// same connection delays the lock's, which then fails at its node timeout.
+// Give the lock a client of its own, as FromURL does, rather than sharing one
+// that also runs large or slow commands. Client-side caching is never used by
+// the lock; FromURL turns it off (DisableCache), which saves a CLIENT
+// TRACKING round trip per connection and the server's tracking table.
+package rueidispool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redlockgo/redlock/pool"
+)
+
+// New adapts a rueidis client to a pool.Pool. The caller keeps ownership of
+// client: Close on the returned Pool does not close it.
+//
+// rueidis honours context deadlines on every call, so the lock's node timeout
+// bounds each command. A call that times out may still reach the node later;
+// the lock allows for that. Commands run with Do, never DoCache, and are not
+// retried by rueidis (SET and EVALSHA are not read-only), whatever the
+// client's options.
+//
+// Addr is the client's node addresses, as rueidis reports them when New is
+// called. A nil client yields a Pool whose every call fails with an error.
+func New(client rueidis.Client) pool.Pool {
+	a := &adapter{client: client, addr: "<nil client>"}
+	if client != nil {
+		a.addr = strings.Join(slices.Sorted(maps.Keys(client.Nodes())), ",")
+	}
+	return a
+}
+
+// errNilClient is returned by every call on a Pool made from a nil client.
+var errNilClient = errors.New("rueidispool: nil rueidis client")
+
+type adapter struct {
+	client rueidis.Client
+	addr   string
+	owned  bool
+}
+
+func (a *adapter) Addr() string { return a.addr }
+
+func (a *adapter) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if a.client == nil {
+		return false, errNilClient
+	}
+	if ttl <= 0 {
+		// SET without PX would leave a key that never expires.
+		return false, fmt.Errorf("rueidispool: ttl must be positive, got %v", ttl)
+	}
+	ms := max(ttl.Milliseconds(), 1) // Redis keeps milliseconds; never round down to 0
+	cmd, err := build(func() rueidis.Completed {
+		return a.client.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ms).Build()
+	})
+	if err != nil {
+		return false, err
+	}
+	err = a.client.Do(ctx, cmd).Error()
+	switch {
+	case err == nil:
+		return true, nil
+	case rueidis.IsRedisNil(err):
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+func (a *adapter) Eval(ctx context.Context, s *pool.Script, keys []string, args ...any) (any, error) {
+	if a.client == nil {
+		return nil, errNilClient
+	}
+	if s == nil {
+		return nil, errors.New("rueidispool: nil script")
+	}
+	argv, err := encodeArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	// A Completed command is recycled by Do, so each call builds its own.
+	evalsha := func() rueidis.Completed {
+		return a.client.B().Evalsha().Sha1(s.Hash()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
+	}
+	eval := func() rueidis.Completed {
+		return a.client.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()
+	}
+	cmd, err := build(evalsha)
+	if err != nil {
+		return nil, err
+	}
+	res := a.client.Do(ctx, cmd)
+	if re, ok := rueidis.IsRedisErr(res.Error()); ok && re.IsNoScript() {
+		// EVAL also caches the script, so the next EVALSHA succeeds.
+		res = a.client.Do(ctx, eval())
+	}
+	return normalize(res)
+}
+
+func (a *adapter) Close() error {
+	if a.owned && a.client != nil {
+		a.client.Close()
+	}
+	return nil
+}
+
+// build runs a command builder. rueidis's builder for a cluster client panics
+// when a command's keys hash to different slots; that is a property of the
+// caller's keys, so it becomes an error here. Any other panic is a bug and
+// goes on.
+func build(fn func() rueidis.Completed) (cmd rueidis.Completed, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, ok := r.(string)
+			if !ok || !strings.Contains(msg, "slot") {
+				panic(r)
+			}
+			err = fmt.Errorf("rueidispool: %s", msg)
+		}
+	}()
+	return fn(), nil
+}
