@@ -41,7 +41,9 @@ func Example() {
 	pools, stop := exampleNodes()
 	defer stop()
 
-	c, err := redlock.New(pools)
+	// The per-node timeout defaults to min(ttl/20, 50ms), right for a LAN;
+	// the examples run on busy test machines, so they give nodes longer.
+	c, err := redlock.New(pools, redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func Example() {
 func ExampleClient_TryLock() {
 	pools, stop := exampleNodes()
 	defer stop()
-	c, _ := redlock.New(pools)
+	c, _ := redlock.New(pools, redlock.WithNodeTimeout(time.Second))
 	defer c.Close()
 	ctx := context.Background()
 
@@ -82,7 +84,7 @@ func ExampleClient_TryLock() {
 func ExampleClient_Lock_timeout() {
 	pools, stop := exampleNodes()
 	defer stop()
-	c, _ := redlock.New(pools)
+	c, _ := redlock.New(pools, redlock.WithNodeTimeout(time.Second))
 	defer c.Close()
 
 	held, _ := c.TryLock(context.Background(), "report", time.Minute)
@@ -99,7 +101,7 @@ func ExampleClient_Lock_timeout() {
 func ExampleLock_Extend() {
 	pools, stop := exampleNodes()
 	defer stop()
-	c, _ := redlock.New(pools)
+	c, _ := redlock.New(pools, redlock.WithNodeTimeout(time.Second))
 	defer c.Close()
 	ctx := context.Background()
 

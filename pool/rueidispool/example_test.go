@@ -31,7 +31,8 @@ func Example() {
 		pools = append(pools, p)
 	}
 
-	c, err := redlock.New(pools)
+	// A generous per-node timeout: examples run on busy test machines.
+	c, err := redlock.New(pools, redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
