@@ -40,7 +40,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer p.Close()
-	c, err := redlock.New([]pool.Pool{p}, redlock.WithObserver(obs))
+	c, err := redlock.New([]pool.Pool{p}, redlock.WithObserver(obs), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
