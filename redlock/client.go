@@ -222,7 +222,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 }
 
 // sleep waits for w to be woken, for delay to pass (delay < 0: no timer),
-// or for ctx to end, which it returns.
+// or for ctx to end or the Client to close, which it returns.
 func (c *Client) sleep(ctx context.Context, w *waiter, delay time.Duration) error {
 	return c.sleepFair(ctx, w, delay, nil)
 }
@@ -246,6 +246,8 @@ func (c *Client) sleepFair(ctx context.Context, w *waiter, delay time.Duration, 
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-c.closing:
+		return ErrClosed // Close must not wait for this caller's context
 	}
 }
 

@@ -162,3 +162,23 @@ func TestGivingUpLeavesNothingBehind(t *testing.T) {
 	require.NoError(t, l.Unlock(bg()))
 	require.NoError(t, <-got)
 }
+
+func TestCloseEndsWaiters(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	holder := newClient(t, fn.pools)
+	l, err := holder.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err)
+	defer l.Unlock(bg())
+	c, err := redlock.New(fn.pools)
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Lock(bg(), "k", time.Minute, never) // no deadline: only Close ends it
+		got <- err
+	}()
+	waitSubscribed(t, fn, "k", 1)
+	require.NoError(t, c.Close())
+	err = <-got
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, redlock.ErrClosed)
+}
