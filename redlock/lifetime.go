@@ -151,7 +151,7 @@ func (l *Lock) keep() {
 			// paused past its schedule: stop trusting the lock now.
 			cause := lastErr
 			if cause == nil {
-				cause = fmt.Errorf("validity ends at %v and was not extended in time", l.Until())
+				cause = fmt.Errorf("validity runs out in %v and was not extended in time", l.Until().Sub(now).Round(time.Millisecond))
 			}
 			l.lose(fmt.Errorf("%w: %w", ErrLockLost, cause))
 			return

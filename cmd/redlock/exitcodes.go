@@ -1,0 +1,30 @@
+package main
+
+// Exit codes. Besides these, run exits with the command's own code, and with
+// 128+n when the command (or the wait for the lock) ended by signal n, as
+// shells do. The values from 64 up follow BSD sysexits.h, so that scripts and
+// service managers that know those codes read them right.
+const (
+	// exitOK: success; for run, the command exited 0.
+	exitOK = 0
+	// exitFailure: demo found an inexact locked sale.
+	exitFailure = 1
+	// exitUsage: bad flags, a missing command, a bad URL or duration.
+	exitUsage = 2
+	// exitUnavailable (EX_UNAVAILABLE): a majority of the nodes cannot be
+	// reached, so no lock can be taken or read; waiting will not help
+	// until an operator brings nodes back.
+	exitUnavailable = 69
+	// exitLockLost (EX_SOFTWARE): the lock was lost while the command ran;
+	// the command was stopped and its work may be incomplete.
+	exitLockLost = 70
+	// exitTempFail (EX_TEMPFAIL): the lock is held by another owner, or
+	// was not obtained within --wait; try again later.
+	exitTempFail = 75
+	// exitCannotExec: the command was found but could not be started.
+	exitCannotExec = 126
+	// exitNotFound: the command was not found.
+	exitNotFound = 127
+	// exitSignalBase is added to a signal's number for a death by signal.
+	exitSignalBase = 128
+)

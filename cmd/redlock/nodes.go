@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// nodesEnv names the environment variable read when --nodes is not given.
+const nodesEnv = "REDLOCK_NODES"
+
+// probeTimeout bounds each node's answer to a status read. A dead node
+// refuses at once; this only waits for a node that is up but stalled.
+const probeTimeout = time.Second
+
+// urlList is the --nodes flag: comma-separated URLs. Repeating the flag adds
+// to the list.
+type urlList []string
+
+func (u *urlList) String() string {
+	if u == nil {
+		return ""
+	}
+	return strings.Join(*u, ",")
+}
+
+func (u *urlList) Set(s string) error {
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return errors.New("empty URL in the list (a stray comma?)")
+		}
+		*u = append(*u, part)
+	}
+	return nil
+}
+
+// nodesFlag registers --nodes on fs.
+func nodesFlag(fs *flag.FlagSet, help string) *urlList {
+	u := &urlList{}
+	fs.Var(u, "nodes", help)
+	return u
+}
+
+// fromEnv returns the URLs of --nodes, or of REDLOCK_NODES when the flag was
+// not given.
+func (u *urlList) fromEnv() ([]string, error) {
+	if len(*u) > 0 {
+		return *u, nil
+	}
+	env := os.Getenv(nodesEnv)
+	if strings.TrimSpace(env) == "" {
+		return nil, fmt.Errorf("no nodes: give --nodes or set %s", nodesEnv)
+	}
+	var v urlList
+	if err := v.Set(env); err != nil {
+		return nil, fmt.Errorf("%s: %w", nodesEnv, err)
+	}
+	return v, nil
+}
+
+// openNodes returns one pool per URL. It connects to nothing yet: a node
+// that is down shows up on first use. On error no pool is left open. Errors
+// never contain a password.
+func openNodes(urls []string) ([]pool.Pool, error) {
+	pools := make([]pool.Pool, 0, len(urls))
+	for _, u := range urls {
+		p, err := pool.FromURL(u)
+		if err != nil {
+			closeNodes(pools)
+			return nil, err
+		}
+		pools = append(pools, p)
+	}
+	return pools, nil
+}
+
+func closeNodes(pools []pool.Pool) {
+	for _, p := range pools {
+		_ = p.Close()
+	}
+}
+
+// nodeState is what one node says about a lock key.
+type nodeState struct {
+	Node int
+	Addr string
+	// Err is set when the node could not be read; the other fields are
+	// then zero.
+	Err error
+	// Token is the value under the key: the holder's token. Held is false
+	// when the key is absent.
+	Token string
+	Held  bool
+	// TTL is the key's remaining time to live, or -1 for a key without
+	// expiry (not set by a lock).
+	TTL time.Duration
+}
+
+// unreachable reports whether the node did not answer at all, as opposed to
+// answering with an error reply.
+func (s nodeState) unreachable() bool {
+	var re redis.Error
+	return s.Err != nil && !errors.As(s.Err, &re)
+}
+
+// probe reads key on every node in parallel, each read bounded by timeout,
+// and returns one state per node, in node order. It never changes the key.
+func probe(ctx context.Context, pools []pool.Pool, key string, timeout time.Duration) []nodeState {
+	out := make([]nodeState, len(pools))
+	var wg sync.WaitGroup
+	for i, p := range pools {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			st := nodeState{Node: i, Addr: p.Addr()}
+			reply, err := p.Eval(ctx, scripts.Status, []string{key})
+			if err == nil {
+				err = st.parse(reply)
+			}
+			st.Err = err
+			out[i] = st
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// parse reads the reply of scripts.Status: {value or nil, PTTL in ms}.
+func (s *nodeState) parse(reply any) error {
+	a, ok := reply.([]any)
+	if !ok || len(a) != 2 {
+		return fmt.Errorf("unexpected status reply %v", reply)
+	}
+	pttl, ok := a[1].(int64)
+	if !ok {
+		return fmt.Errorf("unexpected PTTL %v", a[1])
+	}
+	if a[0] == nil {
+		return nil // -2: absent
+	}
+	token, ok := a[0].(string)
+	if !ok {
+		return fmt.Errorf("unexpected value %v", a[0])
+	}
+	s.Token, s.Held = token, true
+	s.TTL = -1
+	if pttl >= 0 {
+		s.TTL = time.Duration(pttl) * time.Millisecond
+	}
+	return nil
+}
+
+// tally sums up the states of all nodes.
+type tally struct {
+	total, quorum int
+	unreachable   int
+	failed        []nodeState // unreachable or answering with an error
+	holding       int         // nodes holding any token
+	held          int         // nodes holding the most common token
+	token         string      // that token
+	tokens        int         // distinct tokens seen
+}
+
+func tallyStates(states []nodeState) tally {
+	t := tally{total: len(states), quorum: len(states)/2 + 1}
+	count := map[string]int{}
+	for _, s := range states {
+		switch {
+		case s.Err != nil:
+			t.failed = append(t.failed, s)
+			if s.unreachable() {
+				t.unreachable++
+			}
+		case s.Held:
+			t.holding++
+			count[s.Token]++
+			if n := count[s.Token]; n > t.held || (n == t.held && s.Token < t.token) {
+				t.held, t.token = n, s.Token
+			}
+		}
+	}
+	t.tokens = len(count)
+	return t
+}
+
+// majorityUnreachable reports whether too few nodes answer for any lock to
+// be taken.
+func (t tally) majorityUnreachable() bool { return t.total-t.unreachable < t.quorum }
+
+// failures describes the failed nodes on one line:
+// "node 3 (127.0.0.1:7003): connection refused; node 4 (...): ...".
+func (t tally) failures() string {
+	parts := make([]string, len(t.failed))
+	for i, s := range t.failed {
+		parts[i] = fmt.Sprintf("node %d (%s): %s", s.Node, s.Addr, shortErr(s.Err))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// shortErr keeps the end of a network error: "dial tcp 127.0.0.1:7003:
+// connect: connection refused" says the address twice in our messages.
+func shortErr(err error) string {
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "no answer in time"
+	}
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "dial ") {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+// explain describes a lock error by its per-node detail:
+// "not held on node 0 (host:port), node 2 (host:port); unreachable:
+// node 3 (host:port): connection refused; 2 of 5 nodes agreed, 3 needed".
+func explain(err error) string {
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		var ne *redlock.NodeError
+		if errors.As(err, &ne) {
+			return fmt.Sprintf("node %d (%s): %s", ne.Node, ne.Addr, shortErr(ne.Err))
+		}
+		return strings.ReplaceAll(err.Error(), "redlock: ", "")
+	}
+	var taken, notHeld, down []string
+	for _, n := range qe.Nodes {
+		name := fmt.Sprintf("node %d (%s)", n.Node, n.Addr)
+		switch {
+		case errors.Is(n.Err, redlock.ErrTaken):
+			taken = append(taken, name)
+		case errors.Is(n.Err, redlock.ErrNotHeld):
+			notHeld = append(notHeld, name)
+		default:
+			down = append(down, name+": "+shortErr(n.Err))
+		}
+	}
+	var parts []string
+	if qe.Reason != "" {
+		parts = append(parts, qe.Reason)
+	}
+	if len(taken) > 0 {
+		parts = append(parts, "held by another owner on "+strings.Join(taken, ", "))
+	}
+	if len(notHeld) > 0 {
+		parts = append(parts, "not held on "+strings.Join(notHeld, ", "))
+	}
+	if len(down) > 0 {
+		parts = append(parts, "unreachable: "+strings.Join(down, "; "))
+	}
+	parts = append(parts, fmt.Sprintf("%d of %d nodes agreed, %d needed", qe.Agreed, qe.Total, qe.Needed))
+	return strings.Join(parts, "; ")
+}

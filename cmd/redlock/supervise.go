@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// supervise runs the command under the lock l and returns redlock's exit
+// code. The lock is released when the command exits.
+func (r *runner) supervise(ctx context.Context, l *redlock.Lock) int {
+	if err := l.Err(); err != nil {
+		r.lost(err, "before the command started")
+		_ = l.Unlock(context.WithoutCancel(ctx))
+		return exitLockLost
+	}
+	cmd := exec.Command(r.argv[0], r.argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdin, r.stdout, r.stderr
+	cmd.WaitDelay = time.Second // for pipes a background child keeps open
+	restore := ownProcessGroup(cmd, r.stdin)
+	if err := cmd.Start(); err != nil {
+		_ = l.Unlock(context.WithoutCancel(ctx))
+		code := exitCannotExec
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = exitNotFound
+		}
+		fmt.Fprintf(r.stderr, "redlock: cannot run %q: %v\n", r.argv[0], unwrapExec(err))
+		return code
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // the exit status is in cmd.ProcessState
+		close(exited)
+	}()
+
+	var (
+		lockDone  = l.Done()
+		ctxDone   = ctx.Done()
+		lostErr   error
+		killTimer *time.Timer
+		kill      <-chan time.Time
+	)
+	// terminate asks the command to stop, and kills it after the grace time.
+	terminate := func() {
+		if killTimer == nil {
+			_ = signalGroup(cmd, syscall.SIGTERM)
+			killTimer = time.NewTimer(r.grace)
+			kill = killTimer.C
+		}
+	}
+wait:
+	for {
+		select {
+		case s := <-r.sigs:
+			_ = signalGroup(cmd, s)
+		case <-lockDone:
+			lockDone = nil
+			lostErr = l.Err()
+			r.lost(lostErr, "while the command ran")
+			fmt.Fprintf(r.stderr, "redlock: stopping the command: SIGTERM now, SIGKILL in %v\n", r.grace)
+			terminate()
+		case <-ctxDone:
+			ctxDone = nil
+			terminate()
+		case <-kill:
+			kill = nil
+			_ = signalGroup(cmd, syscall.SIGKILL)
+		case <-exited:
+			break wait
+		}
+	}
+	if killTimer != nil {
+		killTimer.Stop()
+	}
+	restore()
+
+	if lostErr == nil && errors.Is(l.Err(), redlock.ErrLockLost) {
+		// Lost as the command finished: its last moments may have run
+		// unprotected, so its success cannot be vouched for.
+		lostErr = l.Err()
+		r.lost(lostErr, "as the command finished")
+	}
+	unlockErr := l.Unlock(context.WithoutCancel(ctx))
+	if lostErr != nil {
+		return exitLockLost
+	}
+	if unlockErr != nil {
+		fmt.Fprintf(r.stderr, "redlock: warning: lock %q not released everywhere (%s); it expires within %v\n",
+			r.key, explain(unlockErr), r.ttl)
+	}
+	return exitStatus(cmd.ProcessState)
+}
+
+// lost reports the loss of the lock, naming the nodes.
+func (r *runner) lost(err error, when string) {
+	fmt.Fprintf(r.stderr, "redlock: lock %q lost %s: %s\n", r.key, when, explain(err))
+}
+
+// unwrapExec drops what exec adds before the cause ("fork/exec path: ",
+// "exec: name: "): the message names the command already.
+func unwrapExec(err error) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
