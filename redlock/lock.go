@@ -179,7 +179,13 @@ func (l *Lock) extendOnce(ctx context.Context, ttl time.Duration) error {
 	if !now.Before(old) || refusals(res) > len(c.pools)-c.quorum {
 		sentinel = ErrNotHeld
 	}
-	return withContext(c.quorumError("extend", sentinel, res), ctx.Err())
+	qe := c.quorumError("extend", sentinel, res)
+	for _, n := range qe.Nodes {
+		if errors.Is(n.Err, ErrNotHeld) && !absent[n.Node] {
+			n.Err = ErrTaken // the key is there, with another token
+		}
+	}
+	return withContext(qe, ctx.Err())
 }
 
 // Unlock stops the auto-extension, if any, and releases the lock on every node that holds our token, and returns

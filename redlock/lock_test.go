@@ -166,3 +166,31 @@ func TestClosedClient(t *testing.T) {
 	require.ErrorIs(t, l.Unlock(bg()), redlock.ErrClosed)
 	require.ErrorIs(t, l.Extend(bg(), time.Minute), redlock.ErrClosed)
 }
+
+func TestExtendTellsTakenFromGone(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c := newClient(t, fn.pools)
+	l, err := c.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err)
+	c.WaitIdle()
+	fn.servers[0].Del("k")
+	require.NoError(t, fn.servers[1].Set("k", "other"))
+	require.NoError(t, fn.servers[2].Set("k", "other"))
+	err = l.Extend(bg(), time.Minute)
+	require.ErrorIs(t, err, redlock.ErrNotHeld)
+	var qe *redlock.QuorumError
+	require.ErrorAs(t, err, &qe)
+	causes := map[int]error{}
+	for _, n := range qe.Nodes {
+		causes[n.Node] = n.Err
+	}
+	if e, ok := causes[0]; ok {
+		assert.NotErrorIs(t, e, redlock.ErrTaken, "node 0 lost the key")
+	}
+	for _, i := range []int{1, 2} {
+		if e, ok := causes[i]; ok {
+			assert.ErrorIs(t, e, redlock.ErrTaken, "node %d has another owner", i)
+		}
+	}
+	assert.NotEmpty(t, causes)
+}
