@@ -273,3 +273,21 @@ func (b *syncBuffer) String() string {
 func keyFor(t *testing.T) string {
 	return "cli-test:" + strings.ReplaceAll(t.Name(), "/", ":")
 }
+
+// hold takes key on every node for the test, and waits until each node has
+// our token: TryLock returns at the majority, a straggler's SET may land a
+// moment later.
+func (tn *testNodes) hold(t *testing.T, key string, ttl time.Duration) *redlock.Lock {
+	t.Helper()
+	l, err := tn.client(t).TryLock(context.Background(), key, ttl)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		for _, s := range tn.servers {
+			if s.Client(t).Get(context.Background(), key).Val() != l.Token() {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "every node holds the lock")
+	return l
+}

@@ -56,8 +56,7 @@ func TestRunHeldKeyExitsTempFail(t *testing.T) {
 	t.Parallel()
 	nodes := startNodes(t, 3)
 	key := keyFor(t)
-	held, err := nodes.client(t).TryLock(context.Background(), key, time.Minute)
-	require.NoError(t, err)
+	held := nodes.hold(t, key, time.Minute)
 	defer held.Unlock(context.Background())
 
 	for _, wait := range []string{"0", "300ms"} {
@@ -81,8 +80,7 @@ func TestRunWaitsForRelease(t *testing.T) {
 	t.Parallel()
 	nodes := startNodes(t, 3)
 	key := keyFor(t)
-	held, err := nodes.client(t).TryLock(context.Background(), key, time.Minute)
-	require.NoError(t, err)
+	held := nodes.hold(t, key, time.Minute)
 
 	p := start(t, "", nil, "run", "--nodes", nodes.named("waiter"), "--key", key, "--wait", "1m", "--", "echo", "ran")
 	nodes.waitConnected(t, p, "waiter")
@@ -219,8 +217,7 @@ func TestRunSignalWhileWaiting(t *testing.T) {
 	t.Parallel()
 	nodes := startNodes(t, 3)
 	key := keyFor(t)
-	held, err := nodes.client(t).TryLock(context.Background(), key, time.Minute)
-	require.NoError(t, err)
+	held := nodes.hold(t, key, time.Minute)
 	defer held.Unlock(context.Background())
 
 	p := start(t, "", nil, "run", "--nodes", nodes.named("waiter"), "--key", key, "--wait", "1m", "--", "echo", "ran")

@@ -48,8 +48,7 @@ func TestStatusHeld(t *testing.T) {
 	t.Parallel()
 	nodes := startNodes(t, 3)
 	key := keyFor(t)
-	l, err := nodes.client(t).TryLock(context.Background(), key, time.Minute)
-	require.NoError(t, err)
+	l := nodes.hold(t, key, time.Minute)
 	defer l.Unlock(context.Background())
 
 	code, out, stderr := status(t, "--nodes", nodes.urls, "--key", key)
@@ -84,8 +83,7 @@ func TestStatusWithDeadNodes(t *testing.T) {
 	t.Parallel()
 	nodes := startNodes(t, 3)
 	key := keyFor(t)
-	l, err := nodes.client(t).TryLock(context.Background(), key, time.Minute)
-	require.NoError(t, err)
+	l := nodes.hold(t, key, time.Minute)
 	defer l.Unlock(context.Background())
 
 	nodes.servers[2].Kill()
