@@ -1,0 +1,219 @@
+package chaos
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Report is the checker's verdict on a History.
+type Report struct {
+	// Acquisitions counts the holds: successful Lock calls.
+	Acquisitions int
+	// Overlaps lists every pair of holds of the same key whose intervals
+	// [Start, End) intersect: two clients relying on the lock at once.
+	Overlaps []Overlap
+	// FenceViolations lists fences that did not increase: at the lock (a
+	// later acquisition got a fence no greater than an earlier one's) or at
+	// the store (an accepted write whose fence was not above every fence
+	// accepted before it).
+	FenceViolations []FenceViolation
+	// Counters has one entry per key with writes or a final value, by key.
+	Counters []Counter
+	// LostUpdates sums Counter.Lost over the keys.
+	LostUpdates int64
+}
+
+// Violations counts the safety violations other than lost updates:
+// overlapping pairs and fence violations.
+func (r Report) Violations() int { return len(r.Overlaps) + len(r.FenceViolations) }
+
+// Overlap is two holds of one key that were relied upon at the same time;
+// A started first.
+type Overlap struct {
+	A, B Hold
+}
+
+// Duration is how long both holds were relied upon.
+func (o Overlap) Duration() time.Duration {
+	end := o.A.End
+	if o.B.End.Before(end) {
+		end = o.B.End
+	}
+	return end.Sub(o.B.Start)
+}
+
+func (o Overlap) String() string {
+	return fmt.Sprintf("key %s: client %d [%s] and client %d [%s] overlap for %v",
+		o.A.Key, o.A.Client, span(o.A), o.B.Client, span(o.B), o.Duration())
+}
+
+// FenceViolation is a fence that was not strictly greater than one issued
+// or accepted before it.
+type FenceViolation struct {
+	// Where is "lock" (fences handed out by acquisitions) or "store" (fences
+	// the resource accepted).
+	Where string
+	Key   string
+	// Client and Fence are the offender; Prior is the greater-or-equal fence
+	// that came before it, from client PriorClient.
+	Client, PriorClient int
+	Fence, Prior        uint64
+}
+
+func (v FenceViolation) String() string {
+	return fmt.Sprintf("key %s: %s fence %d of client %d is not above fence %d of client %d before it",
+		v.Key, v.Where, v.Fence, v.Client, v.Prior, v.PriorClient)
+}
+
+// Counter is the accounting of one key's counter: every committed write
+// added one, so the final value must equal Committed, give or take the
+// writes whose outcome is unknown.
+type Counter struct {
+	Key                         string
+	Committed, Unknown, Rejects int64
+	Final                       int64
+	// Lost is the number of committed increments missing from Final (or,
+	// should Final exceed every possible write, the surplus).
+	Lost int64
+}
+
+// Check judges h: every overlapping pair of holds per key, every fence that
+// did not increase, and every counter that does not add up.
+func Check(h History) Report {
+	r := Report{Acquisitions: len(h.Holds)}
+	holds := groupBy(h.Holds, func(x Hold) string { return x.Key })
+	writes := groupBy(h.Writes, func(x Write) string { return x.Key })
+	keys := make(map[string]bool)
+	for k := range holds {
+		keys[k] = true
+	}
+	for k := range writes {
+		keys[k] = true
+	}
+	for k := range h.Final {
+		keys[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		r.Overlaps = append(r.Overlaps, overlaps(holds[k])...)
+		r.FenceViolations = append(r.FenceViolations, lockFences(holds[k])...)
+		r.FenceViolations = append(r.FenceViolations, storeFences(writes[k])...)
+		c := count(k, writes[k], h.Final[k])
+		r.Counters = append(r.Counters, c)
+		r.LostUpdates += c.Lost
+	}
+	return r
+}
+
+// overlaps returns every pair of non-empty holds (of one key) whose
+// intervals intersect, by a sweep over the holds in order of Start.
+func overlaps(hs []Hold) []Overlap {
+	hs = slices.Clone(hs)
+	slices.SortFunc(hs, func(a, b Hold) int {
+		return cmp.Or(a.Start.Compare(b.Start), a.End.Compare(b.End))
+	})
+	var out []Overlap
+	var active []Hold // holds whose End is after the current Start
+	for _, h := range hs {
+		if !h.End.After(h.Start) {
+			continue // relied upon for no time at all
+		}
+		active = slices.DeleteFunc(active, func(a Hold) bool { return !a.End.After(h.Start) })
+		for _, a := range active {
+			out = append(out, Overlap{A: a, B: h})
+		}
+		active = append(active, h)
+	}
+	return out
+}
+
+// lockFences checks the lock's promise: an acquisition whose Lock call
+// began after another acquisition of the key had returned gets a greater
+// fence. Holds without a fence are ignored.
+func lockFences(hs []Hold) []FenceViolation {
+	hs = slices.DeleteFunc(slices.Clone(hs), func(h Hold) bool { return h.Fence == 0 })
+	byStart := slices.SortedFunc(slices.Values(hs), func(a, b Hold) int { return a.Start.Compare(b.Start) })
+	byBegin := slices.SortedFunc(slices.Values(hs), func(a, b Hold) int { return a.Begin.Compare(b.Begin) })
+	var out []FenceViolation
+	var top *Hold // the greatest fence among the holds returned so far
+	i := 0
+	for _, h := range byBegin {
+		for ; i < len(byStart) && byStart[i].Start.Before(h.Begin); i++ {
+			if top == nil || byStart[i].Fence > top.Fence {
+				top = &byStart[i]
+			}
+		}
+		if top != nil && h.Fence <= top.Fence {
+			out = append(out, FenceViolation{Where: "lock", Key: h.Key, Client: h.Client, Fence: h.Fence,
+				PriorClient: top.Client, Prior: top.Fence})
+		}
+	}
+	return out
+}
+
+// storeFences checks the resource's side: each accepted write's fence is
+// above the fence of every write accepted before it was sent, and no two
+// accepted writes share a fence (concurrent ones included). Only committed
+// writes with a fence count.
+func storeFences(ws []Write) []FenceViolation {
+	ws = slices.DeleteFunc(slices.Clone(ws), func(w Write) bool { return w.Outcome != Committed || w.Fence == 0 })
+	byDone := slices.SortedFunc(slices.Values(ws), func(a, b Write) int { return a.Done.Compare(b.Done) })
+	bySent := slices.SortedFunc(slices.Values(ws), func(a, b Write) int { return a.Sent.Compare(b.Sent) })
+	var out []FenceViolation
+	var top *Write
+	seen := make(map[uint64]Write)
+	i := 0
+	for _, w := range bySent {
+		for ; i < len(byDone) && byDone[i].Done.Before(w.Sent); i++ {
+			if top == nil || byDone[i].Fence > top.Fence {
+				top = &byDone[i]
+			}
+		}
+		v := FenceViolation{Where: "store", Key: w.Key, Client: w.Client, Fence: w.Fence}
+		if top != nil && w.Fence <= top.Fence {
+			v.PriorClient, v.Prior = top.Client, top.Fence
+			out = append(out, v)
+		} else if dup, ok := seen[w.Fence]; ok {
+			v.PriorClient, v.Prior = dup.Client, dup.Fence
+			out = append(out, v)
+		}
+		seen[w.Fence] = w
+	}
+	return out
+}
+
+// count does the accounting of one key's counter.
+func count(key string, ws []Write, final int64) Counter {
+	c := Counter{Key: key, Final: final}
+	for _, w := range ws {
+		switch w.Outcome {
+		case Committed:
+			c.Committed++
+		case Unknown:
+			c.Unknown++
+		case Rejected:
+			c.Rejects++
+		}
+	}
+	switch {
+	case final < c.Committed:
+		c.Lost = c.Committed - final
+	case final > c.Committed+c.Unknown:
+		c.Lost = final - c.Committed - c.Unknown
+	}
+	return c
+}
+
+func groupBy[T any](xs []T, key func(T) string) map[string][]T {
+	out := make(map[string][]T)
+	for _, x := range xs {
+		out[key(x)] = append(out[key(x)], x)
+	}
+	return out
+}
+
+func span(h Hold) string {
+	return fmt.Sprintf("%s..%s", h.Start.Format("15:04:05.000"), h.End.Format("15:04:05.000"))
+}

@@ -1,0 +1,310 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redlockgo/redlock/integration/cluster"
+)
+
+// Fault kinds, as counted in Result.Faults.
+const (
+	// Safe schedule: each allowed by the model, at most two nodes down.
+	killAOF     = "kill+restart at once (aof-always)"
+	killDelayed = "kill+restart after TTL" // counted with the node's persistence
+	pauseNode   = "pause"
+	partition   = "partition"
+	blackhole   = "blackhole (replies lost)"
+	latency     = "latency spike"
+	// Unsafe schedule: each outside the model.
+	restartEmpty = "restart without persistence or delay (majority)"
+	clientPause  = "client paused past validity"
+)
+
+// faultLog counts injected faults by kind.
+type faultLog struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (f *faultLog) add(kind string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.counts == nil {
+		f.counts = make(map[string]int)
+	}
+	f.counts[kind]++
+}
+
+func (f *faultLog) snapshot() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.counts)
+}
+
+// amnesia is one request of the unsafe nemesis to the victim: the victim
+// sends on ready whether it holds the lock, then waits for restarted.
+type amnesia struct {
+	ready     chan bool // buffered
+	restarted chan struct{}
+}
+
+// nemesis injects faults into the lock nodes while the workers run.
+type nemesis struct {
+	c      *cluster.Cluster
+	ttl    time.Duration
+	rng    *rand.Rand
+	faults *faultLog
+	logf   func(format string, args ...any)
+	victim chan<- amnesia // unsafe runs only
+}
+
+// fault is one fault on one node for a while.
+type fault struct {
+	kind  string
+	node  int
+	hold  time.Duration
+	delay time.Duration // latency spikes: the added latency each way
+}
+
+// Timing of the safe schedule.
+const (
+	minHold = 300 * time.Millisecond
+	maxHold = 2500 * time.Millisecond
+	// restartMargin is added to the TTL before a node without persistence
+	// comes back: every key it held has expired by then.
+	restartMargin = time.Second
+	maxQuiet      = 800 * time.Millisecond
+)
+
+// runSafe plays rounds of faults the model allows until ctx ends. Each
+// cycle of rounds covers every kind, alone and in pairs: at most two nodes
+// down (killed, paused, partitioned or blackholed) at once, plus latency on
+// others. It returns an error only when a node could not be brought back.
+func (n *nemesis) runSafe(ctx context.Context) error {
+	rounds := []func() []fault{
+		func() []fault { return n.single(killAOF) },
+		func() []fault { return n.single(killDelayed) },
+		func() []fault { return n.single(pauseNode) },
+		func() []fault { return n.single(partition) },
+		func() []fault { return n.single(blackhole) },
+		func() []fault { return n.spread(0, 1+n.rng.IntN(3)) },
+		func() []fault { return n.spread(2, 0) },
+		func() []fault { return n.spread(2, 1) },
+	}
+	for ctx.Err() == nil {
+		n.rng.Shuffle(len(rounds), func(i, j int) { rounds[i], rounds[j] = rounds[j], rounds[i] })
+		for _, round := range rounds {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err := n.play(round()); err != nil {
+				return err
+			}
+			sleep(ctx, durN(n.rng, maxQuiet))
+		}
+	}
+	return nil
+}
+
+// single is one fault of kind on a node that suits it: a kill-and-restart
+// with AOF on a node that has it, a delayed restart on one that has not.
+func (n *nemesis) single(kind string) []fault {
+	nodes := n.rng.Perm(n.c.Len())
+	for _, i := range nodes {
+		if k := n.downKind(kind, i); k == kind {
+			return []fault{n.newFault(k, i)}
+		}
+	}
+	return []fault{n.newFault(n.downKind(kind, nodes[0]), nodes[0])}
+}
+
+// spread puts random down faults on `down` distinct nodes and latency on
+// `slow` others.
+func (n *nemesis) spread(down, slow int) []fault {
+	kinds := []string{killAOF, pauseNode, partition, blackhole}
+	var out []fault
+	for j, i := range n.rng.Perm(n.c.Len())[:down+slow] {
+		kind := latency
+		if j < down {
+			kind = n.downKind(kinds[n.rng.IntN(len(kinds))], i)
+		}
+		out = append(out, n.newFault(kind, i))
+	}
+	return out
+}
+
+// downKind adapts a kill to node i's persistence: a node without it must
+// stay down past the TTL.
+func (n *nemesis) downKind(kind string, i int) string {
+	if kind != killAOF && kind != killDelayed {
+		return kind
+	}
+	if n.c.Node(i).Persistence() == cluster.AOFAlways {
+		if kind == killDelayed && !n.anyVolatile() {
+			return killDelayed // every node persists (fencing runs): a long outage
+		}
+		return killAOF
+	}
+	return killDelayed
+}
+
+func (n *nemesis) anyVolatile() bool {
+	for _, nd := range n.c.Nodes() {
+		if nd.Persistence() != cluster.AOFAlways {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *nemesis) newFault(kind string, i int) fault {
+	f := fault{kind: kind, node: i, hold: minHold + durN(n.rng, maxHold-minHold)}
+	if kind == killDelayed {
+		f.hold = n.ttl + restartMargin + durN(n.rng, time.Second)
+	}
+	if kind == latency {
+		f.delay = 20*time.Millisecond + durN(n.rng, 280*time.Millisecond)
+	}
+	return f
+}
+
+// play runs faults together, each started after a small random stagger,
+// and returns once every node has recovered.
+func (n *nemesis) play(faults []fault) error {
+	var desc []string
+	for _, f := range faults {
+		d := fmt.Sprintf("node %d: %s for %v", f.node, f.kind, f.hold.Round(time.Millisecond))
+		if f.delay > 0 {
+			d += fmt.Sprintf(" (+%v each way)", f.delay.Round(time.Millisecond))
+		}
+		desc = append(desc, d)
+	}
+	n.logf("nemesis: %s", strings.Join(desc, "; "))
+	errs := make([]error, len(faults))
+	staggers := make([]time.Duration, len(faults))
+	for i := range staggers {
+		staggers[i] = durN(n.rng, 300*time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	for i, f := range faults {
+		wg.Go(func() {
+			time.Sleep(staggers[i])
+			errs[i] = n.apply(f)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// apply injects f, waits for its hold, and recovers the node. Injection
+// errors are logged (the node may be half-faulted: recovery still runs);
+// an error is returned only if recovery fails.
+func (n *nemesis) apply(f fault) error {
+	ctx := context.Background()
+	nd := n.c.Node(f.node)
+	var inject func() error
+	undo := nd.Heal
+	switch f.kind {
+	case killAOF, killDelayed:
+		inject, undo = func() error { return nd.Kill(ctx) }, func() error { return nd.Start(ctx) }
+	case pauseNode:
+		inject, undo = func() error { return nd.Pause(ctx) }, func() error { return nd.Unpause(ctx) }
+	case partition:
+		inject = nd.Partition
+	case blackhole:
+		inject = func() error { return nd.Blackhole(cluster.Downstream) }
+	case latency:
+		inject = func() error { return nd.Delay(cluster.Both, f.delay, f.delay/4) }
+	default:
+		return fmt.Errorf("chaos: unknown fault %q", f.kind)
+	}
+	if err := inject(); err != nil {
+		n.logf("nemesis: inject %s on node %d: %v", f.kind, f.node, err)
+	} else if f.kind == killDelayed {
+		n.faults.add(fmt.Sprintf("%s (%v)", f.kind, nd.Persistence()))
+	} else {
+		n.faults.add(f.kind)
+	}
+	time.Sleep(f.hold) // even when the run ends: a delayed restart stays delayed
+	return retry(undo)
+}
+
+// runUnsafe plays amnesia rounds until ctx ends: the victim holds the first
+// key, a majority of nodes (none persists) is killed and started again at
+// once, and the other clients find the key free.
+func (n *nemesis) runUnsafe(ctx context.Context) error {
+	for ctx.Err() == nil {
+		req := amnesia{ready: make(chan bool, 1), restarted: make(chan struct{})}
+		select {
+		case n.victim <- req:
+		case <-ctx.Done():
+			return nil
+		}
+		if !<-req.ready {
+			close(req.restarted)
+			continue // the victim did not get the lock in time: try again
+		}
+		nodes := n.rng.Perm(n.c.Len())[:n.c.Len()/2+1]
+		n.logf("nemesis: nodes %v: %s while client holds the lock", nodes, restartEmpty)
+		_ = n.each(nodes, func(nd *cluster.Node) error {
+			if err := nd.Kill(context.Background()); err != nil {
+				n.logf("nemesis: %v", err) // the node may still be up: start it anyway
+				return nil
+			}
+			n.faults.add(restartEmpty)
+			return nil
+		})
+		err := n.each(nodes, func(nd *cluster.Node) error { return retry(func() error { return nd.Start(context.Background()) }) })
+		close(req.restarted)
+		if err != nil {
+			return err
+		}
+		sleep(ctx, victimLinger+time.Second)
+	}
+	return nil
+}
+
+// each runs op on the nodes in parallel.
+func (n *nemesis) each(nodes []int, op func(*cluster.Node) error) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for j, i := range nodes {
+		wg.Go(func() { errs[j] = op(n.c.Node(i)) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// retry runs a recovery up to three times: a container start on a loaded
+// machine may time out once.
+func retry(op func() error) error {
+	var err error
+	for attempt := range 3 {
+		if err = op(); err == nil {
+			return nil
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Second)
+	}
+	return err
+}
+
+// sleep waits for d or the end of ctx.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// kinds returns the fault kinds seen, sorted, for logs.
+func kinds(m map[string]int) []string { return slices.Sorted(maps.Keys(m)) }

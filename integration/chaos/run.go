@@ -1,0 +1,272 @@
+package chaos
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlockgo/redlock/examples/fencedstore"
+	"github.com/redlockgo/redlock/integration/cluster"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// Config is one run. Duration is required; zero values of the other fields
+// select the defaults documented on each.
+type Config struct {
+	// Duration is how long clients and nemesis run.
+	Duration time.Duration
+	// Unsafe plays the negative control (every node without persistence,
+	// a majority restarted at once while a lock is held, a client that
+	// writes after pausing past its validity) instead of the safe schedule.
+	Unsafe bool
+	// Fencing takes every lock WithFencing and writes through
+	// examples/fencedstore. A safe run with fencing persists every node
+	// (AOF always): fence counters need it, a delayed restart does not help.
+	Fencing bool
+	// Seed drives every random choice (keys, faults, nodes, durations);
+	// timing still varies between runs. 0 picks one from the clock.
+	Seed uint64
+	// Clients is the number of clients, each with its own redlock.Client
+	// and connections; default 5, at least 3 for an unsafe run.
+	Clients int
+	// Keys is the number of lock keys, each guarding one counter; default 3.
+	Keys int
+	// TTL of the ordinary locks; default 3s.
+	TTL time.Duration
+	// NodeTimeout of every client (redlock.WithNodeTimeout); default
+	// 150ms, a few percent of the TTL, with room for a loaded machine.
+	NodeTimeout time.Duration
+	// LongEvery makes about one hold in LongEvery work for 1.5 TTLs, kept
+	// alive by WithAutoExtend; default 400, negative never.
+	LongEvery int
+	// Logf receives the progress and the report; default tb.Logf.
+	Logf func(format string, args ...any)
+}
+
+// Timing of the unsafe run's misbehaving clients.
+const (
+	pauserTTL    = time.Second            // the pauser's locks
+	pauseEvery   = 3                      // about one of its writes in pauseEvery comes late
+	pauseBeyond  = 500 * time.Millisecond // by this much past Until()
+	victimTTL    = 30 * time.Second       // outlasts the restart of a majority
+	victimLinger = 1500 * time.Millisecond
+)
+
+func (c Config) withDefaults(tb testing.TB) (Config, error) {
+	if c.Duration <= 0 {
+		return c, fmt.Errorf("chaos: duration must be positive, got %v", c.Duration)
+	}
+	c.Clients = cmp.Or(c.Clients, 5)
+	c.Keys = cmp.Or(c.Keys, 3)
+	c.TTL = cmp.Or(c.TTL, 3*time.Second)
+	c.NodeTimeout = cmp.Or(c.NodeTimeout, 150*time.Millisecond)
+	c.LongEvery = cmp.Or(c.LongEvery, 400)
+	if c.Seed == 0 {
+		c.Seed = uint64(time.Now().UnixNano())
+	}
+	if c.Logf == nil {
+		c.Logf = tb.Logf
+	}
+	if c.Unsafe && c.Clients < 3 {
+		return c, fmt.Errorf("chaos: an unsafe run needs at least 3 clients (victim, pauser, one honest), got %d", c.Clients)
+	}
+	if c.Keys < 1 {
+		return c, fmt.Errorf("chaos: need at least one key, got %d", c.Keys)
+	}
+	return c, nil
+}
+
+// persistence is the nodes' persistence: the safe run mixes AOF-always nodes
+// (killed and restarted at once) with nodes without persistence (restarted
+// after the TTL); the unsafe run has none at all.
+func (c Config) persistence() []cluster.Option {
+	switch {
+	case c.Unsafe:
+		return []cluster.Option{cluster.WithPersistence(cluster.NoPersistence)}
+	case c.Fencing:
+		return []cluster.Option{cluster.WithPersistence(cluster.AOFAlways)}
+	}
+	return []cluster.Option{cluster.WithPersistence(cluster.AOFAlways),
+		cluster.WithNodePersistence(3, cluster.NoPersistence), cluster.WithNodePersistence(4, cluster.NoPersistence)}
+}
+
+// Result is a run's outcome: the checker's report and what was injected.
+type Result struct {
+	Report
+	Config Config
+	// Faults counts the injected faults by kind.
+	Faults map[string]int
+	// Failed counts Lock calls that returned an error (expected under
+	// faults); Skipped the writes not made because validity had run out;
+	// ReadErrors the holds whose read of the store failed.
+	Failed, Skipped, ReadErrors int64
+	// LongHolds counts the holds kept past the TTL by auto-extension, and
+	// LostLocks those reported lost (ErrLockLost) before the work was done.
+	LongHolds, LostLocks int64
+	Elapsed              time.Duration
+}
+
+// FaultCount is the number of faults injected, all kinds together.
+func (r Result) FaultCount() int {
+	n := 0
+	for _, c := range r.Faults {
+		n += c
+	}
+	return n
+}
+
+// Summary is the run's one-line verdict.
+func (r Result) Summary() string {
+	return fmt.Sprintf("acquisitions=%d faults=%d violations=%d lost_updates=%d",
+		r.Acquisitions, r.FaultCount(), r.Violations(), r.LostUpdates)
+}
+
+// Found reports whether the checker found any violation or lost update.
+func (r Result) Found() bool { return r.Violations() > 0 || r.LostUpdates > 0 }
+
+// Exit statuses of a chaos run.
+const (
+	// ExitOK: the run met its expectation.
+	ExitOK = 0
+	// ExitViolations: violations or lost updates were found, unexpected.
+	ExitViolations = 1
+	// ExitHarness: no verdict; the cluster could not be started or
+	// repaired, goroutines leaked, or another test failed.
+	ExitHarness = 2
+	// ExitNoViolations: violations were expected (an unsafe run) and none
+	// were found: the negative control failed, the checker is broken.
+	ExitNoViolations = 3
+)
+
+// ExitCode maps the result to an exit status. An unsafe run that finds
+// violations exits ExitViolations, like a safe one, unless
+// expectViolations says that finding them is the point; finding none is
+// ExitNoViolations whenever violations were expected or the run was unsafe.
+func (r Result) ExitCode(expectViolations bool) int {
+	switch {
+	case r.Found() && !expectViolations:
+		return ExitViolations
+	case r.Found():
+		return ExitOK
+	case expectViolations || r.Config.Unsafe:
+		return ExitNoViolations
+	}
+	return ExitOK
+}
+
+// Run runs one chaos run on a fresh cluster of five nodes plus a separate
+// node for the counters, both removed when tb ends, and checks its history.
+// It fails tb if the cluster cannot start; it returns an error (with the
+// result so far) when a node could not be brought back from a fault.
+func Run(tb testing.TB, cfg Config) (Result, error) {
+	tb.Helper()
+	cfg, err := cfg.withDefaults(tb)
+	if err != nil {
+		return Result{}, err
+	}
+	cfg.Logf("chaos: unsafe=%v fencing=%v seed=%d duration=%v clients=%d keys=%d ttl=%v node-timeout=%v",
+		cfg.Unsafe, cfg.Fencing, cfg.Seed, cfg.Duration, cfg.Clients, cfg.Keys, cfg.TTL, cfg.NodeTimeout)
+	c := cluster.Start(tb, cfg.persistence()...)
+	storage := cluster.Start(tb, cluster.WithNodes(1)).Node(0).Client() // never faulted
+	var st store = plainStore{rdb: storage}
+	if cfg.Fencing {
+		st = fencedStore{s: fencedstore.New(storage)}
+	}
+	keys := make([]string, cfg.Keys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("chaos:%d", i)
+	}
+
+	var (
+		rec     recorder
+		stats   stats
+		faults  faultLog
+		victims = make(chan amnesia)
+	)
+	workers := make([]*worker, cfg.Clients)
+	for i := range workers {
+		workers[i] = &worker{id: i, client: c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout)),
+			keys: keys, ttl: cfg.TTL, fencing: cfg.Fencing, store: st, rec: &rec, stats: &stats,
+			faults: &faults, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), longEvery: max(cfg.LongEvery, 0)}
+	}
+	if cfg.Unsafe {
+		workers[0].role, workers[0].victim = victim, victims
+		workers[1].role = pauser
+	}
+	n := &nemesis{c: c, ttl: max(cfg.TTL, pauserTTL), rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
+		faults: &faults, logf: cfg.Logf, victim: victims}
+
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() { w.run(ctx) })
+	}
+	var nemErr error
+	wg.Go(func() {
+		if cfg.Unsafe {
+			nemErr = n.runUnsafe(ctx)
+		} else {
+			nemErr = n.runSafe(ctx)
+		}
+		if nemErr != nil {
+			cancel() // no verdict without the schedule: stop the clients
+		}
+	})
+	wg.Wait()
+
+	final, err := finalCounters(context.Background(), st, keys)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Report: Check(rec.history(final)), Config: cfg, Faults: faults.snapshot(),
+		Failed: stats.failed.Load(), Skipped: stats.skipped.Load(), ReadErrors: stats.readErrs.Load(),
+		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), Elapsed: time.Since(start)}
+	res.log(cfg.Logf)
+	if len(res.Overlaps) > 0 {
+		first := slices.MinFunc(res.Overlaps, func(a, b Overlap) int { return a.B.Start.Compare(b.B.Start) })
+		cfg.Logf("chaos: first overlap %v after the clients started", first.B.Start.Sub(start).Round(time.Millisecond))
+	}
+	if nemErr != nil {
+		return res, fmt.Errorf("chaos: the nemesis could not repair a node: %w", nemErr)
+	}
+	return res, nil
+}
+
+// maxListed bounds the violations of each kind written to the log.
+const maxListed = 20
+
+// log writes the report: faults by kind, counters, violations.
+func (r Result) log(logf func(string, ...any)) {
+	logf("chaos: %d acquisitions in %v (%.0f/s); %d Lock calls failed; %d writes skipped (validity over); "+
+		"%d store reads failed; %d holds past the TTL by auto-extension, %d of them lost",
+		r.Acquisitions, r.Elapsed.Round(time.Millisecond), float64(r.Acquisitions)/r.Elapsed.Seconds(),
+		r.Failed, r.Skipped, r.ReadErrors, r.LongHolds, r.LostLocks)
+	for _, k := range kinds(r.Faults) {
+		logf("chaos: fault %-48s x%d", k, r.Faults[k])
+	}
+	for _, c := range r.Counters {
+		logf("chaos: counter %s: final=%d committed=%d unknown=%d rejected=%d lost=%d",
+			c.Key, c.Final, c.Committed, c.Unknown, c.Rejects, c.Lost)
+	}
+	for i, o := range r.Overlaps {
+		if i == maxListed {
+			logf("chaos: ... %d more overlaps", len(r.Overlaps)-maxListed)
+			break
+		}
+		logf("chaos: VIOLATION overlap: %v", o)
+	}
+	for i, v := range r.FenceViolations {
+		if i == maxListed {
+			logf("chaos: ... %d more fence violations", len(r.FenceViolations)-maxListed)
+			break
+		}
+		logf("chaos: VIOLATION fence: %v", v)
+	}
+}

@@ -1,0 +1,200 @@
+package chaos
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// role is how a worker behaves.
+type role int
+
+const (
+	// honest: lock, read, work, check validity, write, unlock.
+	honest role = iota
+	// pauser (unsafe runs): now and then, after its validity check passed,
+	// sleeps past Until() before writing, as a process stopped by a GC
+	// pause would, and writes anyway.
+	pauser
+	// victim (unsafe runs): on the nemesis' request, takes a long lock and
+	// keeps it while a majority of nodes restart empty, then writes.
+	victim
+)
+
+// stats counts what the workers saw besides the history.
+type stats struct {
+	failed   atomic.Int64 // Lock calls that returned an error
+	readErrs atomic.Int64 // reads of the store that failed: no write followed
+	skipped  atomic.Int64 // writes not made: the validity check failed
+	long     atomic.Int64 // holds kept past the TTL by auto-extension
+	lost     atomic.Int64 // of those, locks reported lost (ErrLockLost)
+}
+
+// worker is one client of the lock with its own redlock.Client, pools and
+// connections.
+type worker struct {
+	id      int
+	role    role
+	client  *redlock.Client
+	keys    []string
+	ttl     time.Duration
+	fencing bool
+	store   store
+	rec     *recorder
+	stats   *stats
+	faults  *faultLog
+	rng     *rand.Rand
+	// longEvery: about one hold in longEvery outlives the TTL, kept alive
+	// by WithAutoExtend; 0 never.
+	longEvery int
+	// victim receives the nemesis' requests (victim role only).
+	victim <-chan amnesia
+}
+
+// lockWait bounds one Lock call, so that a worker stuck behind a fault
+// moves on to another key and notices the end of the run.
+const lockWait = 5 * time.Second
+
+// run loops until ctx ends. An iteration that has begun finishes, so that
+// every hold is released and every write accounted for.
+func (w *worker) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if w.role == victim {
+			select {
+			case <-ctx.Done():
+				return
+			case req := <-w.victim:
+				w.serve(ctx, req)
+			}
+			continue
+		}
+		w.iteration(ctx)
+	}
+}
+
+// iteration is one hold of a random key.
+func (w *worker) iteration(ctx context.Context) {
+	key := w.keys[w.rng.IntN(len(w.keys))]
+	ttl := w.ttl
+	var opts []redlock.LockOption
+	long := w.role == honest && w.longEvery > 0 && w.rng.IntN(w.longEvery) == 0
+	if long {
+		opts = append(opts, redlock.WithAutoExtend(0))
+	}
+	if w.role == pauser {
+		// A short TTL, so that a pause past validity is short too.
+		ttl = pauserTTL
+	}
+	l, begin, ok := w.lock(ctx, key, ttl, opts)
+	if !ok {
+		return
+	}
+	start := time.Now()
+	w.update(key, l, func() {
+		if long {
+			// Work for 1.5 TTLs, unless the lock is lost first.
+			w.stats.long.Add(1)
+			t := time.NewTimer(w.ttl * 3 / 2)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-l.Done():
+				w.stats.lost.Add(1)
+			}
+			return
+		}
+		time.Sleep(workTime(w.rng))
+	})
+	w.release(l, begin, start)
+}
+
+// lock takes key, recording when the call began.
+func (w *worker) lock(ctx context.Context, key string, ttl time.Duration, opts []redlock.LockOption) (*redlock.Lock, time.Time, bool) {
+	if w.fencing {
+		opts = append(opts, redlock.WithFencing())
+	}
+	lctx, cancel := context.WithTimeout(ctx, lockWait)
+	defer cancel()
+	begin := time.Now()
+	l, err := w.client.Lock(lctx, key, ttl, opts...)
+	if err != nil {
+		w.stats.failed.Add(1)
+		return nil, begin, false
+	}
+	return l, begin, true
+}
+
+// update is the read-modify-write of key's counter under l: read, work,
+// check validity, write. The store is reached with a context of its own,
+// so that the end of the run never cuts a write in half.
+func (w *worker) update(key string, l *redlock.Lock, work func()) {
+	ctx := context.Background()
+	v, err := w.store.read(ctx, key)
+	if err != nil {
+		w.stats.readErrs.Add(1)
+		return
+	}
+	work()
+	if l.Err() != nil || !time.Now().Before(l.Until()) {
+		w.stats.skipped.Add(1) // the protocol: never write after Until()
+		return
+	}
+	if w.role == pauser && w.rng.IntN(pauseEvery) == 0 {
+		// The check passed, then the process stops: a GC pause, a SIGSTOP.
+		w.faults.add(clientPause)
+		time.Sleep(time.Until(l.Until()) + pauseBeyond)
+	}
+	sent := time.Now()
+	out := w.store.write(ctx, key, v+1, l.Fence())
+	w.rec.write(Write{Key: key, Client: w.id, Fence: l.Fence(), Sent: sent, Done: time.Now(), Outcome: out})
+}
+
+// release records the hold, then unlocks. The hold ends when the worker
+// stops relying on the lock: now, or Until() if that came first.
+func (w *worker) release(l *redlock.Lock, begin, start time.Time) {
+	end := time.Now()
+	if u := l.Until(); u.Before(end) {
+		end = u
+	}
+	w.rec.hold(Hold{Key: l.Key(), Client: w.id, Begin: begin, Start: start, End: end, Fence: l.Fence()})
+	_ = l.Unlock(context.Background()) // errors are expected under faults: copies expire
+}
+
+// serve plays the victim of one amnesia round: hold the first key through
+// the restart of a majority, then write, as a holder whose lock is still
+// valid is entitled to.
+func (w *worker) serve(ctx context.Context, req amnesia) {
+	l, begin, ok := w.lock(ctx, w.keys[0], victimTTL, nil)
+	if !ok {
+		req.ready <- false
+		return
+	}
+	start := time.Now()
+	ready := false
+	w.update(w.keys[0], l, func() {
+		ready = true
+		req.ready <- true
+		select {
+		case <-req.restarted:
+		case <-time.After(victimTTL / 2):
+		}
+		time.Sleep(victimLinger) // others get in meanwhile
+	})
+	if !ready {
+		req.ready <- false // the store failed before the work began
+	}
+	w.release(l, begin, start)
+}
+
+// workTime is the pause between read and write of an ordinary hold.
+func workTime(rng *rand.Rand) time.Duration {
+	return time.Millisecond + durN(rng, 2*time.Millisecond)
+}
+
+// durN returns a random duration in [0, d).
+func durN(rng *rand.Rand, d time.Duration) time.Duration {
+	return time.Duration(rng.Int64N(int64(d)))
+}
