@@ -29,5 +29,7 @@ demo:
 redis-image:
 	$(MAKE) -C integration redis-image
 
+## bench, chaos, chaos-unsafe: see integration/Makefile (CHAOS_DURATION,
+## CHAOS_EXPECT_VIOLATIONS pass through).
 bench chaos chaos-unsafe:
 	$(MAKE) -C integration $@
