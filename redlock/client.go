@@ -176,7 +176,10 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			c.leaveQueueAfter(ctx, key, lc.ticket, c.nodeTimeout(ttl), acquired)
 		}
 	}()
-	if c.waiters.busy(key) {
+	// A fair waiter queues before its first attempt: only the head of a
+	// Client's queue ever enters the queues on the nodes, so no entry there
+	// belongs to a local waiter that is not trying.
+	if lc.fair || c.waiters.busy(key) {
 		w = c.waiters.join(ctx, key)
 	}
 	var delay time.Duration

@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"testing"
@@ -93,9 +94,11 @@ func TestMistakeDelWithoutOwnerCheck(t *testing.T) {
 	servers, pools := realNodes(t, 3)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
-	la, err := a.TryLock(bg(), "res", 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+	defer cancel()
+	la, err := a.Lock(ctx, "res", 300*time.Millisecond)
 	require.NoError(t, err)
-	time.Sleep(200 * time.Millisecond) // A's lease runs out while A is busy
+	time.Sleep(time.Until(la.Until()) + 400*time.Millisecond) // A's lease runs out while A is busy
 
 	lb, err := b.TryLock(bg(), "res", time.Minute)
 	require.NoError(t, err)

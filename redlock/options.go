@@ -13,8 +13,11 @@ const (
 	// DefaultDriftFactor is the share of the TTL subtracted from validity for
 	// clock drift between this process and the nodes; 2ms are added on top.
 	DefaultDriftFactor = 0.01
-	// MaxNodeTimeout caps the default per-node timeout.
-	MaxNodeTimeout = 50 * time.Millisecond
+	// MaxNodeTimeout caps the default per-node timeout. Calls return at the
+	// majority, so a long bound does not slow them when a minority is slow;
+	// a short one makes a loaded client time out, and go-redis then drops
+	// the connection, which makes the next call slower still.
+	MaxNodeTimeout = 500 * time.Millisecond
 	// driftConstant is added to the drift for the granularity of Redis expiry.
 	driftConstant = 2 * time.Millisecond
 )
@@ -39,9 +42,9 @@ func (c *config) fail(format string, args ...any) {
 }
 
 // WithNodeTimeout bounds every call to a single node (acquire, extend,
-// release) by d. By default each call uses min(ttl/20, 50ms), at least 1ms:
-// small against the TTL, as the algorithm requires, so that a dead node cannot
-// eat the lock's validity.
+// release) by d. By default each call uses ttl/20 (5% of the TTL), at least
+// 1ms and at most MaxNodeTimeout: small against the TTL, as the algorithm
+// requires, so that a dead node cannot eat the lock's validity.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
