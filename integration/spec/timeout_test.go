@@ -62,7 +62,21 @@ func slowNodeDoesNotSlowTheLock(t *testing.T, c *cluster.Cluster) {
 			elapsed = timed(func() { err = l.Unlock(ctx) })
 			require.NoError(t, err)
 			require.Less(t, elapsed, slowBound, "unlock")
-			eventuallyAbsent(t, c, k, 1, 2, 3, 4)
+			// Unlock returned at a majority of the healthy nodes; on a loaded
+			// machine a release to the fourth may still time out, leaving our
+			// token there until its TTL. Never another value.
+			require.Eventually(t, func() bool {
+				absent := 0
+				for _, i := range []int{1, 2, 3, 4} {
+					switch e := peek(t, c, i, k); {
+					case !e.Exists:
+						absent++
+					case e.Value != l.Token():
+						t.Fatalf("node %d holds %q, not our token", i, e.Value)
+					}
+				}
+				return absent >= 3
+			}, 5*time.Second, 5*time.Millisecond, "released on a majority")
 			// Node 0 may have run the SET without its reply reaching us, and
 			// the release may have been lost in a new connection's handshake:
 			// then our token stays there until its TTL.
