@@ -67,19 +67,29 @@ func (c *Client) leaveQueue(ctx context.Context, key string, t *ticket, timeout 
 	})
 }
 
-// leaveQueueAfter leaves the queue once an acquisition is over. A winner
-// left it on the nodes that gave it the lock, but not on the others (they
-// refused, or answered late): it leaves in the background, so as not to
-// delay the lock, or its stale entry would hold the head there until its
-// lease ran out. A waiter that gave up leaves before returning.
+// leaveQueueAfter leaves the queue once an acquisition is over. A waiter
+// that gave up leaves at once. Either way it leaves again in the background
+// one node timeout later: an attempt's script still on its way to a slow node
+// would otherwise put the waiter back in that node's queue, at the head,
+// blocking it until the lease ran out. A winner left the queues of the nodes
+// that granted it; the others it leaves only in the background, so as not to
+// delay the lock.
 func (c *Client) leaveQueueAfter(ctx context.Context, key string, t *ticket, timeout time.Duration, acquired bool) {
 	if !acquired {
 		c.leaveQueue(ctx, key, t, timeout)
-		return
 	}
 	c.wg.Add(1) // inside a registered operation: safe against Close
 	go func() {
 		defer c.wg.Done()
+		if acquired {
+			c.leaveQueue(ctx, key, t, timeout)
+		}
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-c.closing:
+		}
 		c.leaveQueue(ctx, key, t, timeout)
 	}()
 }
