@@ -1,0 +1,565 @@
+/*
+ * Promela model of Redlock with two-phase fencing tokens.
+ * docs/model.md explains what is modelled, what is abstracted away, the
+ * properties and the results; docs/model/run.sh runs every configuration.
+ *
+ * One file serves all configurations; switches are set with
+ *   spin -a -DNAME=VALUE redlock.pml
+ *
+ * Time.  A global discrete clock ticks.  A node keeps the remaining lifetime
+ * of its key in ticks of its own clock (krem).  A node clock may run fast
+ * against the clients' clock by up to DRIFT_BOUND ticks over one key
+ * lifetime.  A client measures elapsed time in global ticks and keeps the
+ * remaining validity of its current attempt (vrem):
+ *   validity = TTL - elapsed - DRIFT.
+ * Remaining times instead of absolute ones keep the state space finite with
+ * no time horizon; runs are bounded by the number of attempts (MAXATT),
+ * extensions (MAXEXT) and crashes (MAXCRASH).
+ *
+ * Processes.  Clock; one Link per (client, node) pair, which delivers that
+ * client's requests to that node (the node's command runs atomically on
+ * delivery); one Client per client; Crash.  A client's phase lives in
+ * globals, and the reply that completes a majority (or makes it impossible)
+ * also runs the client's decision in the same atomic step.  A client that
+ * acts on it later is the same as one whose next messages are delayed, and the
+ * validity it checks only shrinks with time.
+ *
+ * printf lines narrate a replayed trail (spin -t); the verifier ignores them.
+ */
+
+/* ---------------------------------------------------------------- switches */
+#ifndef N
+#define N 3                 /* Redis nodes: 3 (5 without SYMM) */
+#endif
+#define C 2                 /* clients, called A (0) and B (1) */
+#define MAJ (N/2+1)
+#ifndef TTL
+#define TTL 3               /* lock TTL, in ticks */
+#endif
+#ifndef DRIFT
+#define DRIFT 1             /* drift allowance the client subtracts */
+#endif
+#ifndef DRIFT_BOUND
+#define DRIFT_BOUND 1       /* actual node-vs-client drift over one key lifetime */
+#endif
+#ifndef MAXATT
+#define MAXATT 1            /* acquisition attempts of client A */
+#endif
+#ifndef MAXATT1
+#define MAXATT1 1           /* acquisition attempts of client B */
+#endif
+#ifndef MAXEXT
+#define MAXEXT 0            /* extensions by client A */
+#endif
+#ifndef MAXEXT1
+#define MAXEXT1 MAXEXT      /* extensions by client B */
+#endif
+#ifndef MAXCRASH
+#define MAXCRASH 0          /* node crashes in a run */
+#endif
+#ifndef PERSIST
+#define PERSIST 1           /* AOF appendfsync always: key and counter survive a crash */
+#endif
+#ifndef DELAY
+#define DELAY 0             /* a crashed node stays down longer than the TTL */
+#endif
+#ifndef LOSS
+#define LOSS 1              /* replies may be lost (lost requests: see Link) */
+#endif
+#ifndef FENCE
+#define FENCE 1             /* 0 none, 1 two-phase read-max/write-back, 2 naive max of INCR */
+#endif
+#ifndef LIVE
+#define LIVE 0              /* liveness configuration */
+#endif
+#ifndef GENCTR
+#define GENCTR 0            /* start from arbitrary counters (see init) */
+#endif
+
+#if LIVE
+#undef MAXCRASH
+#define MAXCRASH 0
+#undef LOSS
+#define LOSS 0
+#undef FENCE
+#define FENCE 0
+#undef MAXEXT
+#define MAXEXT 0
+#undef MAXEXT1
+#define MAXEXT1 0
+#endif
+
+/* ------------------------------------------------------------------- nodes */
+bool up[N];                 /* node is running */
+byte key[N];                /* token stored under the lock key, 0 = absent */
+byte krem[N];               /* remaining key lifetime, in ticks */
+byte ctr[N];                /* fencing counter of the key (no TTL) */
+byte crashes;               /* crashes so far */
+byte downs;                 /* nodes down now */
+byte dtime;                 /* DELAY: ticks since the crash, saturating at TTL+1 */
+
+/* ---------------------------------------------------------------- messages
+ * One slot per kind and (client, node), index c*N+n.  A request holds the
+ * token of the attempt that sent it.  A new request in a slot replaces an
+ * undelivered older one, which is then lost. */
+byte sq[C*N];               /* SET key tok NX PX ttl (phase 1) */
+byte fq[C*N];               /* fence write-back: token ... */
+byte ft[C*N];               /* ... and the value t */
+byte eq[C*N];               /* compare-and-pexpire */
+byte dq[C*N];               /* compare-and-delete */
+byte rp[C*N];               /* replies to the current phase: 0 none, 1 no, 2 yes */
+
+/* ----------------------------------------------------------------- clients */
+#define IDLE 0              /* not holding, not acquiring */
+#define P1   1              /* waiting for SET replies */
+#define P2   2              /* waiting for fence write-back replies */
+#define HOLD 3              /* acquired: believes it holds while vrem > 0 */
+#define EXT  4              /* holding, waiting for extend replies */
+byte ph[C];                 /* phase */
+byte ctok[C];               /* token of the current attempt */
+byte vrem[C];               /* remaining validity, global ticks */
+byte evr[C];                /* validity an extension in flight would give */
+byte ct[C];                 /* fencing: max counter read so far, then t */
+byte lastFence;             /* last fencing token handed out */
+bool freed;                 /* LIVE: a release happened, no success since */
+
+byte k;                     /* loop index, used only inside atomic steps, left 0 */
+
+#define INROUND(x) (ph[x] == P1 || ph[x] == P2)
+#define HELD(x)    (ph[x] == HOLD || ph[x] == EXT)
+#define HOLDS(x)   (HELD(x) && vrem[x] > 0)
+#define NAME(x)    (65 + (x))          /* 'A' or 'B', for printf %c */
+
+#if N == 3
+#define COUNT(arr, x, v) ((arr[(x)*N+0] == v) + (arr[(x)*N+1] == v) + (arr[(x)*N+2] == v))
+#elif N == 5
+#define COUNT(arr, x, v) ((arr[(x)*N+0] == v) + (arr[(x)*N+1] == v) + (arr[(x)*N+2] == v) \
+                        + (arr[(x)*N+3] == v) + (arr[(x)*N+4] == v))
+#endif
+#define YES(x) COUNT(rp, x, 2)
+#define NO(x)  COUNT(rp, x, 1)
+
+/* ----------------------------------------------------- client-side actions
+ * These run inside an atomic step: of a Client, or of a Link delivering the
+ * reply that completes a majority. */
+inline clearReplies(x) {
+  for (k : 0 .. N-1) { rp[(x)*N+k] = 0 }; k = 0
+}
+
+inline releaseAll(x) {      /* compare-and-delete on ALL nodes */
+  for (k : 0 .. N-1) { dq[(x)*N+k] = ctok[x] }; k = 0
+}
+
+inline fail(x) {            /* failed acquisition: clean up everywhere */
+  printf("%c: attempt with token %d failed; DEL to all nodes\n", NAME(x), ctok[x]);
+  releaseAll(x); clearReplies(x);
+  ph[x] = IDLE; vrem[x] = 0; ct[x] = 0
+}
+
+inline success(x) {
+  ph[x] = HOLD; clearReplies(x);
+#if FENCE != 0
+  printf("%c: ACQUIRED with token %d, validity %d ticks, fence %d (last handed out %d)\n",
+         NAME(x), ctok[x], vrem[x], ct[x], lastFence);
+#else
+  printf("%c: ACQUIRED with token %d, validity %d ticks\n", NAME(x), ctok[x], vrem[x]);
+#endif
+  assert(!(HOLDS(x) && HOLDS(1-x)));    /* property 1: mutual exclusion */
+#if FENCE != 0
+  assert(ct[x] > lastFence);            /* property 2: fences increase */
+  lastFence = ct[x];
+#endif
+#if LIVE
+  freed = 0;
+#endif
+  ct[x] = 0
+}
+
+/* phase 1 outcome: a majority granted, or a majority refused */
+inline decide1(x) {
+  if
+  :: YES(x) >= MAJ && vrem[x] > 0 ->
+#if FENCE == 1
+     /* t = max over the granting quorum + 1; write it back on that quorum */
+     ct[x]++;
+     printf("%c: majority granted; t = max counter + 1 = %d; write-back to the quorum\n",
+            NAME(x), ct[x]);
+     for (k : 0 .. N-1) {
+       if
+       :: rp[(x)*N+k] == 2 -> fq[(x)*N+k] = ctok[x]; ft[(x)*N+k] = ct[x]
+       :: else
+       fi;
+       rp[(x)*N+k] = 0
+     };
+     k = 0;
+     ph[x] = P2
+#else
+     success(x)
+#endif
+  :: YES(x) >= MAJ && vrem[x] == 0 -> fail(x)      /* validity used up */
+  :: NO(x) > N - MAJ -> fail(x)
+  :: else
+  fi
+}
+
+/* phase 2 outcome: t is handed out only once a majority wrote it back,
+ * within validity */
+inline decide2(x) {
+  if
+  :: YES(x) >= MAJ && vrem[x] > 0 -> success(x)
+  :: YES(x) >= MAJ && vrem[x] == 0 -> fail(x)
+  :: NO(x) > N - MAJ -> fail(x)
+  :: else
+  fi
+}
+
+/* extension outcome: only at a majority and before the old validity ends */
+inline decideExt(x) {
+  if
+  :: YES(x) >= MAJ ->
+     if
+     :: vrem[x] > 0 ->
+        vrem[x] = evr[x];
+        printf("%c: EXTENDED, validity now %d ticks\n", NAME(x), vrem[x]);
+        assert(!(HOLDS(x) && HOLDS(1-x)))
+     :: else -> printf("%c: extension came too late\n", NAME(x))
+     fi;
+     ph[x] = HOLD; evr[x] = 0; clearReplies(x)
+  :: NO(x) > N - MAJ ->
+     printf("%c: extension refused\n", NAME(x));
+     ph[x] = HOLD; evr[x] = 0; clearReplies(x)
+  :: else
+  fi
+}
+
+/* ------------------------------------------------------- node-side commands
+ * A new key lifetime is TTL ticks of the node's clock.  The node clock may
+ * run fast by up to DRIFT_BOUND ticks over the lifetime, which only changes
+ * how many global ticks the key lives, so the fast ticks are chosen up front:
+ * the key lives TTL - d global ticks, 0 <= d <= DRIFT_BOUND. */
+inline lifetime(n) {
+  krem[n] = TTL;
+  do
+  :: krem[n] > TTL - DRIFT_BOUND && krem[n] > 0 -> krem[n]--
+  :: break
+  od;
+  if :: krem[n] == 0 -> key[n] = 0 :: else fi
+}
+
+/* Node commands set the reply r: 0 none (node down), 1 no, 2 yes. */
+inline doSet(c, n) {
+  if
+  :: up[n] ->
+     if
+     :: key[n] == 0 ->
+        key[n] = sq[c*N+n]; lifetime(n);
+#if FENCE == 2
+        ctr[n]++;                 /* naive: INCR in the same script */
+#endif
+        printf("node %d: SET token %d granted (counter %d), key lives %d ticks\n",
+               n, sq[c*N+n], ctr[n], krem[n]);
+        r = 2
+     :: else ->
+        printf("node %d: SET token %d refused (held by %d)\n", n, sq[c*N+n], key[n]);
+        r = 1
+     fi
+  :: else -> printf("node %d: down, SET token %d lost\n", n, sq[c*N+n])
+  fi
+}
+
+inline doFence(c, n) {
+  if
+  :: up[n] ->
+     if
+     :: key[n] == fq[c*N+n] ->    /* only where the key still holds our token */
+        if :: ctr[n] < ft[c*N+n] -> ctr[n] = ft[c*N+n] :: else fi;
+        printf("node %d: write-back by token %d: counter = %d\n", n, fq[c*N+n], ctr[n]);
+        r = 2
+     :: else ->
+        printf("node %d: write-back by token %d refused\n", n, fq[c*N+n]);
+        r = 1
+     fi
+  :: else
+  fi
+}
+
+inline doExtend(c, n) {
+  if
+  :: up[n] ->
+     if
+     :: key[n] == eq[c*N+n] ->    /* compare-and-pexpire; never re-creates */
+        lifetime(n);
+        printf("node %d: PEXPIRE by token %d, key lives %d ticks\n", n, eq[c*N+n], krem[n]);
+        r = 2
+     :: else -> r = 1
+     fi
+  :: else
+  fi
+}
+
+inline doDel(c, n) {
+  if
+  :: up[n] && key[n] == dq[c*N+n] ->
+     printf("node %d: DEL by token %d\n", n, dq[c*N+n]);
+     key[n] = 0; krem[n] = 0
+  :: else
+  fi;
+  dq[c*N+n] = 0
+}
+
+/* ----------------------------------------------------- symmetry reduction
+ * With -DSYMM every atomic step ends by sorting the nodes into a canonical
+ * order (all node-indexed data moves together; every Link is at its loop head
+ * between steps, so swapping two nodes' data is the same as swapping their
+ * Links).  Nodes are interchangeable and no property names a node, so a
+ * violation is reachable iff one is reachable in the sorted state space.
+ * Used for the safe runs only, so that counterexample trails keep stable node
+ * numbers. */
+#if defined(SYMM) && N == 3
+c_code {
+  /* compare all the data of nodes i and j, lexicographically */
+  static int node_cmp(int i, int j) {
+    uchar a[18], b[18]; int x;
+    a[0] = now.up[i];  b[0] = now.up[j];
+    a[1] = now.key[i]; b[1] = now.key[j];
+    a[2] = now.krem[i]; b[2] = now.krem[j];
+    a[3] = now.ctr[i]; b[3] = now.ctr[j];
+    for (x = 0; x < 2; x++) {
+      a[4+7*x] = now.sq[x*3+i]; b[4+7*x] = now.sq[x*3+j];
+      a[5+7*x] = now.fq[x*3+i]; b[5+7*x] = now.fq[x*3+j];
+      a[6+7*x] = now.ft[x*3+i]; b[6+7*x] = now.ft[x*3+j];
+      a[7+7*x] = now.eq[x*3+i]; b[7+7*x] = now.eq[x*3+j];
+      a[8+7*x] = now.dq[x*3+i]; b[8+7*x] = now.dq[x*3+j];
+      a[9+7*x] = now.rp[x*3+i]; b[9+7*x] = now.rp[x*3+j];
+      a[10+7*x] = 0; b[10+7*x] = 0;
+    }
+    return memcmp(a, b, 18);
+  }
+#define SW(f, i, j) { uchar t_ = now.f[i]; now.f[i] = now.f[j]; now.f[j] = t_; }
+  static void node_swap(int i, int j) {
+    int x;
+    SW(up, i, j); SW(key, i, j); SW(krem, i, j); SW(ctr, i, j);
+    for (x = 0; x < 2; x++) {
+      SW(sq, x*3+i, x*3+j); SW(fq, x*3+i, x*3+j); SW(ft, x*3+i, x*3+j);
+      SW(eq, x*3+i, x*3+j); SW(dq, x*3+i, x*3+j); SW(rp, x*3+i, x*3+j);
+    }
+  }
+  static void canon(void) {
+    if (node_cmp(0, 1) > 0) node_swap(0, 1);
+    if (node_cmp(1, 2) > 0) node_swap(1, 2);
+    if (node_cmp(0, 1) > 0) node_swap(0, 1);
+  }
+}
+#define CANON c_code { canon(); }
+#else
+#define CANON skip
+#endif
+
+/* ------------------------------------------------------------------- links */
+/* a reply counts only if the client still waits for this phase of this
+ * attempt */
+#define WANTS(c, n, phase, tok) (ph[c] == phase && ctok[c] == tok && rp[(c)*N+n] == 0)
+
+proctype Link(byte c; byte n) {
+  byte r = 0;                     /* reply of the command being delivered */
+end:
+  do
+  :: atomic {
+       sq[c*N+n] != 0 -> doSet(c, n);
+#if LOSS && FENCE != 0
+       /* The reply may be lost.  Without fencing, a lost reply is the same
+        * to the client as a timeout before it arrived; with fencing the reply
+        * carries a counter, so it is modelled explicitly. */
+       if
+       :: skip
+       :: r != 0 -> printf("node %d: reply to token %d lost\n", n, sq[c*N+n]); r = 0
+       fi;
+#endif
+       if
+       :: r != 0 && WANTS(c, n, P1, sq[c*N+n]) ->
+          rp[c*N+n] = r;
+          if :: r == 2 && ct[c] < ctr[n] -> ct[c] = ctr[n] :: else fi;   /* the reply carries the counter */
+          decide1(c)
+       :: else
+       fi;
+       r = 0; sq[c*N+n] = 0; CANON
+     }
+  :: atomic {
+       fq[c*N+n] != 0 -> doFence(c, n);
+       if :: r != 0 && WANTS(c, n, P2, fq[c*N+n]) -> rp[c*N+n] = r; decide2(c) :: else fi;
+       r = 0; fq[c*N+n] = 0; ft[c*N+n] = 0; CANON
+     }
+  :: atomic {
+       eq[c*N+n] != 0 -> doExtend(c, n);
+       if :: r != 0 && WANTS(c, n, EXT, eq[c*N+n]) -> rp[c*N+n] = r; decideExt(c) :: else fi;
+       r = 0; eq[c*N+n] = 0; CANON
+     }
+#if LIVE
+  /* liveness: one FIFO connection per link; a DEL does not overtake a SET */
+  :: atomic { dq[c*N+n] != 0 && sq[c*N+n] == 0 -> doDel(c, n); CANON }
+#else
+  :: atomic { dq[c*N+n] != 0 -> doDel(c, n); CANON }
+#endif
+  od
+  /* A lost request is one that is never delivered: a Link may leave it in its
+   * slot for ever, until a newer request of the same kind replaces it. */
+}
+
+/* ---------------------------------------------------- node crash / restart */
+#if MAXCRASH > 0
+active proctype Crash() {
+  byte n;
+end:
+  do
+  :: atomic {
+       crashes < MAXCRASH && downs == 0 ->   /* one node down at a time */
+       select(n : 0 .. N-1);
+       up[n] = 0; crashes++; downs++; dtime = 0;
+#if !PERSIST
+       key[n] = 0; krem[n] = 0; ctr[n] = 0;   /* memory only: all is lost */
+       printf("node %d: CRASH, key and counter lost\n", n);
+#else
+       printf("node %d: CRASH (AOF keeps key and counter)\n", n);
+#endif
+       n = 0; CANON
+     }
+  :: atomic {
+       downs > 0 && (!DELAY || dtime > TTL) ->
+       printf("nodes restart\n");
+       for (k : 0 .. N-1) { up[k] = 1 }; k = 0; downs = 0; dtime = 0; CANON
+     }
+  od
+}
+#endif
+
+/* -------------------------------------------------------------- the clock
+ * Keys expire in node time.  A down node's clock keeps running, and Redis
+ * stores absolute expiry times, so an AOF-restored key whose time has passed
+ * is gone after the restart. */
+inline tick() {
+  printf("---- tick ----\n");
+  for (k : 0 .. N-1) {
+    if
+    :: key[k] != 0 ->
+       krem[k]--;
+       if :: krem[k] == 0 -> key[k] = 0; printf("node %d: key expired\n", k) :: else fi
+    :: else
+    fi
+  };
+  for (k : 0 .. C-1) {
+    if :: vrem[k] > 0 -> vrem[k]-- :: else fi;
+    if :: evr[k] > 0 -> evr[k]-- :: else fi
+  };
+  k = 0;
+#if DELAY
+  if :: downs > 0 && dtime <= TTL -> dtime++ :: else fi;
+#endif
+  skip
+}
+
+active proctype Clock() {
+end:
+  do
+  :: atomic {
+#if LIVE
+       /* synchrony assumption of the liveness check: a round takes less
+        * than a tick */
+       !INROUND(0) && !INROUND(1) ->
+#endif
+       tick(); CANON
+     }
+  od
+}
+
+/* ------------------------------------------------------------------ client */
+inline start(x) {
+  clearReplies(x);
+  vrem[x] = TTL - DRIFT;          /* the validity clock starts before sending */
+  printf("%c: new attempt, token %d: SET NX PX to all nodes (validity %d ticks)\n", NAME(x), ctok[x], vrem[x]);
+  for (k : 0 .. N-1) { sq[(x)*N+k] = ctok[x] }; k = 0;
+  ph[x] = P1
+}
+
+#if !LIVE
+proctype Client(byte c) {
+  byte a = 0;                     /* attempts so far */
+  byte ne = 0;                    /* extensions so far */
+end:
+  do
+  :: atomic { ph[c] == IDLE && a < (c == 0 -> MAXATT : MAXATT1) ->
+       a++; ctok[c] = c*MAXATT + a;   /* unique per attempt */
+       start(c); CANON }
+  /* per-node timeouts: the client may stop waiting at any time */
+  :: atomic { INROUND(c) -> printf("%c: timeout\n", NAME(c)); fail(c); CANON }
+  :: atomic { ph[c] == HOLD && ne < (c == 0 -> MAXEXT : MAXEXT1) && vrem[c] > 0 ->
+       ne++; clearReplies(c); evr[c] = TTL - DRIFT;
+       printf("%c: extend: PEXPIRE to all nodes\n", NAME(c));
+       for (k : 0 .. N-1) { eq[c*N+k] = ctok[c] }; k = 0;
+       ph[c] = EXT; CANON }
+  :: atomic { ph[c] == EXT -> printf("%c: extension timed out\n", NAME(c));
+       ph[c] = HOLD; evr[c] = 0; clearReplies(c); CANON }
+  /* release at any time, whether or not the validity has run out */
+  :: atomic { ph[c] == HOLD -> printf("%c: release: DEL to all nodes\n", NAME(c));
+       releaseAll(c); vrem[c] = 0; ph[c] = IDLE; CANON }
+  od
+}
+#else
+/* Liveness: clients retry for ever, with one token each; no timeouts (a round
+ * waits for its replies).  Rounds take less than a tick and time passes
+ * between rounds: a new round starts after a tick unless the other client is
+ * in the middle of a round.  A client starts a round once its own deletes are
+ * delivered; BACKOFF abstracts the implementation's jittered retry delay:
+ *   0  retry at once;
+ *   1  also wait until no delete of the other client is in flight;
+ *   2  also wait until the other client is not in a round. */
+#ifndef BACKOFF
+#define BACKOFF 2
+#endif
+#if BACKOFF == 0
+#define MAYSTART(x) (COUNT(dq, x, 0) == N)
+#elif BACKOFF == 1
+#define MAYSTART(x) (COUNT(dq, x, 0) == N && COUNT(dq, 1-(x), 0) == N)
+#else
+#define MAYSTART(x) (COUNT(dq, x, 0) == N && COUNT(dq, 1-(x), 0) == N && !INROUND(1-(x)))
+#endif
+proctype Client(byte c) {
+  do
+  :: atomic { ph[c] == IDLE && MAYSTART(c) ->
+       if :: !INROUND(1-c) -> tick() :: else fi;
+       ctok[c] = c + 1; start(c) }
+  :: atomic { ph[c] == HOLD -> printf("%c: release: DEL to all nodes\n", NAME(c));
+       releaseAll(c); vrem[c] = 0; ph[c] = IDLE; freed = 1 }
+  od
+}
+
+/* property 3: after a release, some acquisition eventually succeeds */
+ltl live { [] (freed -> <> !freed) }
+#endif
+
+init {
+  atomic {
+    for (k : 0 .. N-1) { up[k] = 1 }; k = 0;
+#if GENCTR && N == 3
+    /* Start after an arbitrary history of handouts.  The fencing logic only
+     * compares counters and adds 1, so shifting all counters and the last
+     * fence by a constant changes nothing, and with SYMM the order of the
+     * nodes does not matter.  The last fence is as large as the two-phase
+     * invariant allows: at most the counter of a majority, i.e. the median.
+     * GENCTR=1: the two order types with a node behind the last fence,
+     * 0 1 1 and 0 1 2 (last fence 1); GENCTR=2: also 0 0 0 and 0 0 1
+     * (last fence 0), i.e. every order type of three counters. */
+    if
+    :: ctr[1] = 1; ctr[2] = 1; lastFence = 1          /* 0 1 1, last 1 */
+    :: ctr[1] = 1; ctr[2] = 2; lastFence = 1          /* 0 1 2, last 1 */
+#if GENCTR >= 2
+    :: skip                                           /* 0 0 0, last 0 */
+    :: ctr[2] = 1                                     /* 0 0 1, last 0 */
+#endif
+    fi;
+    printf("start: counters %d %d %d, last fence handed out %d\n", ctr[0], ctr[1], ctr[2], lastFence);
+    CANON;
+#endif
+    run Client(0); run Client(1);
+    for (k : 0 .. N-1) { run Link(0, k); run Link(1, k) }; k = 0
+  }
+}
