@@ -33,3 +33,8 @@ redis-image:
 ## CHAOS_EXPECT_VIOLATIONS pass through).
 bench chaos chaos-unsafe:
 	$(MAKE) -C integration $@
+
+## model: model-check the protocol with SPIN (docs/model.md); fails if a safe
+## configuration reports an error or an unsafe one stops producing its
+## counterexample.
+include docs/model/Makefile.inc

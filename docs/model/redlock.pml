@@ -75,6 +75,13 @@
 #ifndef GENCTR
 #define GENCTR 0            /* start from arbitrary counters (see init) */
 #endif
+/* ablations of the two-phase scheme (docs/model.md, "Which guards matter") */
+#ifndef WB_TOKEN_CHECK
+#define WB_TOKEN_CHECK 1    /* write back only where the key holds our token */
+#endif
+#ifndef WB_VALIDITY_CHECK
+#define WB_VALIDITY_CHECK 1 /* hand t out only within validity */
+#endif
 
 #if LIVE
 #undef MAXCRASH
@@ -159,10 +166,10 @@ inline fail(x) {            /* failed acquisition: clean up everywhere */
 inline success(x) {
   ph[x] = HOLD; clearReplies(x);
 #if FENCE != 0
-  printf("%c: ACQUIRED with token %d, validity %d ticks, fence %d (last handed out %d)\n",
+  printf("%c: ACQUIRED with token %d, validity left %d tick(s), fence %d (last handed out %d)\n",
          NAME(x), ctok[x], vrem[x], ct[x], lastFence);
 #else
-  printf("%c: ACQUIRED with token %d, validity %d ticks\n", NAME(x), ctok[x], vrem[x]);
+  printf("%c: ACQUIRED with token %d, validity left %d tick(s)\n", NAME(x), ctok[x], vrem[x]);
 #endif
   assert(!(HOLDS(x) && HOLDS(1-x)));    /* property 1: mutual exclusion */
 #if FENCE != 0
@@ -206,8 +213,8 @@ inline decide1(x) {
  * within validity */
 inline decide2(x) {
   if
-  :: YES(x) >= MAJ && vrem[x] > 0 -> success(x)
-  :: YES(x) >= MAJ && vrem[x] == 0 -> fail(x)
+  :: YES(x) >= MAJ && (vrem[x] > 0 || !WB_VALIDITY_CHECK) -> success(x)
+  :: YES(x) >= MAJ && vrem[x] == 0 && WB_VALIDITY_CHECK -> fail(x)
   :: NO(x) > N - MAJ -> fail(x)
   :: else
   fi
@@ -220,7 +227,7 @@ inline decideExt(x) {
      if
      :: vrem[x] > 0 ->
         vrem[x] = evr[x];
-        printf("%c: EXTENDED, validity now %d ticks\n", NAME(x), vrem[x]);
+        printf("%c: EXTENDED, validity left %d tick(s)\n", NAME(x), vrem[x]);
         assert(!(HOLDS(x) && HOLDS(1-x)))
      :: else -> printf("%c: extension came too late\n", NAME(x))
      fi;
@@ -256,7 +263,7 @@ inline doSet(c, n) {
 #if FENCE == 2
         ctr[n]++;                 /* naive: INCR in the same script */
 #endif
-        printf("node %d: SET token %d granted (counter %d), key lives %d ticks\n",
+        printf("node %d: SET token %d granted (counter %d), key expires in %d tick(s)\n",
                n, sq[c*N+n], ctr[n], krem[n]);
         r = 2
      :: else ->
@@ -271,7 +278,7 @@ inline doFence(c, n) {
   if
   :: up[n] ->
      if
-     :: key[n] == fq[c*N+n] ->    /* only where the key still holds our token */
+     :: key[n] == fq[c*N+n] || !WB_TOKEN_CHECK ->   /* only where the key still holds our token */
         if :: ctr[n] < ft[c*N+n] -> ctr[n] = ft[c*N+n] :: else fi;
         printf("node %d: write-back by token %d: counter = %d\n", n, fq[c*N+n], ctr[n]);
         r = 2
@@ -289,7 +296,7 @@ inline doExtend(c, n) {
      if
      :: key[n] == eq[c*N+n] ->    /* compare-and-pexpire; never re-creates */
         lifetime(n);
-        printf("node %d: PEXPIRE by token %d, key lives %d ticks\n", n, eq[c*N+n], krem[n]);
+        printf("node %d: PEXPIRE by token %d, key expires in %d tick(s)\n", n, eq[c*N+n], krem[n]);
         r = 2
      :: else -> r = 1
      fi
@@ -475,7 +482,7 @@ end:
 inline start(x) {
   clearReplies(x);
   vrem[x] = TTL - DRIFT;          /* the validity clock starts before sending */
-  printf("%c: new attempt, token %d: SET NX PX to all nodes (validity %d ticks)\n", NAME(x), ctok[x], vrem[x]);
+  printf("%c: new attempt, token %d: SET NX PX to all nodes (validity %d tick(s))\n", NAME(x), ctok[x], vrem[x]);
   for (k : 0 .. N-1) { sq[(x)*N+k] = ctok[x] }; k = 0;
   ph[x] = P1
 }

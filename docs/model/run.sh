@@ -77,8 +77,8 @@ run_one() {
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
     states=$(awk '/states, stored/ { print $1; exit }' pan.out)
     trans=$(awk '/ transitions \(= / { print $1; exit }' pan.out)
-    depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' pan.out | head -1)
-    errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.out | head -1)
+    depth=$(awk '/depth reached/ { sub(/.*depth reached /, ""); sub(/,.*/, ""); print; exit }' pan.out)
+    errors=$(awk '/errors: / { sub(/.*errors: /, ""); print $1; exit }' pan.out)
     status=PASS
     case $expect in
       ok)
@@ -105,8 +105,8 @@ run_one() {
             # the narration (printf lines), without the final variable dump
             # (for a cycle, its first 40 lines)
             sed -n '/^spin: trail ends/q; /^#processes/q; /^Never claim moves/d; /^ltl /d;
-                    /^spin: warning/d; s/^ *//; /^$/d; p' replay.out |
-              awk '/START OF CYCLE/ { c = 1 } c && ++n > 41 { print "[... the cycle goes on; see the .trail ...]"; exit } { print }'
+                    /^spin: warning/d; s/^ *//; /^$/d; p' replay.out >story.out
+            awk '/START OF CYCLE/ { c = 1 } c && ++n > 41 { print "[... the cycle goes on; see the .trail ...]"; exit } { print }' story.out
           } >"$trails/$name.txt"
         elif [ -f "$trails/$name.txt" ]; then
           want=$(sed -n '1s/^verdict: //p' "$trails/$name.txt")
