@@ -21,11 +21,17 @@ type Listener interface {
 	Subscribe(ctx context.Context, channels ...string) error
 	// Unsubscribe removes channels.
 	Unsubscribe(ctx context.Context, channels ...string) error
-	// Messages delivers the channel name of every message received; it is
-	// closed when the Listener is closed.
-	Messages() <-chan string
+	// Messages delivers every message received; it is closed when the
+	// Listener is closed.
+	Messages() <-chan Message
 	// Close ends the subscription and stops its goroutines.
 	Close() error
+}
+
+// Message is one message received by a Listener.
+type Message struct {
+	Channel string
+	Payload string
 }
 
 // Listen implements Notifier for the go-redis adapter. The subscription
@@ -36,7 +42,7 @@ func (g *goRedis) Listen(ctx context.Context) (Listener, error) {
 		return nil, errNilClient
 	}
 	ps := g.client.Subscribe(ctx)
-	l := &goRedisListener{ps: ps, out: make(chan string, 64), done: make(chan struct{})}
+	l := &goRedisListener{ps: ps, out: make(chan Message, 64), done: make(chan struct{})}
 	in := ps.Channel()
 	go l.pump(in)
 	return l, nil
@@ -44,17 +50,17 @@ func (g *goRedis) Listen(ctx context.Context) (Listener, error) {
 
 type goRedisListener struct {
 	ps   *redis.PubSub
-	out  chan string
+	out  chan Message
 	done chan struct{} // closed when pump has returned
 }
 
-// pump forwards channel names until go-redis closes in (on Close).
+// pump forwards messages until go-redis closes in (on Close).
 func (l *goRedisListener) pump(in <-chan *redis.Message) {
 	defer close(l.done)
 	defer close(l.out)
 	for m := range in {
 		select {
-		case l.out <- m.Channel:
+		case l.out <- Message{Channel: m.Channel, Payload: m.Payload}:
 		default: // a full buffer: the waiters' backoff covers a lost wake-up
 		}
 	}
@@ -68,7 +74,7 @@ func (l *goRedisListener) Unsubscribe(ctx context.Context, channels ...string) e
 	return l.ps.Unsubscribe(ctx, channels...)
 }
 
-func (l *goRedisListener) Messages() <-chan string { return l.out }
+func (l *goRedisListener) Messages() <-chan Message { return l.out }
 
 func (l *goRedisListener) Close() error {
 	err := l.ps.Close()

@@ -23,15 +23,19 @@ import (
 // operation has decided (stragglers, cleanup). Close waits for them. The
 // pools stay the caller's: Close does not close them.
 type Client struct {
+	// id is sent with this Client's release messages, so that its listeners
+	// can skip them: Unlock wakes the Client's own waiters directly.
+	id     string
 	pools  []pool.Pool
 	quorum int
 	cfg    config
 
-	mu      sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
-	closed  bool
-	closing chan struct{} // closed by Close: stops auto-extensions
-	wg      sync.WaitGroup
-	waiters waiters
+	mu       sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
+	closed   bool
+	closing  chan struct{} // closed by Close: stops auto-extensions
+	wg       sync.WaitGroup
+	waiters  waiters
+	releases releases
 }
 
 // New returns a Client over pools, one per independent Redis master. A lock
@@ -66,6 +70,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		return nil, cfg.err
 	}
 	c := &Client{
+		id:      rand.Text(),
 		pools:   append([]pool.Pool(nil), pools...),
 		quorum:  len(pools)/2 + 1,
 		cfg:     cfg,
@@ -164,7 +169,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 		// Reported if ctx ends before this caller's first attempt.
 		lastErr error = fmt.Errorf("%w: queued behind other callers of this Client", ErrNotObtained)
 	)
-	acquired := false
+	var acquired time.Time // the validity of the lock obtained, for the next waiter
 	if lc.fair {
 		lc.ticket = c.newTicket(ttl)
 	}
@@ -173,7 +178,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			c.waiters.leave(ctx, key, w, acquired)
 		}
 		if lc.fair {
-			c.leaveQueueAfter(ctx, key, lc.ticket, c.nodeTimeout(ttl), acquired)
+			c.leaveQueueAfter(ctx, key, lc.ticket, c.nodeTimeout(ttl), !acquired.IsZero())
 		}
 	}()
 	// A fair waiter queues before its first attempt: only the head of a
@@ -184,20 +189,23 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 	}
 	var delay time.Duration
 	for {
-		if w != nil && c.waiters.head(key, w) && c.waiters.takeHandoff(w) {
-			// The waiter before us has just got the lock: trying now would
-			// fail. Wait for its release, or for the backoff.
-			delay, _ = lc.retry.NextDelay(attempt + 1)
-			if err := c.sleepFair(ctx, w, delay, lc.ticket); err != nil {
-				return c.obtained(ctx, key, nil, withContext(lastErr, err), start, attempt, lc)
+		head := w == nil || c.waiters.head(key, w)
+		if head && w != nil {
+			if until := c.waiters.takeHandoff(w); !until.IsZero() {
+				// The waiter before us has just got the lock: trying now would
+				// fail. Its Unlock wakes us, whatever its outcome; should it
+				// never come, the end of the lock's validity does.
+				if err := c.sleepFair(ctx, w, max(until.Sub(c.cfg.clock.Now()), 0), lc.ticket); err != nil {
+					return c.obtained(ctx, key, nil, withContext(lastErr, err), start, attempt, lc)
+				}
+				continue
 			}
-			continue
 		}
-		if w == nil || c.waiters.head(key, w) {
+		if head {
 			attempt++
 			l, err := c.acquire(ctx, key, ttl, lc)
 			if err == nil {
-				acquired = true
+				acquired = l.Until()
 				return c.obtained(ctx, key, l, nil, start, attempt, lc)
 			}
 			lastErr = err
@@ -306,11 +314,15 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	if lc.fencing {
 		counters = make([]uint64, len(c.pools))
 	}
+	prev := c.releases.pending(key)
 	start := c.cfg.clock.Now()
 
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			defer l.settle(i)
+			if err := prev.wait(ctx, i); err != nil {
+				return false, err
+			}
 			if lc.fencing {
 				return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
 			}
@@ -354,7 +366,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 		}
 	}
 	fanout.Each(context.WithoutCancel(ctx), &c.wg, dirty, timeout, func(ctx context.Context, i int) (bool, error) {
-		return c.release(ctx, i, key, l.token, "")
+		return c.release(ctx, i, []string{key}, l.token)
 	})
 	if fenceErr != nil {
 		return nil, fenceErr
@@ -366,10 +378,14 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	return nil, qe
 }
 
-// release runs compare-and-delete on node i, and publishes on channel when
-// it deleted (no message when channel is "").
-func (c *Client) release(ctx context.Context, i int, key, token, channel string) (bool, error) {
-	n, err := c.pools[i].Eval(ctx, scripts.Release, []string{key}, token, channel)
+// release runs compare-and-delete on node i. args are the token, then
+// optionally the channel to announce a delete on and the message (the
+// Client's id); without them the release is silent.
+func (c *Client) release(ctx context.Context, i int, keys []string, args ...any) (bool, error) {
+	if len(args) == 1 {
+		args = append(args, "") // no channel: silent
+	}
+	n, err := c.pools[i].Eval(ctx, scripts.Release, keys, args...)
 	if err != nil {
 		return false, err
 	}
@@ -381,7 +397,7 @@ func (c *Client) release(ctx context.Context, i int, key, token, channel string)
 func (c *Client) releaseNode(ctx context.Context, timeout time.Duration, i int, key, token string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	_, _ = c.release(ctx, i, key, token, "") // best effort: the key expires by TTL anyway
+	_, _ = c.release(ctx, i, []string{key}, token) // best effort: the key expires by TTL anyway
 }
 
 // quorumError builds the error of an operation from its votes. A plain no is

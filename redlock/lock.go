@@ -217,18 +217,26 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return fmt.Errorf("%w: already unlocked", ErrNotHeld)
 	}
 	start := c.cfg.clock.Now()
-	channel := ReleaseChannel(l.key)
+	// Built once and shared by the node calls, which only read them.
+	keys, args := []string{l.key}, []any{l.token, ReleaseChannel(l.key), c.id}
+	inflight := c.releases.start(l.key, len(c.pools))
+	// This Client's own waiters need no message: wake the head now. Its
+	// SET to each node waits for our delete there (releases), so the
+	// hand-off costs a delete and a SET per node, not a majority of
+	// deletes, a wake-up and then a majority of SETs. Were the release to
+	// fail, its attempt costs one round trip where a sleep would cost a
+	// backoff.
+	c.waiters.wakeHead(l.key)
 	res := fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
+			defer c.releases.finish(l.key, inflight, i)
 			if err := l.waitSettled(ctx, i); err != nil {
 				return false, err
 			}
-			return c.release(ctx, i, l.key, l.token, channel)
+			return c.release(ctx, i, keys, args...)
 		}, nil)
 	e := Event{Kind: Released, Key: l.key, Start: start, Duration: c.cfg.clock.Since(start), Held: start.Sub(l.acquiredAt), Fence: l.fence}
-	if res.Reached {
-		c.waiters.wakeHead(l.key) // this Client's own waiters need no message
-	} else {
+	if !res.Reached {
 		sentinel := ErrNotReleased
 		if !c.cfg.clock.Now().Before(l.Until()) || refusals(res) > len(c.pools)-c.quorum {
 			sentinel = ErrNotHeld

@@ -2,8 +2,10 @@ package redlock
 
 import (
 	"context"
+	"math/bits"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redlockgo/redlock/pool"
 )
@@ -36,14 +38,19 @@ type waiters struct {
 	subscribed map[string]bool
 	listeners  []pool.Listener // opened once, on the first waiter
 	opened     bool
+	need       int            // messages from distinct nodes that wake a head; under mu
 	readers    sync.WaitGroup // the listeners' goroutines; Add and Wait under subMu
 }
 
 type waiter struct {
 	wake chan struct{} // buffered: a pending signal is never lost, never doubled
 	// handoff is set (under waiters.mu) when w became head because the head
-	// before it got the lock: w should wait for the release, not try at once.
-	handoff bool
+	// before it got the lock, valid until handoff: w should wait for that
+	// lock's Unlock, which wakes it, not try at once. Zero otherwise.
+	handoff time.Time
+	// heard has bit i set when node i announced a release of the key since
+	// w was last woken (under waiters.mu).
+	heard uint64
 }
 
 func (w *waiter) signal() {
@@ -84,16 +91,16 @@ func (ws *waiters) head(key string, w *waiter) bool {
 }
 
 // leave removes w from key's queue, promotes the next waiter if w was the
-// head, and unsubscribes when nobody waits any more. acquired says whether w
-// leaves with the lock.
-func (ws *waiters) leave(ctx context.Context, key string, w *waiter, acquired bool) {
+// head, and unsubscribes when nobody waits any more. until is the validity
+// of the lock w leaves with, zero when it gave up.
+func (ws *waiters) leave(ctx context.Context, key string, w *waiter, until time.Time) {
 	ws.mu.Lock()
 	q := ws.queues[key]
 	for i, x := range q {
 		if x == w {
 			q = append(q[:i:i], q[i+1:]...)
 			if i == 0 && len(q) > 0 {
-				q[0].handoff = acquired
+				q[0].handoff = until
 				q[0].signal()
 			}
 			break
@@ -113,18 +120,42 @@ func (ws *waiters) wakeHead(key string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if q := ws.queues[key]; len(q) > 0 {
-		q[0].handoff = false
+		q[0].handoff = time.Time{}
+		q[0].heard = 0
 		q[0].signal()
 	}
 }
 
-// takeHandoff reports, and clears, whether w was promoted by a head that got
-// the lock (and no release has been heard since).
-func (ws *waiters) takeHandoff(w *waiter) bool {
+// heardFrom records that node i announced a release of key (by another
+// Client), and wakes the head once a majority of the nodes (or every node
+// that can announce, if fewer) have since it was last woken. An attempt on
+// the first message would race the releaser's deletes to the other nodes,
+// and fail where it finds the old token.
+func (ws *waiters) heardFrom(key string, i int) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	q := ws.queues[key]
+	if len(q) == 0 {
+		return
+	}
+	w := q[0]
+	if i < 64 {
+		w.heard |= 1 << i
+	}
+	if i >= 64 || bits.OnesCount64(w.heard) >= ws.need {
+		w.handoff = time.Time{}
+		w.heard = 0
+		w.signal()
+	}
+}
+
+// takeHandoff returns, and clears, the validity of the lock held by the
+// head that promoted w, if no release has been heard since; zero otherwise.
+func (ws *waiters) takeHandoff(w *waiter) time.Time {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	h := w.handoff
-	w.handoff = false
+	w.handoff = time.Time{}
 	return h
 }
 
@@ -175,7 +206,7 @@ func (ws *waiters) open(ctx context.Context) {
 	if closed {
 		return
 	}
-	for _, p := range ws.c.pools {
+	for i, p := range ws.c.pools {
 		n, ok := p.(pool.Notifier)
 		if !ok {
 			continue
@@ -185,12 +216,18 @@ func (ws *waiters) open(ctx context.Context) {
 			continue
 		}
 		ws.listeners = append(ws.listeners, l)
+		ws.mu.Lock()
+		ws.need = min(ws.c.quorum, len(ws.listeners))
+		ws.mu.Unlock()
 		ws.readers.Add(1)
 		go func() {
 			defer ws.readers.Done()
-			for ch := range l.Messages() {
-				if key, ok := strings.CutPrefix(ch, channelPrefix); ok {
-					ws.wakeHead(key)
+			for m := range l.Messages() {
+				if m.Payload == ws.c.id {
+					continue // our own Unlock woke our waiter already
+				}
+				if key, ok := strings.CutPrefix(m.Channel, channelPrefix); ok {
+					ws.heardFrom(key, i)
 				}
 			}
 		}()

@@ -2,7 +2,9 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,4 +183,93 @@ func TestCloseEndsWaiters(t *testing.T) {
 	err = <-got
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	require.ErrorIs(t, err, redlock.ErrClosed)
+}
+
+func TestRelockWaitsForOwnDeleteOnEachNode(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c := newClient(t, fn.pools)
+	l, err := c.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err)
+	c.WaitIdle()
+
+	slow := fn.faults[2]
+	release := slow.Hold() // node 2's delete is still on its way when Unlock returns
+	require.NoError(t, l.Unlock(bg()))
+	calls := slow.Calls()
+	l2, err := c.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err, "nodes 0 and 1 are a majority")
+	assert.Equal(t, calls, slow.Calls(), "the new SET to node 2 waits for the delete before it")
+
+	release()
+	c.WaitIdle()
+	got, err := fn.servers[2].Get("k")
+	require.NoError(t, err)
+	assert.Equal(t, l2.Token(), got, "node 2 deleted the old token, then took the new one")
+	require.NoError(t, l2.Unlock(bg()))
+}
+
+func TestFailedReleaseStillWakesOwnWaiter(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c := newClient(t, fn.pools)
+	l, err := c.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err)
+	var attempts sync.WaitGroup
+	attempts.Add(1)
+	var once sync.Once
+	got := lockAsync(c, "k", never)
+	waitSubscribed(t, fn, "k", 1)
+	time.Sleep(20 * time.Millisecond) // the waiter's first attempt has failed; it sleeps an hour
+
+	down := errors.New("node down")
+	for _, f := range fn.faults {
+		f.Mute(true) // node 0's release message must not be what wakes it
+	}
+	fn.faults[1].Fail(down)
+	fn.faults[2].Fail(down)
+	fn.faults[0].Before(func(op string) {
+		if op == "setnx" {
+			once.Do(attempts.Done)
+		}
+	})
+	require.ErrorIs(t, l.Unlock(bg()), redlock.ErrNotReleased)
+	attempts.Wait() // the failed release woke the waiter: it tried again at once
+
+	fn.faults[1].Fail(nil)
+	fn.faults[2].Fail(nil)
+	for _, s := range fn.servers[1:] {
+		s.Del("k") // as if the release had landed after all
+	}
+	fn.faults[0].Before(nil)
+	for i, f := range fn.faults {
+		f.Mute(false)
+		fn.servers[i].Publish(redlock.ReleaseChannel("k"), "another client")
+	}
+	require.NoError(t, <-got)
+}
+
+func TestWaiterWakesOnceAMajorityAnnouncedRelease(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	holder := newClient(t, fn.pools)
+	c := newClient(t, fn.pools)
+	l, err := holder.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err)
+	got := lockAsync(c, "k", never)
+	waitSubscribed(t, fn, "k", 1)
+	time.Sleep(20 * time.Millisecond) // its first attempt has failed; it sleeps an hour
+
+	var attempts atomic.Int32
+	fn.faults[0].Before(func(op string) {
+		if op == "setnx" {
+			attempts.Add(1)
+		}
+	})
+	ch := redlock.ReleaseChannel("k")
+	fn.servers[0].Publish(ch, "x") // one node of three: the others may still hold the key
+	time.Sleep(50 * time.Millisecond)
+	assert.Zero(t, attempts.Load(), "a minority's announcement woke the waiter")
+	fn.servers[1].Publish(ch, "x") // now two of three
+	require.Eventually(t, func() bool { return attempts.Load() > 0 }, 10*time.Second, time.Millisecond)
+
+	require.NoError(t, l.Unlock(bg()))
+	require.NoError(t, <-got)
 }

@@ -129,7 +129,7 @@ func (f *Faulty) Listen(ctx context.Context) (pool.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan string, 64)
+	out := make(chan pool.Message, 64)
 	go func() {
 		defer close(out)
 		for m := range inner.Messages() {
@@ -147,7 +147,7 @@ func (f *Faulty) Mute(on bool) { f.muted.Store(on) }
 
 type listener struct {
 	pool.Listener
-	out chan string
+	out chan pool.Message
 }
 
-func (l *listener) Messages() <-chan string { return l.out }
+func (l *listener) Messages() <-chan pool.Message { return l.out }

@@ -1,0 +1,27 @@
+//go:build benchreport
+
+package bench
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redlockgo/redlock/integration/cluster"
+)
+
+// TestContention runs only the contention scenario and logs its table,
+// without writing the report: for working on the wait path.
+//
+//	cd integration && go test -tags benchreport ./bench -run '^TestContention$' -count=1 -v
+func TestContention(t *testing.T) {
+	cfg := DefaultConfig()
+	if testing.Short() {
+		cfg = QuickConfig()
+	}
+	c := cluster.Start(t)
+	res := &Results{Config: cfg, Machine: describeMachine(c)}
+	res.Contention, res.Contended = runContention(t, c, cfg)
+	var b strings.Builder
+	res.contentionTable(&b)
+	t.Log("\n" + b.String())
+}
