@@ -75,17 +75,15 @@ func (g *goRedis) SetNX(ctx context.Context, key, value string, ttl time.Duratio
 }
 
 func (g *goRedis) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	// SetArgs rather than SetNX: SetNX with a TTL under a millisecond
-	// would fall back to seconds; the lock always sends milliseconds.
-	err := g.client.SetArgs(ctx, key, value, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, redis.Nil):
-		return false, nil
-	default:
+	// Whole milliseconds, rounded up: go-redis would log and round a TTL
+	// under a millisecond itself. SET NX answers a refusal with a nil reply,
+	// which the BoolCmd turns into false without building an error.
+	ttl = (ttl + time.Millisecond - 1).Truncate(time.Millisecond)
+	ok, err := g.client.SetNX(ctx, key, value, ttl).Result()
+	if err != nil {
 		return false, deadlineErr(ctx, err)
 	}
+	return ok, nil
 }
 
 // deadlineErr makes a call cut short by ctx satisfy errors.Is with ctx's
