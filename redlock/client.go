@@ -138,7 +138,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 		err = withContext(err, ctx.Err())
 	}
 	if lc.fair {
-		c.leaveQueueAfter(ctx, key, lc.ticket, c.nodeTimeout(ttl), err == nil)
+		c.leaveQueueAfter(ctx, key, lc.ticket, c.nodeTimeout(ttl), l, 1)
 	}
 	return c.obtained(ctx, key, l, err, start, 1, lc)
 }
@@ -171,23 +171,27 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 		// Reported if ctx ends before this caller's first attempt.
 		lastErr error = fmt.Errorf("%w: queued behind other callers of this Client", ErrNotObtained)
 	)
-	var acquired time.Time // the validity of the lock obtained, for the next waiter
+	var won *Lock // the lock obtained, if any
 	if lc.fair {
 		lc.ticket = c.newTicket(ttl)
 	}
 	defer func() {
 		if w != nil {
-			c.waiters.leave(ctx, key, w, acquired)
+			var until time.Time // for the next waiter: how long we may hold it
+			if won != nil {
+				until = won.Until()
+			}
+			c.waiters.leave(ctx, key, w, until)
 		}
 		if lc.fair {
-			c.leaveQueueAfter(ctx, key, lc.ticket, c.nodeTimeout(ttl), !acquired.IsZero())
+			c.leaveQueueAfter(ctx, key, lc.ticket, c.nodeTimeout(ttl), won, attempt)
 		}
 	}()
 	// A fair waiter queues before its first attempt: only the head of a
 	// Client's queue ever enters the queues on the nodes, so no entry there
 	// belongs to a local waiter that is not trying.
 	if lc.fair || c.waiters.busy(key) {
-		w = c.waiters.join(ctx, key)
+		w = c.waiters.join(ctx, key, lc.ticket)
 	}
 	var delay time.Duration
 	for {
@@ -207,7 +211,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			attempt++
 			l, err := c.acquire(ctx, key, ttl, lc)
 			if err == nil {
-				acquired = l.Until()
+				won = l
 				return c.obtained(ctx, key, l, nil, start, attempt, lc)
 			}
 			lastErr = err
@@ -218,11 +222,11 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			if !ok {
 				return c.obtained(ctx, key, nil, err, start, attempt, lc)
 			}
-			delay = d
+			delay = c.fallback(err, d, lc.retry)
 			if w == nil {
 				// Subscribe, then try once more at once: a release between
 				// the failed attempt and the subscription would go unheard.
-				w = c.waiters.join(ctx, key)
+				w = c.waiters.join(ctx, key, lc.ticket)
 				continue
 			}
 		} else {
@@ -232,6 +236,54 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			return c.obtained(ctx, key, nil, withContext(lastErr, err), start, attempt, lc)
 		}
 	}
+}
+
+// fallback adjusts d, the retry strategy's delay after a failed attempt, by
+// what the attempt saw:
+//   - it won some nodes but not a majority: the lock is being released, or
+//     was split between contenders who all back off now and whose cleanup
+//     announces nothing. Retry after the strategy's first step, still at
+//     random, not after a delay grown over a long wait.
+//   - a majority refused it, and release messages reach this Client from a
+//     majority of the nodes: the holder's release will wake it. Sleep the
+//     strategy's bound, the fallback for a lost message or an expiry,
+//     instead of polling the nodes on the way.
+func (c *Client) fallback(err error, d time.Duration, s RetryStrategy) time.Duration {
+	var qe *QuorumError
+	if !errors.As(err, &qe) {
+		return d
+	}
+	if qe.Agreed > 0 {
+		if first, ok := s.NextDelay(1); ok {
+			return min(d, first)
+		}
+		return d
+	}
+	taken := 0
+	for _, n := range qe.Nodes {
+		if errors.Is(n.Err, ErrTaken) {
+			taken++
+		}
+	}
+	if bound, ok := capOf(s); ok && taken >= c.quorum && c.waiters.notified() {
+		return max(d, jitter(bound))
+	}
+	return d
+}
+
+// notGranted returns the nodes that did not vote yes in res.
+func notGranted(res fanout.Result, n int) []int {
+	granted := make([]bool, n)
+	for _, v := range res.Votes {
+		granted[v.Node] = v.OK
+	}
+	out := make([]int, 0, n-res.Yes)
+	for i, g := range granted {
+		if !g {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // sleep waits for w to be woken, for delay to pass (delay < 0: no timer),
@@ -306,7 +358,7 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 // in the background can never remove a later attempt's lock.
 func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, error) {
 	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
-	l := &Lock{c: c, key: key, token: rand.Text(), ttl: ttl, heal: lc.heal,
+	l := &Lock{c: c, key: key, token: rand.Text(), ttl: ttl, heal: lc.heal, fair: lc.ticket != nil,
 		settled: make([]atomic.Bool, len(c.pools)), allSettled: make(chan struct{})}
 	l.unsettled.Store(int32(len(c.pools)))
 	timeout := c.nodeTimeout(ttl)
@@ -351,6 +403,9 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	}
 	if res.Reached && fenceErr == nil && c.cfg.clock.Now().Before(until) {
 		l.until = until
+		if lc.ticket != nil {
+			l.queued = notGranted(res, len(c.pools))
+		}
 		close(decided)
 		return l, nil
 	}
@@ -380,14 +435,17 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	return nil, qe
 }
 
-// release runs compare-and-delete on node i. args are the token, then
-// optionally the channel to announce a delete on and the message (the
-// Client's id); without them the release is silent.
-func (c *Client) release(ctx context.Context, i int, keys []string, args ...any) (bool, error) {
-	if len(args) == 1 {
-		args = append(args, "") // no channel: silent
-	}
-	n, err := c.pools[i].Eval(ctx, scripts.Release, keys, args...)
+// release runs compare-and-delete on node i, without a word to waiters.
+func (c *Client) release(ctx context.Context, i int, keys []string, token string) (bool, error) {
+	return c.announce(ctx, i, scripts.Release, keys, token, "")
+}
+
+// announce runs a release script on node i: scripts.Release with the key,
+// or scripts.ReleaseFair with the key and its QueueKeys. args are the token,
+// then the channel to announce a delete on ("": silent) and the message (the
+// Client's id).
+func (c *Client) announce(ctx context.Context, i int, s *pool.Script, keys []string, args ...any) (bool, error) {
+	n, err := c.pools[i].Eval(ctx, s, keys, args...)
 	if err != nil {
 		return false, err
 	}

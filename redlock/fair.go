@@ -53,13 +53,12 @@ func (c *Client) setFair(ctx context.Context, i int, key, token string, ttl time
 	return asInt(r) == 1, nil
 }
 
-// leaveQueue removes a waiter that gave up from the queue on every node,
-// waiting at most one node timeout.
-func (c *Client) leaveQueue(ctx context.Context, key string, t *ticket, timeout time.Duration) {
+// leaveQueue removes the waiter holding t from the queue on nodes (nil: every
+// node), waiting at most one node timeout.
+func (c *Client) leaveQueue(ctx context.Context, key string, t *ticket, nodes []int, timeout time.Duration) {
 	q, leases := QueueKeys(key)
-	nodes := make([]int, len(c.pools))
-	for i := range nodes {
-		nodes[i] = i
+	if nodes == nil {
+		nodes = c.allNodes()
 	}
 	fanout.Each(context.WithoutCancel(ctx), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
 		_, err := c.pools[i].Eval(ctx, scripts.LeaveQueue, []string{q, leases}, t.id)
@@ -67,22 +66,47 @@ func (c *Client) leaveQueue(ctx context.Context, key string, t *ticket, timeout 
 	})
 }
 
-// leaveQueueAfter leaves the queue once an acquisition is over. A waiter
-// that gave up leaves at once. Either way it leaves again in the background
-// one node timeout later: an attempt's script still on its way to a slow node
-// would otherwise put the waiter back in that node's queue, at the head,
-// blocking it until the lease ran out. A winner left the queues of the nodes
-// that granted it; the others it leaves only in the background, so as not to
-// delay the lock.
-func (c *Client) leaveQueueAfter(ctx context.Context, key string, t *ticket, timeout time.Duration, acquired bool) {
-	if !acquired {
-		c.leaveQueue(ctx, key, t, timeout)
+func (c *Client) allNodes() []int {
+	nodes := make([]int, len(c.pools))
+	for i := range nodes {
+		nodes[i] = i
+	}
+	return nodes
+}
+
+// leaveQueueAfter leaves the queue once an acquisition is over: l is the
+// lock obtained (nil if none) after attempts attempts.
+//
+// A waiter that gave up leaves every node's queue at once. A winner left
+// the queues of the nodes that granted it (the script removes the winner);
+// it leaves the others (l.queued) in the background, so as not to delay the
+// lock. Either way it leaves again in the background one node timeout
+// later: an attempt's script still on its way to a slow node would
+// otherwise put the waiter back in that node's queue, at the head, blocking
+// it until the lease ran out. Only an earlier attempt can still be on its
+// way to a node that granted the last one, so after a single attempt that
+// second pass skips them.
+func (c *Client) leaveQueueAfter(ctx context.Context, key string, t *ticket, timeout time.Duration, l *Lock, attempts int) {
+	now, later := []int(nil), []int(nil) // nil: every node
+	if l != nil {
+		now = l.queued
+		if attempts <= 1 {
+			later = l.queued
+		}
+		if len(now) == 0 && later != nil && len(later) == 0 {
+			return
+		}
+	} else {
+		c.leaveQueue(ctx, key, t, nil, timeout)
 	}
 	c.wg.Add(1) // inside a registered operation: safe against Close
 	go func() {
 		defer c.wg.Done()
-		if acquired {
-			c.leaveQueue(ctx, key, t, timeout)
+		if l != nil && len(now) > 0 {
+			c.leaveQueue(ctx, key, t, now, timeout)
+		}
+		if later != nil && len(later) == 0 {
+			return
 		}
 		timer := time.NewTimer(timeout)
 		defer timer.Stop()
@@ -90,7 +114,7 @@ func (c *Client) leaveQueueAfter(ctx context.Context, key string, t *ticket, tim
 		case <-timer.C:
 		case <-c.closing:
 		}
-		c.leaveQueue(ctx, key, t, timeout)
+		c.leaveQueue(ctx, key, t, later, timeout)
 	}()
 }
 

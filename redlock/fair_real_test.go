@@ -94,3 +94,41 @@ func TestRealFairQueueSurvivesDeadAndImpatientWaiters(t *testing.T) {
 	_, err = c.TryLock(bg(), "res", time.Minute, redlock.WithFairness(), redlock.WithFencing())
 	require.ErrorContains(t, err, "cannot be combined")
 }
+
+func TestRealFairReleaseWakesOnlyTheNextWaiter(t *testing.T) {
+	servers, pools := realNodes(t, 3)
+	holder := newClient(t, pools)
+	l, err := holder.TryLock(bg(), "res", time.Minute, redlock.WithFairness())
+	require.NoError(t, err)
+	queue, _ := redlock.QueueKeys("res")
+	inQueue := func(n int64) {
+		require.Eventually(t, func() bool {
+			for _, s := range servers {
+				if s.Client(t).ZCard(bg(), queue).Val() != n {
+					return false
+				}
+			}
+			return true
+		}, 10*time.Second, time.Millisecond)
+	}
+
+	// Two waiters in two Clients, first then second, each retrying only
+	// after an hour: messages alone move them.
+	attempts := make(chan int, 2)
+	var done []<-chan error
+	for i := range 2 {
+		c := newClient(t, pools, redlock.WithObserver(redlock.ObserverFunc(func(_ context.Context, e redlock.Event) {
+			if e.Kind == redlock.Acquired {
+				attempts <- e.Attempts
+			}
+		})))
+		done = append(done, lockAsync(c, "res", redlock.WithFairness(), never))
+		inQueue(int64(i + 1))
+	}
+	require.NoError(t, l.Unlock(bg())) // names the first waiter; the second sleeps on
+	for _, d := range done {
+		require.NoError(t, <-d)
+	}
+	assert.Equal(t, 2, <-attempts, "first waiter: its refused attempt, then the one its release message asked for")
+	assert.Equal(t, 2, <-attempts, "second waiter: not woken by the release that named the first")
+}

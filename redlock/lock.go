@@ -24,7 +24,11 @@ type Lock struct {
 	token string
 	ttl   time.Duration
 	heal  bool
-	fence uint64
+	fair  bool // taken WithFairness: Unlock names the next waiter
+	// queued lists the nodes that did not grant a fair acquisition before
+	// the decision: the waiter may still be in their queues.
+	queued []int
+	fence  uint64
 	// acquiredAt is set before the Lock is returned, then only read.
 	acquiredAt time.Time
 	released   atomic.Bool
@@ -218,7 +222,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	start := c.cfg.clock.Now()
 	// Built once and shared by the node calls, which only read them.
-	keys, args := []string{l.key}, []any{l.token, ReleaseChannel(l.key), c.id}
+	script, keys, args := scripts.Release, []string{l.key}, []any{l.token, ReleaseChannel(l.key), c.id}
+	if l.fair {
+		q, leases := QueueKeys(l.key)
+		script, keys = scripts.ReleaseFair, []string{l.key, q, leases}
+	}
 	inflight := c.releases.start(l.key, len(c.pools))
 	// This Client's own waiters need no message: wake the head now. Its
 	// SET to each node waits for our delete there (releases), so the
@@ -233,7 +241,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 			if err := l.waitSettled(ctx, i); err != nil {
 				return false, err
 			}
-			return c.release(ctx, i, keys, args...)
+			return c.announce(ctx, i, script, keys, args...)
 		}, nil)
 	e := Event{Kind: Released, Key: l.key, Start: start, Duration: c.cfg.clock.Since(start), Held: start.Sub(l.acquiredAt), Fence: l.fence}
 	if !res.Reached {

@@ -48,6 +48,8 @@ type waiter struct {
 	// before it got the lock, valid until handoff: w should wait for that
 	// lock's Unlock, which wakes it, not try at once. Zero otherwise.
 	handoff time.Time
+	// ticket is the id of w's fair ticket, "" without WithFairness.
+	ticket string
 	// heard has bit i set when node i announced a release of the key since
 	// w was last woken (under waiters.mu).
 	heard uint64
@@ -68,10 +70,14 @@ func (ws *waiters) busy(key string) bool {
 	return len(ws.queues[key]) > 0
 }
 
-// join queues a new waiter for key and makes sure the key's release channel
-// is subscribed on every node that supports it.
-func (ws *waiters) join(ctx context.Context, key string) *waiter {
+// join queues a new waiter for key, holding fair ticket t (nil without
+// WithFairness), and makes sure the key's release channel is subscribed on
+// every node that supports it.
+func (ws *waiters) join(ctx context.Context, key string, t *ticket) *waiter {
 	w := &waiter{wake: make(chan struct{}, 1)}
+	if t != nil {
+		w.ticket = t.id
+	}
 	ws.mu.Lock()
 	if ws.queues == nil {
 		ws.queues = make(map[string][]*waiter)
@@ -130,8 +136,10 @@ func (ws *waiters) wakeHead(key string) {
 // Client), and wakes the head once a majority of the nodes (or every node
 // that can announce, if fewer) have since it was last woken. An attempt on
 // the first message would race the releaser's deletes to the other nodes,
-// and fail where it finds the old token.
-func (ws *waiters) heardFrom(key string, i int) {
+// and fail where it finds the old token. next names the fair waiter first
+// in the node's queue, if any: a fair head that is not next ignores the
+// message, so that a release wakes one waiter across all Clients.
+func (ws *waiters) heardFrom(key string, i int, next string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	q := ws.queues[key]
@@ -139,6 +147,9 @@ func (ws *waiters) heardFrom(key string, i int) {
 		return
 	}
 	w := q[0]
+	if next != "" && w.ticket != "" && next != w.ticket {
+		return
+	}
 	if i < 64 {
 		w.heard |= 1 << i
 	}
@@ -147,6 +158,14 @@ func (ws *waiters) heardFrom(key string, i int) {
 		w.heard = 0
 		w.signal()
 	}
+}
+
+// notified reports whether release messages reach this Client from a
+// majority of the nodes.
+func (ws *waiters) notified() bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.need >= ws.c.quorum
 }
 
 // takeHandoff returns, and clears, the validity of the lock held by the
@@ -223,11 +242,14 @@ func (ws *waiters) open(ctx context.Context) {
 		go func() {
 			defer ws.readers.Done()
 			for m := range l.Messages() {
-				if m.Payload == ws.c.id {
+				// The message is the releaser's id, then for a fair lock
+				// the id of the waiter first in the node's queue.
+				from, next, _ := strings.Cut(m.Payload, " ")
+				if from == ws.c.id {
 					continue // our own Unlock woke our waiter already
 				}
 				if key, ok := strings.CutPrefix(m.Channel, channelPrefix); ok {
-					ws.heardFrom(key, i)
+					ws.heardFrom(key, i, next)
 				}
 			}
 		}()

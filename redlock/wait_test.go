@@ -273,3 +273,53 @@ func TestWaiterWakesOnceAMajorityAnnouncedRelease(t *testing.T) {
 	require.NoError(t, l.Unlock(bg()))
 	require.NoError(t, <-got)
 }
+
+// setnxCounter counts the SET NX calls reaching node i.
+func setnxCounter(fn *fakeNodes, i int) *atomic.Int32 {
+	var n atomic.Int32
+	fn.faults[i].Before(func(op string) {
+		if op == "setnx" {
+			n.Add(1)
+		}
+	})
+	return &n
+}
+
+func TestWaiterRefusedByHolderSleepsTheBackoffBound(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	clk := fakeClock()
+	holder := newClient(t, fn.pools)
+	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	l, err := holder.TryLock(bg(), "k", time.Minute)
+	require.NoError(t, err)
+	attempts := setnxCounter(fn, 0)
+	got := lockAsync(c, "k", redlock.WithRetry(redlock.ExponentialBackoff(time.Millisecond, time.Hour)))
+	<-clk.BlockUntil(1) // two attempts refused, asleep
+	require.EqualValues(t, 2, attempts.Load())
+
+	clk.Advance(10 * time.Millisecond) // the backoff's early steps would have polled by now
+	time.Sleep(50 * time.Millisecond)
+	assert.EqualValues(t, 2, attempts.Load(), "the holder's release will wake it: no polling")
+	require.NoError(t, l.Unlock(bg()))
+	require.NoError(t, <-got)
+}
+
+func TestSplitVoteRetriesAtTheFirstStep(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	clk := fakeClock()
+	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	for _, s := range fn.servers[1:] {
+		require.NoError(t, s.Set("k", "another contender"))
+	}
+	attempts := setnxCounter(fn, 0)
+	got := lockAsync(c, "k", redlock.WithRetry(redlock.ExponentialBackoff(time.Second, time.Hour)))
+	<-clk.BlockUntil(1) // won node 0 twice, no majority; asleep
+	require.EqualValues(t, 2, attempts.Load())
+
+	for _, s := range fn.servers[1:] {
+		s.Del("k") // the other contender backs off too
+	}
+	clk.Advance(time.Second) // the first step, not the second (1-2s)
+	require.NoError(t, <-got)
+	assert.EqualValues(t, 3, attempts.Load())
+}

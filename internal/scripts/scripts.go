@@ -23,6 +23,8 @@ var (
 	acquireFairSrc string
 	//go:embed leave_queue.lua
 	leaveQueueSrc string
+	//go:embed release_fair.lua
+	releaseFairSrc string
 )
 
 var (
@@ -38,6 +40,9 @@ var (
 	FenceRaise = pool.NewScript(fenceRaiseSrc)
 	// AcquireFair sets the key only for the head of the key's queue.
 	AcquireFair = pool.NewScript(acquireFairSrc)
+	// ReleaseFair is Release for a lock taken in a fair queue: its message
+	// names the waiter at the head of the queue.
+	ReleaseFair = pool.NewScript(releaseFairSrc)
 	// LeaveQueue removes a waiter from the key's queue.
 	LeaveQueue = pool.NewScript(leaveQueueSrc)
 )
