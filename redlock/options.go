@@ -103,6 +103,13 @@ type lockConfig struct {
 
 // WithRetry sets how Lock waits between attempts. The default is
 // ExponentialBackoff(2ms, 100ms). TryLock ignores it.
+//
+// The strategy is the fallback: a waiter is woken by the release it waits
+// for. While release messages reach its Client from a majority of the
+// nodes, a waiter that found the lock held sleeps the bound of
+// ExponentialBackoff or ConstantBackoff (about 100ms by default) unless woken
+// sooner, and one whose attempt won some nodes but no majority retries at
+// the first step. Other strategies are followed as they are.
 func WithRetry(s RetryStrategy) LockOption {
 	return func(c *lockConfig) {
 		if s == nil {

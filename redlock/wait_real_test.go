@@ -69,3 +69,20 @@ func TestRealSixteenContendersAllGetTheLock(t *testing.T) {
 	t.Logf("16 contenders x %d rounds: wait p50 %v, p99 %v, max %v", rounds,
 		waits[len(waits)/2], waits[len(waits)*99/100], waits[len(waits)-1])
 }
+
+// An expiry publishes nothing: the waiter's backoff, not a message, ends the
+// wait, within the backoff's bound after the key expired.
+func TestRealExpiryWithoutMessageStillEndsInAcquisition(t *testing.T) {
+	_, pools := realNodes(t, 5)
+	holder := newClient(t, pools)
+	waiter := newClient(t, pools)
+	_, err := holder.TryLock(bg(), "res", 300*time.Millisecond) // never unlocked
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	l, err := waiter.Lock(ctx, "res", time.Minute)
+	require.NoError(t, err, "the backoff retries after the holder's key expired")
+	t.Logf("acquired %v after the holder's 300ms lock; the default backoff's bound is 100ms", time.Since(start))
+	require.NoError(t, l.Unlock(bg()))
+}
