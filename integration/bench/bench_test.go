@@ -22,7 +22,7 @@ import (
 // through the proxies or straight to Redis), Parallel/IMPL (64 goroutines
 // on distinct keys, with GOMAXPROCS 2) and SlowNode/IMPL (one node's
 // replies 20ms late). Failed operations are counted in the errors/op
-// metric rather than failing the benchmark: a loaded machine makes the 50ms
+// metric rather than failing the benchmark: a loaded machine can make the
 // node timeouts of this library and the floor expire now and then.
 func BenchmarkCluster(b *testing.B) {
 	c := cluster.Start(b)

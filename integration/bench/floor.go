@@ -14,13 +14,17 @@ import (
 )
 
 // TTL is the lock's time to live in every scenario: redsync's default
-// expiry, so that redsync runs with its defaults and this library's default
-// per-node timeout, min(TTL/20, 50ms), is 50ms.
+// expiry, so that redsync runs with its defaults.
 const TTL = 8 * time.Second
+
+// nodeTimeout is this library's default per-node timeout for TTL,
+// min(TTL/20, MaxNodeTimeout): 400ms, which is also redsync's bound on an
+// acquisition (5% of its expiry).
+const nodeTimeout = min(TTL/20, redlock.MaxNodeTimeout)
 
 // floorTimeout bounds each node call of the floor: this library's default
 // for TTL, so that both give up on a silent node at the same moment.
-const floorTimeout = redlock.MaxNodeTimeout
+const floorTimeout = nodeTimeout
 
 // floorDrift is the validity the floor withholds, as the Redlock
 // specification's reference code does: 1% of the TTL plus 2ms.

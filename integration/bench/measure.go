@@ -79,7 +79,7 @@ type Results struct {
 	Latency    []*LatencyResult
 	Contention []string // variant names, in table order
 	Contended  map[string]*contended
-	Throughput map[string]*rate // by implementation: implementations, then oursSlack
+	Throughput map[string]*rate // by implementation
 	Elapsed    time.Duration    // the measurement, without building or starting nodes
 }
 
@@ -221,14 +221,7 @@ const (
 	oursSharedFair = Ours + " WithFairness (1 Client)"
 	oursManyFair   = Ours + " WithFairness (8 Clients)"
 	oursMany       = Ours + " (8 Clients)"
-	// oursSlack is this library with redsync's acquisition bound (5% of
-	// the TTL) as its node timeout: it separates the effect of the default
-	// 50ms bound on a loaded machine from the rest of the design.
-	oursSlack = Ours + " WithNodeTimeout(400ms)"
 )
-
-// slack is redsync's per-node bound on acquisition: 5% of its 8s expiry.
-const slack = 400 * time.Millisecond
 
 func runContention(tb testing.TB, c *cluster.Cluster, cfg Config) ([]string, map[string]*contended) {
 	tb.Helper()
@@ -256,13 +249,8 @@ func runContention(tb testing.TB, c *cluster.Cluster, cfg Config) ([]string, map
 		}
 		return out
 	}
-	slackOurs, err := f.oursWith([]redlock.Option{redlock.WithNodeTimeout(slack)})
-	if err != nil {
-		tb.Fatalf("bench: %v", err)
-	}
 	es := []entrant{
 		{name: oursShared, lockers: shared(newOurs())},
-		{name: oursSlack + " (1 Client)", lockers: shared(slackOurs)},
 		{name: oursSharedFair, lockers: shared(newOurs(redlock.WithFairness()))},
 		{name: oursMany, lockers: each()},
 		{name: oursManyFair, lockers: each(redlock.WithFairness())},
@@ -281,11 +269,7 @@ func runThroughput(tb testing.TB, c *cluster.Cluster, cfg Config) map[string]*ra
 	healthy(tb, c)
 	f := newFleet(c, viaProxy)
 	defer closeFleet(tb, f)
-	slackOurs, err := f.oursWith([]redlock.Option{redlock.WithNodeTimeout(slack)})
-	if err != nil {
-		tb.Fatalf("bench: %v", err)
-	}
-	es := append(standard(tb, f), one(oursSlack, slackOurs))
+	es := standard(tb, f)
 	ctx := context.Background()
 	// Warm up at full concurrency, so that the pools hold the connections
 	// the measurement needs instead of dialing them under its clock.
