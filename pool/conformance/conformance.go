@@ -2,7 +2,10 @@
 // must pass, run on real redis-server processes: the contract of SetNX and
 // Eval (TTL in milliseconds, reply normalisation, NOSCRIPT fallback), context
 // deadlines against a node that stopped answering, addresses without
-// credentials, TLS and ACL logins, and the lock algorithm end to end.
+// credentials, TLS and ACL logins, the lock algorithm end to end, and, for
+// an adapter that implements the optional pool.Notifier, release
+// notifications: delivery, Unsubscribe, Close, and resubscription after the
+// node restarts.
 //
 // An adapter's test calls [Run] with a function that builds its Pool from a
 // URL:
@@ -64,6 +67,7 @@ func Run(t *testing.T, newPool NewPool) {
 	t.Run("Redlock", s.testRedlock)
 	t.Run("TLS", s.testTLS)
 	t.Run("Secrets", s.testSecrets)
+	t.Run("Notifier", s.testNotifier)
 }
 
 type suite struct {

@@ -22,6 +22,12 @@
 // that also runs large or slow commands. Client-side caching is never used by
 // the lock; FromURL turns it off (DisableCache), which saves a CLIENT
 // TRACKING round trip per connection and the server's tracking table.
+//
+// The Pool implements pool.Notifier, so that a release wakes the lock's
+// waiters instead of their backoff: each Listener holds one connection of
+// its own (rueidis's Dedicate), outside the auto-pipelined ones, and opens
+// it again, subscribed to the same channels, after the node restarts or the
+// connection is lost.
 package rueidispool
 
 import (
