@@ -191,17 +191,35 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 	// Client's queue ever enters the queues on the nodes, so no entry there
 	// belongs to a local waiter that is not trying.
 	if lc.fair || c.waiters.busy(key) {
-		w = c.waiters.join(ctx, key, lc.ticket)
+		w = c.waiters.join(ctx, key, ttl, lc)
 	}
 	var delay time.Duration
 	for {
 		head := w == nil || c.waiters.head(key, w)
 		if head && w != nil {
+			// Promoted because the waiter before us got the lock, we are
+			// parked: its Unlock may hand us the lock (Lock.handOver).
+			if o := c.waiters.unpark(w); o != nil {
+				attempt++
+				if l, err := c.accept(ctx, o); err == nil {
+					won = l
+					return c.obtained(ctx, key, l, nil, start, attempt, lc)
+				} else if ctx.Err() != nil {
+					return c.obtained(ctx, key, nil, withContext(err, ctx.Err()), start, attempt, lc)
+				} else {
+					lastErr = err
+				}
+			}
 			if until := c.waiters.takeHandoff(w); !until.IsZero() {
-				// The waiter before us has just got the lock: trying now would
-				// fail. Its Unlock wakes us, whatever its outcome; should it
-				// never come, the end of the lock's validity does.
+				// The holder is the waiter before us: trying now would fail.
+				// Its Unlock wakes us, whatever its outcome; should it never
+				// come, the end of the lock's validity does.
+				c.waiters.park(w)
 				if err := c.sleepFair(ctx, w, max(until.Sub(c.cfg.clock.Now()), 0), lc.ticket); err != nil {
+					if o := c.waiters.unpark(w); o != nil {
+						attempt++
+						_, _ = c.accept(ctx, o) // too late: any lock it brings is passed on
+					}
 					return c.obtained(ctx, key, nil, withContext(lastErr, err), start, attempt, lc)
 				}
 				continue
@@ -226,7 +244,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			if w == nil {
 				// Subscribe, then try once more at once: a release between
 				// the failed attempt and the subscription would go unheard.
-				w = c.waiters.join(ctx, key, lc.ticket)
+				w = c.waiters.join(ctx, key, ttl, lc)
 				continue
 			}
 		} else {
@@ -243,7 +261,9 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 //   - it won some nodes but not a majority: the lock is being released, or
 //     was split between contenders who all back off now and whose cleanup
 //     announces nothing. Retry after the strategy's first step, still at
-//     random, not after a delay grown over a long wait.
+//     random, not after a delay grown over a long wait. (A yes that arrives
+//     after the majority refused is not seen here: then the next rule may
+//     apply, and the wait lasts until the bound.)
 //   - a majority refused it, and release messages reach this Client from a
 //     majority of the nodes: the holder's release will wake it. Sleep the
 //     strategy's bound, the fallback for a lost message or an expiry,
@@ -284,6 +304,21 @@ func notGranted(res fanout.Result, n int) []int {
 		}
 	}
 	return out
+}
+
+// accept waits for an offer to be done (within the Unlock's node timeout)
+// and returns the lock it brought. A lock that arrives after ctx ended, or
+// the Client closed, is released again (possibly to the next waiter).
+func (c *Client) accept(ctx context.Context, o *offer) (*Lock, error) {
+	<-o.done
+	if o.lock == nil {
+		return nil, o.err
+	}
+	if err := ctx.Err(); err != nil {
+		_ = o.lock.Unlock(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return o.lock, nil
 }
 
 // sleep waits for w to be woken, for delay to pass (delay < 0: no timer),
@@ -351,6 +386,15 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 	return c.lockConfig(opts)
 }
 
+// newLock returns a Lock with a fresh token whose acquisition is about to
+// be sent to every node. ttl is in whole milliseconds.
+func (c *Client) newLock(key string, ttl time.Duration, heal, fair bool) *Lock {
+	l := &Lock{c: c, key: key, token: rand.Text(), ttl: ttl, heal: heal, fair: fair,
+		settled: make([]atomic.Bool, len(c.pools)), allSettled: make(chan struct{})}
+	l.unsettled.Store(int32(len(c.pools)))
+	return l
+}
+
 // acquire is one attempt of the algorithm: SET NX PX on every node in
 // parallel, a decision at the majority, validity checked against the
 // monotonic clock, and cleanup of every node that may hold our token when the
@@ -358,9 +402,7 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 // in the background can never remove a later attempt's lock.
 func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, error) {
 	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
-	l := &Lock{c: c, key: key, token: rand.Text(), ttl: ttl, heal: lc.heal, fair: lc.ticket != nil,
-		settled: make([]atomic.Bool, len(c.pools)), allSettled: make(chan struct{})}
-	l.unsettled.Store(int32(len(c.pools)))
+	l := c.newLock(key, ttl, lc.heal, lc.ticket != nil)
 	timeout := c.nodeTimeout(ttl)
 	decided := make(chan struct{}) // closed once failed is final
 	failed := false

@@ -221,6 +221,28 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return fmt.Errorf("%w: already unlocked", ErrNotHeld)
 	}
 	start := c.cfg.clock.Now()
+	var res fanout.Result
+	if o := c.offerNext(l); o != nil {
+		res = l.handOver(ctx, o)
+	} else {
+		res = l.release(ctx)
+	}
+	e := Event{Kind: Released, Key: l.key, Start: start, Duration: c.cfg.clock.Since(start), Held: start.Sub(l.acquiredAt), Fence: l.fence}
+	if !res.Reached {
+		sentinel := ErrNotReleased
+		if !c.cfg.clock.Now().Before(l.Until()) || refusals(res) > len(c.pools)-c.quorum {
+			sentinel = ErrNotHeld
+		}
+		e.Kind, e.Err = ReleaseFailed, c.quorumError("unlock", sentinel, res)
+	}
+	c.emit(ctx, e)
+	return e.Err
+}
+
+// release deletes the lock on every node, announcing it, and returns at
+// the majority.
+func (l *Lock) release(ctx context.Context) fanout.Result {
+	c := l.c
 	// Built once and shared by the node calls, which only read them.
 	script, keys, args := scripts.Release, []string{l.key}, []any{l.token, ReleaseChannel(l.key), c.id}
 	if l.fair {
@@ -235,7 +257,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// fail, its attempt costs one round trip where a sleep would cost a
 	// backoff.
 	c.waiters.wakeHead(l.key)
-	res := fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
+	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
 			defer c.releases.finish(l.key, inflight, i)
 			if err := l.waitSettled(ctx, i); err != nil {
@@ -243,16 +265,6 @@ func (l *Lock) Unlock(ctx context.Context) error {
 			}
 			return c.announce(ctx, i, script, keys, args...)
 		}, nil)
-	e := Event{Kind: Released, Key: l.key, Start: start, Duration: c.cfg.clock.Since(start), Held: start.Sub(l.acquiredAt), Fence: l.fence}
-	if !res.Reached {
-		sentinel := ErrNotReleased
-		if !c.cfg.clock.Now().Before(l.Until()) || refusals(res) > len(c.pools)-c.quorum {
-			sentinel = ErrNotHeld
-		}
-		e.Kind, e.Err = ReleaseFailed, c.quorumError("unlock", sentinel, res)
-	}
-	c.emit(ctx, e)
-	return e.Err
 }
 
 // healNodes sets the key again on the nodes that answered the extension with

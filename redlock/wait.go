@@ -50,6 +50,14 @@ type waiter struct {
 	handoff time.Time
 	// ticket is the id of w's fair ticket, "" without WithFairness.
 	ticket string
+	// A waiter that can take a lock handed over by Unlock (not fair, not
+	// fenced) parks while the holder before it is expected to unlock;
+	// Unlock then offers it the lock (under waiters.mu).
+	canTake bool
+	ttl     time.Duration // the lock it asks for, in whole milliseconds
+	heal    bool
+	parked  bool
+	offer   *offer
 	// heard has bit i set when node i announced a release of the key since
 	// w was last woken (under waiters.mu).
 	heard uint64
@@ -70,13 +78,13 @@ func (ws *waiters) busy(key string) bool {
 	return len(ws.queues[key]) > 0
 }
 
-// join queues a new waiter for key, holding fair ticket t (nil without
-// WithFairness), and makes sure the key's release channel is subscribed on
-// every node that supports it.
-func (ws *waiters) join(ctx context.Context, key string, t *ticket) *waiter {
-	w := &waiter{wake: make(chan struct{}, 1)}
-	if t != nil {
-		w.ticket = t.id
+// join queues a new waiter for key, asking for ttl with lc, and makes sure
+// the key's release channel is subscribed on every node that supports it.
+func (ws *waiters) join(ctx context.Context, key string, ttl time.Duration, lc lockConfig) *waiter {
+	w := &waiter{wake: make(chan struct{}, 1), ttl: ttl.Truncate(time.Millisecond), heal: lc.heal,
+		canTake: !lc.fencing && lc.ticket == nil}
+	if lc.ticket != nil {
+		w.ticket = lc.ticket.id
 	}
 	ws.mu.Lock()
 	if ws.queues == nil {
@@ -107,6 +115,9 @@ func (ws *waiters) leave(ctx context.Context, key string, w *waiter, until time.
 			q = append(q[:i:i], q[i+1:]...)
 			if i == 0 && len(q) > 0 {
 				q[0].handoff = until
+				// Parked from now on, before its goroutine even runs: our
+				// caller may unlock at once.
+				q[0].parked = q[0].canTake && !until.IsZero()
 				q[0].signal()
 			}
 			break
@@ -166,6 +177,51 @@ func (ws *waiters) notified() bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	return ws.need >= ws.c.quorum
+}
+
+// offer is a lock Unlock is handing over to a parked waiter. done is closed
+// once lock (nil if the hand-over failed, with err) is final.
+type offer struct {
+	ttl  time.Duration
+	heal bool
+	done chan struct{}
+	lock *Lock
+	err  error
+}
+
+// park marks w, the head, as waiting for the holder's Unlock, which may then
+// hand it the lock.
+func (ws *waiters) park(w *waiter) {
+	ws.mu.Lock()
+	w.parked = w.canTake
+	ws.mu.Unlock()
+}
+
+// unpark ends w's parking and returns the offer made meanwhile, if any; the
+// waiter must then wait for it to be done.
+func (ws *waiters) unpark(w *waiter) *offer {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w.parked = false
+	o := w.offer
+	w.offer = nil
+	return o
+}
+
+// offerHead makes an offer to key's head waiter if it is parked, or
+// returns nil.
+func (ws *waiters) offerHead(key string) *offer {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	q := ws.queues[key]
+	if len(q) == 0 || !q[0].parked {
+		return nil
+	}
+	w := q[0]
+	w.parked = false
+	w.handoff = time.Time{}
+	w.offer = &offer{ttl: w.ttl, heal: w.heal, done: make(chan struct{})}
+	return w.offer
 }
 
 // takeHandoff returns, and clears, the validity of the lock held by the

@@ -34,6 +34,10 @@ type Config struct {
 	// Clients is the number of clients, each with its own redlock.Client
 	// and connections; default 5, at least 3 for an unsafe run.
 	Clients int
+	// PerClient is the number of workers sharing each Client (its own
+	// goroutines): they queue in the Client and hand the lock over among
+	// themselves. Default 2 for the safe run; the unsafe run uses 1.
+	PerClient int
 	// Keys is the number of lock keys, each guarding one counter; default 3.
 	Keys int
 	// TTL of the ordinary locks; default 3s.
@@ -62,6 +66,10 @@ func (c Config) withDefaults(tb testing.TB) (Config, error) {
 		return c, fmt.Errorf("chaos: duration must be positive, got %v", c.Duration)
 	}
 	c.Clients = cmp.Or(c.Clients, 5)
+	c.PerClient = cmp.Or(c.PerClient, 2)
+	if c.Unsafe {
+		c.PerClient = 1 // roles are per worker; keep each one's Client its own
+	}
 	c.Keys = cmp.Or(c.Keys, 3)
 	c.TTL = cmp.Or(c.TTL, 3*time.Second)
 	c.NodeTimeout = cmp.Or(c.NodeTimeout, 150*time.Millisecond)
@@ -169,8 +177,8 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cfg.Logf("chaos: unsafe=%v fencing=%v seed=%d duration=%v clients=%d keys=%d ttl=%v node-timeout=%v",
-		cfg.Unsafe, cfg.Fencing, cfg.Seed, cfg.Duration, cfg.Clients, cfg.Keys, cfg.TTL, cfg.NodeTimeout)
+	cfg.Logf("chaos: unsafe=%v fencing=%v seed=%d duration=%v clients=%d workers-per-client=%d keys=%d ttl=%v node-timeout=%v",
+		cfg.Unsafe, cfg.Fencing, cfg.Seed, cfg.Duration, cfg.Clients, cfg.PerClient, cfg.Keys, cfg.TTL, cfg.NodeTimeout)
 	c := cluster.Start(tb, cfg.persistence()...)
 	storage := cluster.Start(tb, cluster.WithNodes(1)).Node(0).Client() // never faulted
 	var st store = plainStore{rdb: storage}
@@ -188,9 +196,13 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		faults  faultLog
 		victims = make(chan amnesia)
 	)
-	workers := make([]*worker, cfg.Clients)
+	workers := make([]*worker, cfg.Clients*cfg.PerClient)
+	var client *redlock.Client
 	for i := range workers {
-		workers[i] = &worker{id: i, client: c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout)),
+		if i%cfg.PerClient == 0 {
+			client = c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout))
+		}
+		workers[i] = &worker{id: i, client: client,
 			keys: keys, ttl: cfg.TTL, fencing: cfg.Fencing, store: st, rec: &rec, stats: &stats,
 			faults: &faults, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), longEvery: max(cfg.LongEvery, 0)}
 	}

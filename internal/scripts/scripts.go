@@ -25,6 +25,8 @@ var (
 	leaveQueueSrc string
 	//go:embed release_fair.lua
 	releaseFairSrc string
+	//go:embed handover.lua
+	handoverSrc string
 )
 
 var (
@@ -43,8 +45,18 @@ var (
 	// ReleaseFair is Release for a lock taken in a fair queue: its message
 	// names the waiter at the head of the queue.
 	ReleaseFair = pool.NewScript(releaseFairSrc)
+	// Handover is Release that also sets the key for the releasing
+	// Client's next waiter when no other Client waits on the node.
+	Handover = pool.NewScript(handoverSrc)
 	// LeaveQueue removes a waiter from the key's queue.
 	LeaveQueue = pool.NewScript(leaveQueueSrc)
+)
+
+// Handover's replies.
+const (
+	HandoverNotHeld  = 0
+	HandoverReleased = 1
+	HandoverHanded   = 2
 )
 
 // Extend's replies.
