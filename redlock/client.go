@@ -143,9 +143,16 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 	return c.obtained(ctx, key, l, err, start, 1, lc)
 }
 
-// Lock takes the lock on key for ttl, retrying after failed attempts as the
-// retry strategy says (WithRetry) until it succeeds or ctx ends. On failure
-// the error wraps ErrNotObtained and, when ctx ended the wait, ctx.Err().
+// Lock takes the lock on key for ttl, waiting until it succeeds or ctx
+// ends. On failure the error wraps ErrNotObtained and, when ctx ended the
+// wait, ctx.Err().
+//
+// Callers of one Client wait in arrival order and only the first of them
+// tries; a release wakes it (pub/sub), and the retry strategy (WithRetry) is
+// the fallback for a lost message or an expired lock. When the holder is a
+// caller of the same Client and no other Client waits, its Unlock hands the
+// lock straight to the next caller: share one Client among a process's
+// goroutines. WithFairness orders callers across Clients too.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	done, err := c.begin()
 	if err != nil {

@@ -25,9 +25,10 @@ const channelPrefix = "redlock:released:"
 // lock first-come first-served instead of whoever retries at the right
 // moment. A release is announced by Unlock on every node it releases;
 // waiters of other Clients hear it through one subscription connection per
-// node per Client, opened when the first waiter arrives. Expiry announces
-// nothing and messages can be lost, so the head also retries after the retry
-// strategy's backoff.
+// node per Client, opened when the first waiter arrives; the Client's own
+// head is woken, or handed the lock (handover.go), directly. Expiry
+// announces nothing and messages can be lost, so the head also retries after
+// the retry strategy's backoff.
 type waiters struct {
 	c *Client
 
