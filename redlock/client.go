@@ -169,7 +169,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 // wait is Lock's loop. The first attempt is immediate unless callers of this
 // Client already wait for key; then the caller queues (see waiters). Only
 // the head of the queue attempts: when woken by a release, when promoted, or
-// after the retry strategy's delay.
+// after the retry strategy's delay (see fallback). A head promoted behind a
+// holder of this Client parks instead, and may be handed the lock.
 func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, error) {
 	start := c.cfg.clock.Now()
 	var (
@@ -204,18 +205,20 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 	for {
 		head := w == nil || c.waiters.head(key, w)
 		if head && w != nil {
-			// Promoted because the waiter before us got the lock, we are
-			// parked: its Unlock may hand us the lock (Lock.handOver).
+			// Parked behind the holder (promoted when it got the lock, or
+			// since), we may have been handed the lock by its Unlock
+			// (Lock.handOver).
 			if o := c.waiters.unpark(w); o != nil {
 				attempt++
-				if l, err := c.accept(ctx, o); err == nil {
+				l, err := c.accept(ctx, o)
+				if err == nil {
 					won = l
 					return c.obtained(ctx, key, l, nil, start, attempt, lc)
-				} else if ctx.Err() != nil {
-					return c.obtained(ctx, key, nil, withContext(err, ctx.Err()), start, attempt, lc)
-				} else {
-					lastErr = err
 				}
+				if ctx.Err() != nil {
+					return c.obtained(ctx, key, nil, withContext(err, ctx.Err()), start, attempt, lc)
+				}
+				lastErr = err // the hand-over failed: try the usual way
 			}
 			if until := c.waiters.takeHandoff(w); !until.IsZero() {
 				// The holder is the waiter before us: trying now would fail.
