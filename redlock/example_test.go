@@ -41,7 +41,7 @@ func Example() {
 	pools, stop := exampleNodes()
 	defer stop()
 
-	// The per-node timeout defaults to min(ttl/20, 50ms), right for a LAN;
+	// The per-node timeout defaults to min(ttl/20, 500ms), right for a LAN;
 	// the examples run on busy test machines, so they give nodes longer.
 	c, err := redlock.New(pools, redlock.WithNodeTimeout(time.Second))
 	if err != nil {
