@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlockgo/redlock/integration/cluster"
 	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/pool/rueidispool"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -125,6 +126,34 @@ func (f *fleet) pools() ([]pool.Pool, error) {
 		out[i] = p
 	}
 	return out, nil
+}
+
+// rueidisPools returns this library's rueidis pools through the proxies.
+func (f *fleet) rueidisPools() ([]pool.Pool, error) {
+	out := make([]pool.Pool, f.c.Len())
+	for i, n := range f.c.Nodes() {
+		p, err := rueidispool.FromURL(n.URL())
+		if err != nil {
+			return nil, err
+		}
+		f.onClose(p.Close)
+		out[i] = p
+	}
+	return out, nil
+}
+
+// oursRueidis is ours over the rueidis adapter.
+func (f *fleet) oursRueidis(opts ...redlock.LockOption) (locker, error) {
+	ps, err := f.rueidisPools()
+	if err != nil {
+		return nil, err
+	}
+	c, err := redlock.New(ps)
+	if err != nil {
+		return nil, fmt.Errorf("redlock.New: %w", err)
+	}
+	f.onClose(c.Close)
+	return oursLocker{c: c, opts: opts}, nil
 }
 
 // ours returns this library with its defaults: one Client, shared by every

@@ -221,6 +221,7 @@ const (
 	oursSharedFair = Ours + " WithFairness (1 Client)"
 	oursManyFair   = Ours + " WithFairness (8 Clients)"
 	oursMany       = Ours + " (8 Clients)"
+	oursRueidis    = Ours + " over rueidis (1 Client)"
 )
 
 func runContention(tb testing.TB, c *cluster.Cluster, cfg Config) ([]string, map[string]*contended) {
@@ -249,8 +250,13 @@ func runContention(tb testing.TB, c *cluster.Cluster, cfg Config) ([]string, map
 		}
 		return out
 	}
+	rueidisOurs, err := f.oursRueidis()
+	if err != nil {
+		tb.Fatalf("bench: %v", err)
+	}
 	es := []entrant{
 		{name: oursShared, lockers: shared(newOurs())},
+		{name: oursRueidis, lockers: shared(rueidisOurs)},
 		{name: oursSharedFair, lockers: shared(newOurs(redlock.WithFairness()))},
 		{name: oursMany, lockers: each()},
 		{name: oursManyFair, lockers: each(redlock.WithFairness())},
