@@ -225,7 +225,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 				// Its Unlock wakes us, whatever its outcome; should it never
 				// come, the end of the lock's validity does.
 				c.waiters.park(w)
-				if err := c.sleepFair(ctx, w, max(until.Sub(c.cfg.clock.Now()), 0), lc.ticket); err != nil {
+				if err := c.sleep(ctx, w, max(until.Sub(c.cfg.clock.Now()), 0), lc.ticket); err != nil {
 					if o := c.waiters.unpark(w); o != nil {
 						attempt++
 						_, _ = c.accept(ctx, o) // too late: any lock it brings is passed on
@@ -260,7 +260,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 		} else {
 			delay = -1 // not the head: wait to be promoted
 		}
-		if err := c.sleepFair(ctx, w, delay, lc.ticket); err != nil {
+		if err := c.sleep(ctx, w, delay, lc.ticket); err != nil {
 			return c.obtained(ctx, key, nil, withContext(lastErr, err), start, attempt, lc)
 		}
 	}
@@ -332,14 +332,10 @@ func (c *Client) accept(ctx context.Context, o *offer) (*Lock, error) {
 }
 
 // sleep waits for w to be woken, for delay to pass (delay < 0: no timer),
-// or for ctx to end or the Client to close, which it returns.
-func (c *Client) sleep(ctx context.Context, w *waiter, delay time.Duration) error {
-	return c.sleepFair(ctx, w, delay, nil)
-}
-
-// sleepFair is sleep for a waiter holding a fair ticket: it never sleeps
-// past a third of the ticket's lease, so the head's lease stays fresh.
-func (c *Client) sleepFair(ctx context.Context, w *waiter, delay time.Duration, t *ticket) error {
+// or for ctx to end or the Client to close, which it returns. A waiter
+// holding a fair ticket t (nil otherwise) never sleeps past a third of the
+// ticket's lease, so the head's lease stays fresh.
+func (c *Client) sleep(ctx context.Context, w *waiter, delay time.Duration, t *ticket) error {
 	if t != nil && (delay < 0 || delay > t.lease/3) {
 		delay = t.lease / 3
 	}

@@ -87,26 +87,23 @@ func (c *Client) allNodes() []int {
 // way to a node that granted the last one, so after a single attempt that
 // second pass skips them.
 func (c *Client) leaveQueueAfter(ctx context.Context, key string, t *ticket, timeout time.Duration, l *Lock, attempts int) {
-	now, later := []int(nil), []int(nil) // nil: every node
-	if l != nil {
+	var now, later []int // later nil: every node
+	if l == nil {
+		c.leaveQueue(ctx, key, t, nil, timeout)
+	} else {
 		now = l.queued
 		if attempts <= 1 {
-			later = l.queued
+			if len(now) == 0 {
+				return // granted everywhere, and no earlier attempt to outrun
+			}
+			later = now
 		}
-		if len(now) == 0 && later != nil && len(later) == 0 {
-			return
-		}
-	} else {
-		c.leaveQueue(ctx, key, t, nil, timeout)
 	}
 	c.wg.Add(1) // inside a registered operation: safe against Close
 	go func() {
 		defer c.wg.Done()
-		if l != nil && len(now) > 0 {
+		if len(now) > 0 {
 			c.leaveQueue(ctx, key, t, now, timeout)
-		}
-		if later != nil && len(later) == 0 {
-			return
 		}
 		timer := time.NewTimer(timeout)
 		defer timer.Stop()

@@ -11,7 +11,9 @@ import (
 )
 
 // ReleaseChannel returns the Redis pub/sub channel on which Unlock announces
-// that key was released: "redlock:released:" + key.
+// that key was released: "redlock:released:" + key. The message is the
+// releasing Client's random id, followed, for a lock taken WithFairness, by
+// a space and the id of the waiter first in that node's queue.
 func ReleaseChannel(key string) string { return channelPrefix + key }
 
 const channelPrefix = "redlock:released:"

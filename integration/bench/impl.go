@@ -112,27 +112,21 @@ func (f *fleet) clients(tuned bool) []*redis.Client {
 // pools returns this library's pools: pool.FromURL through the proxies, the
 // normal deployment, or the same settings on direct connections.
 func (f *fleet) pools() ([]pool.Pool, error) {
-	out := make([]pool.Pool, f.c.Len())
-	for i, n := range f.c.Nodes() {
-		if f.route == direct {
+	if f.route == direct {
+		out := make([]pool.Pool, f.c.Len())
+		for i, n := range f.c.Nodes() {
 			out[i] = pool.New(f.client(n, true))
-			continue
 		}
-		p, err := pool.FromURL(n.URL())
-		if err != nil {
-			return nil, err
-		}
-		f.onClose(p.Close)
-		out[i] = p
+		return out, nil
 	}
-	return out, nil
+	return f.urlPools(func(u string) (pool.Pool, error) { return pool.FromURL(u) })
 }
 
-// rueidisPools returns this library's rueidis pools through the proxies.
-func (f *fleet) rueidisPools() ([]pool.Pool, error) {
+// urlPools opens one pool per node through the proxies with open.
+func (f *fleet) urlPools(open func(rawURL string) (pool.Pool, error)) ([]pool.Pool, error) {
 	out := make([]pool.Pool, f.c.Len())
 	for i, n := range f.c.Nodes() {
-		p, err := rueidispool.FromURL(n.URL())
+		p, err := open(n.URL())
 		if err != nil {
 			return nil, err
 		}
@@ -140,20 +134,6 @@ func (f *fleet) rueidisPools() ([]pool.Pool, error) {
 		out[i] = p
 	}
 	return out, nil
-}
-
-// oursRueidis is ours over the rueidis adapter.
-func (f *fleet) oursRueidis(opts ...redlock.LockOption) (locker, error) {
-	ps, err := f.rueidisPools()
-	if err != nil {
-		return nil, err
-	}
-	c, err := redlock.New(ps)
-	if err != nil {
-		return nil, fmt.Errorf("redlock.New: %w", err)
-	}
-	f.onClose(c.Close)
-	return oursLocker{c: c, opts: opts}, nil
 }
 
 // ours returns this library with its defaults: one Client, shared by every
@@ -168,6 +148,20 @@ func (f *fleet) oursWith(copts []redlock.Option, opts ...redlock.LockOption) (lo
 	if err != nil {
 		return nil, err
 	}
+	return f.oursOn(ps, copts, opts)
+}
+
+// oursRueidis is ours over the rueidis adapter, through the proxies.
+func (f *fleet) oursRueidis(opts ...redlock.LockOption) (locker, error) {
+	ps, err := f.urlPools(func(u string) (pool.Pool, error) { return rueidispool.FromURL(u) })
+	if err != nil {
+		return nil, err
+	}
+	return f.oursOn(ps, nil, opts)
+}
+
+// oursOn is a Client over ps, closed with the fleet.
+func (f *fleet) oursOn(ps []pool.Pool, copts []redlock.Option, opts []redlock.LockOption) (locker, error) {
 	c, err := redlock.New(ps, copts...)
 	if err != nil {
 		return nil, fmt.Errorf("redlock.New: %w", err)
