@@ -2,29 +2,38 @@ package pool
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Notifier is an optional interface of a Pool that can receive messages
-// published on channels. The lock uses it to wake waiters when a holder
-// releases: without it, waiters fall back to polling with backoff.
+// published on channels. The lock uses it to tell waiters that a release
+// handed them the key: without it, waiters learn it at their next round.
+// It is an interface for adapters; users of the lock never call it.
 type Notifier interface {
-	// Listen opens a dedicated subscription connection with no channels yet.
+	// Listen returns a Listener with no channels yet. It must return at
+	// once or by ctx's end: a Listener connects in the background.
 	Listen(ctx context.Context) (Listener, error)
 }
 
-// Listener is one subscription connection to a node.
+// Listener is one subscription connection to a node, for adapters.
 type Listener interface {
-	// Subscribe adds channels. It may return before the node confirmed them.
+	// Subscribe adds channels. It may return before the node confirmed
+	// them, and must return by ctx's end whatever the node does.
 	Subscribe(ctx context.Context, channels ...string) error
-	// Unsubscribe removes channels.
+	// Unsubscribe removes channels, with the same bound.
 	Unsubscribe(ctx context.Context, channels ...string) error
-	// Messages delivers every message received; it is closed when the
-	// Listener is closed.
+	// Messages delivers the messages received; it is closed when the
+	// Listener is closed. Messages that find it full may be dropped.
 	Messages() <-chan Message
-	// Close ends the subscription and stops its goroutines.
+	// Close ends the subscription and its goroutines, promptly whatever
+	// the node does.
 	Close() error
 }
 
@@ -34,53 +43,312 @@ type Message struct {
 	Payload string
 }
 
-// Listen implements Notifier for the go-redis adapter. The subscription
-// reconnects and resubscribes by itself after a connection loss; messages
-// published meanwhile are lost, which the lock tolerates.
+// Listen implements Notifier for the go-redis adapter of a *redis.Client.
+//
+// go-redis's own PubSub is not used: its Subscribe, Unsubscribe and Close
+// wait on a mutex that its receiving goroutine holds while it dials, for up
+// to the dial timeout, whatever their context says. The Listener here owns
+// one connection of its own instead, dialled in a goroutine of its own with
+// the client's address, TLS and credentials: Subscribe and Unsubscribe only
+// write to it, with a deadline, when it is up (and the channels are sent
+// again after each reconnection), and Close closes it and cancels the dial.
+// Messages published while it is down are lost, which the lock tolerates.
 func (g *goRedis) Listen(ctx context.Context) (Listener, error) {
-	if g.client == nil {
-		return nil, errNilClient
+	c, ok := g.client.(*redis.Client)
+	if !ok {
+		if g.client == nil {
+			return nil, errNilClient
+		}
+		return nil, errors.New("pool: notifications need a *redis.Client")
 	}
-	ps := g.client.Subscribe(ctx)
-	l := &goRedisListener{ps: ps, out: make(chan Message, 64), done: make(chan struct{})}
-	in := ps.Channel()
-	go l.pump(in)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	o := c.Options()
+	l := &listener{
+		dial:     dialer(o),
+		login:    login(o),
+		out:      make(chan Message, messageBuffer),
+		done:     make(chan struct{}),
+		channels: make(map[string]bool),
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	go l.run()
 	return l, nil
 }
 
-type goRedisListener struct {
-	ps   *redis.PubSub
-	out  chan Message
-	done chan struct{} // closed when pump has returned
+// Bounds of the listener's connection.
+const (
+	messageBuffer = 256
+	dialTimeout   = 5 * time.Second
+	writeTimeout  = time.Second
+	// idleTimeout is how long a connection may stay silent before the
+	// listener PINGs it; a PING unanswered for as long again ends it.
+	idleTimeout = 15 * time.Second
+	minRedial   = 50 * time.Millisecond
+	maxRedial   = 2 * time.Second
+)
+
+// dialer returns how to open a connection like the client's: its own
+// dialer without TLS; with TLS, a dial and handshake that honour the
+// context (go-redis's default TLS dial does not).
+func dialer(o *redis.Options) func(context.Context) (net.Conn, error) {
+	network, addr := o.Network, o.Addr
+	if network == "" {
+		network = "tcp"
+	}
+	if o.TLSConfig == nil {
+		return func(ctx context.Context) (net.Conn, error) { return o.Dialer(ctx, network, addr) }
+	}
+	cfg := o.TLSConfig.Clone()
+	return func(ctx context.Context) (net.Conn, error) {
+		raw, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		conn := tls.Client(raw, cfg)
+		if err := conn.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
 }
 
-// pump forwards messages until go-redis closes in (on Close).
-func (l *goRedisListener) pump(in <-chan *redis.Message) {
+// login returns the AUTH command for the client's credentials, or nil.
+func login(o *redis.Options) func(context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		user, pass := o.Username, o.Password
+		switch {
+		case o.CredentialsProviderContext != nil:
+			var err error
+			if user, pass, err = o.CredentialsProviderContext(ctx); err != nil {
+				return nil, err
+			}
+		case o.CredentialsProvider != nil:
+			user, pass = o.CredentialsProvider()
+		}
+		switch {
+		case pass == "" && user == "":
+			return nil, nil
+		case user == "":
+			return []string{"AUTH", pass}, nil
+		}
+		return []string{"AUTH", user, pass}, nil
+	}
+}
+
+// listener is a Listener over one connection at a time.
+type listener struct {
+	dial  func(context.Context) (net.Conn, error)
+	login func(context.Context) ([]string, error)
+	out   chan Message
+
+	ctx    context.Context // ends with Close
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run has returned
+
+	wmu sync.Mutex // serialises writes on conn
+
+	mu       sync.Mutex
+	closed   bool
+	channels map[string]bool // what the caller subscribed to
+	conn     net.Conn        // the usable connection; nil while there is none
+}
+
+func (l *listener) Messages() <-chan Message { return l.out }
+
+// Subscribe implements Listener: it records the channels and, when the
+// connection is up, sends SUBSCRIBE without waiting for the confirmation.
+func (l *listener) Subscribe(ctx context.Context, channels ...string) error {
+	return l.change(ctx, "SUBSCRIBE", true, channels)
+}
+
+// Unsubscribe implements Listener.
+func (l *listener) Unsubscribe(ctx context.Context, channels ...string) error {
+	return l.change(ctx, "UNSUBSCRIBE", false, channels)
+}
+
+func (l *listener) change(ctx context.Context, cmd string, want bool, channels []string) error {
+	if len(channels) == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return net.ErrClosed
+	}
+	for _, ch := range channels {
+		if want {
+			l.channels[ch] = true
+		} else {
+			delete(l.channels, ch)
+		}
+	}
+	conn := l.conn
+	l.mu.Unlock()
+	if conn == nil {
+		return nil // sent when the connection is up
+	}
+	return l.write(ctx, conn, append([]string{cmd}, channels...))
+}
+
+// write sends one command on conn, by ctx's deadline or writeTimeout.
+func (l *listener) write(ctx context.Context, conn net.Conn, args []string) error {
+	deadline := time.Now().Add(writeTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	_ = conn.SetWriteDeadline(deadline)
+	_, err := conn.Write(appendCommand(nil, args))
+	if err != nil {
+		conn.Close() // the reader notices and reconnects
+	}
+	return err
+}
+
+// Close implements Listener.
+func (l *listener) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	conn := l.conn
+	l.mu.Unlock()
+	l.cancel()
+	if conn != nil {
+		conn.Close()
+	}
+	<-l.done
+	return nil
+}
+
+// run keeps a connection open until Close, redialling with backoff.
+func (l *listener) run() {
 	defer close(l.done)
 	defer close(l.out)
-	for m := range in {
+	backoff := minRedial
+	for l.ctx.Err() == nil {
+		if l.session() {
+			backoff = minRedial
+			continue
+		}
+		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
 		select {
-		case l.out <- Message{Channel: m.Channel, Payload: m.Payload}:
-		default: // a full buffer: the waiters' backoff covers a lost wake-up
+		case <-t.C:
+		case <-l.ctx.Done():
+			t.Stop()
+		}
+		backoff = min(2*backoff, maxRedial)
+	}
+}
+
+// session dials, logs in, subscribes to the channels and reads until the
+// connection ends. It reports whether the connection was up.
+func (l *listener) session() bool {
+	ctx, cancel := context.WithTimeout(l.ctx, dialTimeout)
+	conn, err := l.dial(ctx)
+	if err != nil {
+		cancel()
+		return false
+	}
+	r := newReader(conn)
+	err = l.hello(ctx, conn, r)
+	cancel()
+	if err != nil {
+		conn.Close()
+		return false
+	}
+	if !l.publish(conn) {
+		return true
+	}
+	l.read(conn, r)
+	l.mu.Lock()
+	if l.conn == conn {
+		l.conn = nil
+	}
+	l.mu.Unlock()
+	conn.Close()
+	return true
+}
+
+// hello authenticates on a new connection.
+func (l *listener) hello(ctx context.Context, conn net.Conn, r *reader) error {
+	auth, err := l.login(ctx)
+	if err != nil || auth == nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(d)
+		defer conn.SetDeadline(time.Time{})
+	}
+	if _, err := conn.Write(appendCommand(nil, auth)); err != nil {
+		return err
+	}
+	_, err = r.value()
+	return err
+}
+
+// publish makes conn the listener's connection and subscribes it to every
+// channel wanted so far. It reports false when the listener was closed.
+func (l *listener) publish(conn net.Conn) bool {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		conn.Close()
+		return false
+	}
+	l.conn = conn
+	channels := make([]string, 0, len(l.channels))
+	for ch := range l.channels {
+		channels = append(channels, ch)
+	}
+	l.mu.Unlock()
+	if len(channels) > 0 {
+		_ = l.write(l.ctx, conn, append([]string{"SUBSCRIBE"}, channels...))
+	}
+	return true
+}
+
+// read delivers messages until the connection fails. A connection silent
+// for idleTimeout is PINGed; silent as long again, it is given up.
+func (l *listener) read(conn net.Conn, r *reader) {
+	pinged := false
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(idleTimeout))
+		v, err := r.value()
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && !pinged && l.ctx.Err() == nil {
+			pinged = true
+			if l.write(l.ctx, conn, []string{"PING"}) != nil {
+				return
+			}
+			continue
+		}
+		if err != nil {
+			return
+		}
+		pinged = false
+		if m, ok := asMessage(v); ok {
+			select {
+			case l.out <- m:
+			default: // full: the lock's rounds cover a lost message
+			}
 		}
 	}
 }
 
-func (l *goRedisListener) Subscribe(ctx context.Context, channels ...string) error {
-	return l.ps.Subscribe(ctx, channels...)
-}
-
-func (l *goRedisListener) Unsubscribe(ctx context.Context, channels ...string) error {
-	return l.ps.Unsubscribe(ctx, channels...)
-}
-
-func (l *goRedisListener) Messages() <-chan Message { return l.out }
-
-func (l *goRedisListener) Close() error {
-	err := l.ps.Close()
-	<-l.done
-	if errors.Is(err, redis.ErrClosed) {
-		return nil
+// asMessage reads a pub/sub push ["message", channel, payload].
+func asMessage(v any) (Message, bool) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != 3 {
+		return Message{}, false
 	}
-	return err
+	kind, _ := arr[0].(string)
+	ch, ok1 := arr[1].(string)
+	payload, ok2 := arr[2].(string)
+	if kind != "message" || !ok1 || !ok2 {
+		return Message{}, false
+	}
+	return Message{Channel: ch, Payload: payload}, true
 }

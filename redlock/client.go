@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redlockgo/redlock/clock"
 	"github.com/redlockgo/redlock/internal/fanout"
-	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -20,23 +18,21 @@ import (
 // concurrent use; create one per set of nodes and share it.
 //
 // A Client owns the short-lived goroutines that finish node calls after an
-// operation has decided (stragglers, cleanup). Close waits for them. The
-// pools stay the caller's: Close does not close them.
+// operation has decided (stragglers, cleanup) and the listeners that hear
+// its waiters' grants. Close ends them. The pools stay the caller's: Close
+// does not close them.
 type Client struct {
-	// id is sent with this Client's release messages, so that its listeners
-	// can skip them: Unlock wakes the Client's own waiters directly.
-	id     string
 	pools  []pool.Pool
 	quorum int
 	cfg    config
 
-	mu       sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
-	closed   bool
-	closing  chan struct{} // closed by Close: stops auto-extensions
-	wg       sync.WaitGroup
-	done     func() // c.wg.Done, bound once
-	waiters  waiters
-	releases releases
+	mu      sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
+	closed  bool
+	closing chan struct{} // closed by Close: stops waiters and auto-extensions
+	wg      sync.WaitGroup
+	done    func() // c.wg.Done, bound once
+	order   order  // this Client's node calls per key, in order
+	grants  grants // grants heard for this Client's waiters
 }
 
 // New returns a Client over pools, one per independent Redis master. A lock
@@ -71,13 +67,12 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		return nil, cfg.err
 	}
 	c := &Client{
-		id:      rand.Text(),
 		pools:   append([]pool.Pool(nil), pools...),
 		quorum:  len(pools)/2 + 1,
 		cfg:     cfg,
 		closing: make(chan struct{}),
 	}
-	c.waiters.c = c
+	c.grants.channel = grantChannelPrefix + newToken()
 	c.done = c.wg.Done
 	return c, nil
 }
@@ -85,9 +80,12 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 // Quorum returns the number of nodes a lock needs: len(pools)/2+1.
 func (c *Client) Quorum() int { return c.quorum }
 
-// Close stops new operations and auto-extensions (their locks report
-// ErrLockLost), and waits for the Client's background node calls to end; each
-// is bounded by the node timeout. Locks still held expire by their TTL. Close does not close the pools. It is safe to call twice.
+// Close stops new operations, waiting Lock calls (they return ErrClosed) and
+// auto-extensions (their locks report ErrLockLost), closes the listeners,
+// and waits for the Client's background node calls to end; each is bounded
+// by the node timeout, so Close returns within two node timeouts. Locks
+// still held expire by their TTL. Close does not close the pools. It is
+// safe to call twice.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if !c.closed {
@@ -95,7 +93,7 @@ func (c *Client) Close() error {
 		close(c.closing)
 	}
 	c.mu.Unlock()
-	c.waiters.close()
+	c.grants.close()
 	c.wg.Wait()
 	return nil
 }
@@ -118,7 +116,9 @@ func (c *Client) begin() (func(), error) {
 // TryLock makes one attempt to take the lock on key for ttl. It returns the
 // lock, or an error wrapping ErrNotObtained (and ctx.Err() when ctx ended the
 // attempt) with one *NodeError per node that did not agree. It does not wait
-// for a slow node once the majority has decided.
+// for a slow node once the majority has decided, and the cleanup of a failed
+// attempt runs in the background. WithFairness makes it respect the queue of
+// waiters: it takes the lock only if nobody waits for it.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	done, err := c.begin()
 	if err != nil {
@@ -130,29 +130,40 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 		return nil, err
 	}
 	start := c.cfg.clock.Now()
+	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
+	var l *Lock
 	if lc.fair {
-		lc.ticket = c.newTicket(ttl)
+		lc.retry = NoRetry()
+		l, _, err = c.wait(ctx, key, ttl, lc, 0, 0)
+	} else {
+		l, err = c.acquire(ctx, key, ttl, lc)
 	}
-	l, err := c.acquire(ctx, key, ttl, lc)
 	if err != nil {
 		err = withContext(err, ctx.Err())
-	}
-	if lc.fair {
-		c.leaveQueueAfter(ctx, key, lc.ticket, c.nodeTimeout(ttl), l, 1)
 	}
 	return c.obtained(ctx, key, l, err, start, 1, lc)
 }
 
 // Lock takes the lock on key for ttl, waiting until it succeeds or ctx
 // ends. On failure the error wraps ErrNotObtained and, when ctx ended the
-// wait, ctx.Err().
+// wait, ctx.Err(); it returns within ctx's deadline whatever the nodes do,
+// and a lock it returns is valid (Until() in the future).
 //
-// Callers of one Client wait in arrival order and only the first of them
-// tries; a release wakes it (pub/sub), and the retry strategy (WithRetry) is
-// the fallback for a lost message or an expired lock. When the holder is a
-// caller of the same Client and no other Client waits, its Unlock hands the
-// lock straight to the next caller: share one Client among a process's
-// goroutines. WithFairness orders callers across Clients too.
+// It tries once at once. If the lock is held, it waits NextDelay(1) of the
+// retry strategy (WithRetry) and joins the queue of waiters kept next to the
+// key on every node. A release hands the key to the first waiter on each
+// node and tells it: the waiter holds the lock once a majority of nodes
+// have, without a new attempt and without waking anyone else. Waiters are
+// served in the order they queued, across Clients and processes. Retry k
+// (k = 1, 2, ...) is one round of calls to the nodes, sent NextDelay(k)
+// after the attempt before it, or sooner to keep the waiter's place (at
+// least every third of the TTL): it refreshes the waiter's place and takes
+// the key if it is free and the waiter is first, which covers a lost
+// message and an expiry. When the strategy stops, Lock returns the last
+// error once the last round has answered.
+//
+// WithFairness skips the first try: the caller queues at once, so it never
+// overtakes a waiter.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	done, err := c.begin()
 	if err != nil {
@@ -163,198 +174,22 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	if err != nil {
 		return nil, err
 	}
-	return c.wait(ctx, key, ttl, lc)
-}
-
-// wait is Lock's loop. The first attempt is immediate unless callers of this
-// Client already wait for key; then the caller queues (see waiters). Only
-// the head of the queue attempts: when woken by a release, when promoted, or
-// after the retry strategy's delay (see fallback). A head promoted behind a
-// holder of this Client parks instead, and may be handed the lock.
-func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, error) {
 	start := c.cfg.clock.Now()
-	var (
-		w       *waiter
-		attempt int
-		// Reported if ctx ends before this caller's first attempt.
-		lastErr error = fmt.Errorf("%w: queued behind other callers of this Client", ErrNotObtained)
-	)
-	var won *Lock // the lock obtained, if any
+	ttl = ttl.Truncate(time.Millisecond)
 	if lc.fair {
-		lc.ticket = c.newTicket(ttl)
+		l, attempts, err := c.wait(ctx, key, ttl, lc, 0, 0)
+		return c.obtained(ctx, key, l, err, start, attempts, lc)
 	}
-	defer func() {
-		if w != nil {
-			var until time.Time // for the next waiter: how long we may hold it
-			if won != nil {
-				until = won.Until()
-			}
-			c.waiters.leave(ctx, key, w, until)
-		}
-		if lc.fair {
-			c.leaveQueueAfter(ctx, key, lc.ticket, c.nodeTimeout(ttl), won, attempt)
-		}
-	}()
-	// A fair waiter queues before its first attempt: only the head of a
-	// Client's queue ever enters the queues on the nodes, so no entry there
-	// belongs to a local waiter that is not trying.
-	if lc.fair || c.waiters.busy(key) {
-		w = c.waiters.join(ctx, key, ttl, lc)
+	l, err := c.acquire(ctx, key, ttl, lc)
+	if err == nil || ctx.Err() != nil {
+		return c.obtained(ctx, key, l, withContext(err, ctx.Err()), start, 1, lc)
 	}
-	var delay time.Duration
-	for {
-		head := w == nil || c.waiters.head(key, w)
-		if head && w != nil {
-			// Parked behind the holder (promoted when it got the lock, or
-			// since), we may have been handed the lock by its Unlock
-			// (Lock.handOver).
-			if o := c.waiters.unpark(w); o != nil {
-				attempt++
-				l, err := c.accept(ctx, o)
-				if err == nil {
-					won = l
-					return c.obtained(ctx, key, l, nil, start, attempt, lc)
-				}
-				if ctx.Err() != nil {
-					return c.obtained(ctx, key, nil, withContext(err, ctx.Err()), start, attempt, lc)
-				}
-				lastErr = err // the hand-over failed: try the usual way
-			}
-			if until := c.waiters.takeHandoff(w); !until.IsZero() {
-				// The holder is the waiter before us: trying now would fail.
-				// Its Unlock wakes us, whatever its outcome; should it never
-				// come, the end of the lock's validity does.
-				c.waiters.park(w)
-				if err := c.sleep(ctx, w, max(until.Sub(c.cfg.clock.Now()), 0), lc.ticket); err != nil {
-					if o := c.waiters.unpark(w); o != nil {
-						attempt++
-						_, _ = c.accept(ctx, o) // too late: any lock it brings is passed on
-					}
-					return c.obtained(ctx, key, nil, withContext(lastErr, err), start, attempt, lc)
-				}
-				continue
-			}
-		}
-		if head {
-			attempt++
-			l, err := c.acquire(ctx, key, ttl, lc)
-			if err == nil {
-				won = l
-				return c.obtained(ctx, key, l, nil, start, attempt, lc)
-			}
-			lastErr = err
-			if ctx.Err() != nil {
-				return c.obtained(ctx, key, nil, withContext(err, ctx.Err()), start, attempt, lc)
-			}
-			d, ok := lc.retry.NextDelay(attempt)
-			if !ok {
-				return c.obtained(ctx, key, nil, err, start, attempt, lc)
-			}
-			delay = c.fallback(err, d, lc.retry)
-			if w == nil {
-				// Subscribe, then try once more at once: a release between
-				// the failed attempt and the subscription would go unheard.
-				w = c.waiters.join(ctx, key, ttl, lc)
-				continue
-			}
-		} else {
-			delay = -1 // not the head: wait to be promoted
-		}
-		if err := c.sleep(ctx, w, delay, lc.ticket); err != nil {
-			return c.obtained(ctx, key, nil, withContext(lastErr, err), start, attempt, lc)
-		}
+	first, ok := lc.retry.NextDelay(1)
+	if !ok {
+		return c.obtained(ctx, key, nil, err, start, 1, lc)
 	}
-}
-
-// fallback adjusts d, the retry strategy's delay after a failed attempt, by
-// what the attempt saw:
-//   - it won some nodes but not a majority: the lock is being released, or
-//     was split between contenders who all back off now and whose cleanup
-//     announces nothing. Retry after the strategy's first step, still at
-//     random, not after a delay grown over a long wait. (A yes that arrives
-//     after the majority refused is not seen here: then the next rule may
-//     apply, and the wait lasts until the bound.)
-//   - a majority refused it, and release messages reach this Client from a
-//     majority of the nodes: the holder's release will wake it. Sleep the
-//     strategy's bound, the fallback for a lost message or an expiry,
-//     instead of polling the nodes on the way.
-func (c *Client) fallback(err error, d time.Duration, s RetryStrategy) time.Duration {
-	var qe *QuorumError
-	if !errors.As(err, &qe) {
-		return d
-	}
-	if qe.Agreed > 0 {
-		if first, ok := s.NextDelay(1); ok {
-			return min(d, first)
-		}
-		return d
-	}
-	taken := 0
-	for _, n := range qe.Nodes {
-		if errors.Is(n.Err, ErrTaken) {
-			taken++
-		}
-	}
-	if bound, ok := capOf(s); ok && taken >= c.quorum && c.waiters.notified() {
-		return max(d, jitter(bound))
-	}
-	return d
-}
-
-// notGranted returns the nodes that did not vote yes in res.
-func notGranted(res fanout.Result, n int) []int {
-	granted := make([]bool, n)
-	for _, v := range res.Votes {
-		granted[v.Node] = v.OK
-	}
-	out := make([]int, 0, n-res.Yes)
-	for i, g := range granted {
-		if !g {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// accept waits for an offer to be done (within the Unlock's node timeout)
-// and returns the lock it brought. A lock that arrives after ctx ended, or
-// the Client closed, is released again (possibly to the next waiter).
-func (c *Client) accept(ctx context.Context, o *offer) (*Lock, error) {
-	<-o.done
-	if o.lock == nil {
-		return nil, o.err
-	}
-	if err := ctx.Err(); err != nil {
-		_ = o.lock.Unlock(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	return o.lock, nil
-}
-
-// sleep waits for w to be woken, for delay to pass (delay < 0: no timer),
-// or for ctx to end or the Client to close, which it returns. A waiter
-// holding a fair ticket t (nil otherwise) never sleeps past a third of the
-// ticket's lease, so the head's lease stays fresh.
-func (c *Client) sleep(ctx context.Context, w *waiter, delay time.Duration, t *ticket) error {
-	if t != nil && (delay < 0 || delay > t.lease/3) {
-		delay = t.lease / 3
-	}
-	var timeout <-chan time.Time
-	if delay >= 0 {
-		t := c.cfg.clock.NewTimer(delay)
-		defer t.Stop()
-		timeout = t.C()
-	}
-	select {
-	case <-w.wake:
-		return nil
-	case <-timeout:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.closing:
-		return ErrClosed // Close must not wait for this caller's context
-	}
+	l, attempts, err := c.wait(ctx, key, ttl, lc, first, 1)
+	return c.obtained(ctx, key, l, err, start, 1+attempts, lc)
 }
 
 // obtained ends an acquisition: it starts the keeper of a lock taken
@@ -392,23 +227,22 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 	return c.lockConfig(opts)
 }
 
-// newLock returns a Lock with a fresh token whose acquisition is about to
-// be sent to every node. ttl is in whole milliseconds.
-func (c *Client) newLock(key string, ttl time.Duration, heal, fair bool) *Lock {
-	l := &Lock{c: c, key: key, token: rand.Text(), ttl: ttl, heal: heal, fair: fair,
-		settled: make([]atomic.Bool, len(c.pools)), allSettled: make(chan struct{})}
-	l.unsettled.Store(int32(len(c.pools)))
-	return l
+// newToken returns a random token: 128 bits or more from crypto/rand.
+func newToken() string { return rand.Text() }
+
+// newLock returns a Lock on key with token for ttl (whole milliseconds).
+func (c *Client) newLock(key, token string, ttl time.Duration, heal bool) *Lock {
+	return &Lock{c: c, key: key, token: token, ttl: ttl, heal: heal}
 }
 
 // acquire is one attempt of the algorithm: SET NX PX on every node in
 // parallel, a decision at the majority, validity checked against the
 // monotonic clock, and cleanup of every node that may hold our token when the
 // attempt fails. Each attempt has its own token, so a cleanup still running
-// in the background can never remove a later attempt's lock.
+// in the background can never remove a later attempt's lock. ttl is in whole
+// milliseconds.
 func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, error) {
-	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
-	l := c.newLock(key, ttl, lc.heal, lc.ticket != nil)
+	l := c.newLock(key, newToken(), ttl, lc.heal)
 	timeout := c.nodeTimeout(ttl)
 	decided := make(chan struct{}) // closed once failed is final
 	failed := false
@@ -416,31 +250,25 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	if lc.fencing {
 		counters = make([]uint64, len(c.pools))
 	}
-	prev := c.releases.pending(key)
 	start := c.cfg.clock.Now()
 
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			defer l.settle(i)
-			if err := prev.wait(ctx, i); err != nil {
-				return false, err
-			}
-			if lc.fencing {
-				return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
-			}
-			if lc.ticket != nil {
-				return c.setFair(ctx, i, key, l.token, ttl, lc.ticket)
-			}
-			return c.pools[i].SetNX(ctx, key, l.token, ttl)
+			return c.order.call(ctx, key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+				if lc.fencing {
+					return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
+				}
+				return c.pools[i].SetNX(ctx, key, l.token, ttl)
+			})
 		},
 		func(v fanout.Vote, _ bool) {
 			// A straggler: its SET may have landed after the decision. If
 			// the attempt failed, release it here; if it succeeded, the key
-			// is part of the lock and Unlock (which waits for this node's
-			// answer) releases it.
+			// is part of the lock and Unlock (ordered after this call)
+			// releases it.
 			<-decided
 			if (v.OK || v.Err != nil) && failed {
-				c.releaseNode(ctx, timeout, v.Node, key, l.token)
+				c.releaseAsync(key, l.token, []int{v.Node}, timeout)
 			}
 		})
 
@@ -451,28 +279,22 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	}
 	if res.Reached && fenceErr == nil && c.cfg.clock.Now().Before(until) {
 		l.until = until
-		if lc.ticket != nil {
-			l.queued = notGranted(res, len(c.pools))
-		}
 		close(decided)
 		return l, nil
 	}
 	failed = true
 	close(decided)
 
-	// Failed: release everywhere our SET may have landed. The nodes that
-	// answered are released before we return; a straggler releases itself
-	// when it answers (Close waits for that), so on a slow node our copy may
-	// outlive the call by up to one node timeout.
+	// Failed: release everywhere our SET may have landed, in the background
+	// (Close waits for it); a straggler releases itself when it answers. A
+	// release passes the key to the first waiter in the node's queue.
 	var dirty []int
 	for _, v := range res.Votes {
 		if v.OK || v.Err != nil {
 			dirty = append(dirty, v.Node)
 		}
 	}
-	fanout.Each(context.WithoutCancel(ctx), &c.wg, dirty, timeout, func(ctx context.Context, i int) (bool, error) {
-		return c.release(ctx, i, []string{key}, l.token)
-	})
+	c.releaseAsync(key, l.token, dirty, timeout)
 	if fenceErr != nil {
 		return nil, fenceErr
 	}
@@ -481,31 +303,6 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 		qe.Reason = fmt.Sprintf("validity used up after %v", c.cfg.clock.Since(start))
 	}
 	return nil, qe
-}
-
-// release runs compare-and-delete on node i, without a word to waiters.
-func (c *Client) release(ctx context.Context, i int, keys []string, token string) (bool, error) {
-	return c.announce(ctx, i, scripts.Release, keys, token, "")
-}
-
-// announce runs a release script on node i: scripts.Release with the key,
-// or scripts.ReleaseFair with the key and its QueueKeys. args are the token,
-// then the channel to announce a delete on ("": silent) and the message (the
-// Client's id).
-func (c *Client) announce(ctx context.Context, i int, s *pool.Script, keys []string, args ...any) (bool, error) {
-	n, err := c.pools[i].Eval(ctx, s, keys, args...)
-	if err != nil {
-		return false, err
-	}
-	return asInt(n) == 1, nil
-}
-
-// releaseNode releases on one node from a background goroutine, bounded by
-// timeout whatever the state of the caller's context.
-func (c *Client) releaseNode(ctx context.Context, timeout time.Duration, i int, key, token string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	defer cancel()
-	_, _ = c.release(ctx, i, []string{key}, token) // best effort: the key expires by TTL anyway
 }
 
 // quorumError builds the error of an operation from its votes. A plain no is

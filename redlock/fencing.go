@@ -85,14 +85,13 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 	arg := strconv.FormatUint(fence, 10)
 	res2 := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			if err := l.waitSettled(ctx, i); err != nil {
-				return false, err
-			}
-			r, err := c.pools[i].Eval(ctx, scripts.FenceRaise, []string{l.key, FenceKey(l.key)}, l.token, arg)
-			if err != nil {
-				return false, err
-			}
-			return asInt(r) == 1, nil
+			return c.order.call(ctx, l.key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+				r, err := c.pools[i].Eval(ctx, scripts.FenceRaise, []string{l.key, FenceKey(l.key)}, l.token, arg)
+				if err != nil {
+					return false, err
+				}
+				return asInt(r) == 1, nil
+			})
 		}, nil)
 	if !res2.Reached {
 		qe := c.quorumError("lock", ErrNotObtained, res2)
@@ -100,4 +99,35 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 		return 0, qe
 	}
 	return fence, nil
+}
+
+// fenceHeld gives a fence to l, a lock that reached its holder through the
+// queue: phase 1 reads the counters of a majority of nodes where the key
+// holds l's token (nobody else can raise them meanwhile), phase 2 is
+// raiseFence's.
+func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
+	counters := make([]uint64, len(c.pools))
+	timeout := c.nodeTimeout(l.ttl)
+	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
+		func(ctx context.Context, i int) (bool, error) {
+			return c.order.call(ctx, l.key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, FenceKey(l.key)}, l.token)
+				if err != nil || r == nil {
+					return false, err
+				}
+				s, _ := r.(string)
+				n, err := strconv.ParseUint(s, 10, 64)
+				if err != nil {
+					return false, fmt.Errorf("fence counter %s is not a number: %q", FenceKey(l.key), s)
+				}
+				counters[i] = n
+				return true, nil
+			})
+		}, nil)
+	if !res.Reached {
+		qe := c.quorumError("lock", ErrNotObtained, res)
+		qe.Reason = "fence counters not read at a majority"
+		return 0, qe
+	}
+	return c.raiseFence(ctx, l, res, counters, timeout)
 }

@@ -24,21 +24,10 @@ type Lock struct {
 	token string
 	ttl   time.Duration
 	heal  bool
-	fair  bool // taken WithFairness: Unlock names the next waiter
-	// queued lists the nodes that did not grant a fair acquisition before
-	// the decision: the waiter may still be in their queues.
-	queued []int
-	fence  uint64
+	fence uint64
 	// acquiredAt is set before the Lock is returned, then only read.
 	acquiredAt time.Time
 	released   atomic.Bool
-	// settled[i] is set once node i has answered the acquisition (or timed
-	// out); allSettled is closed when every node has. Extend and Unlock wait
-	// for a node to have settled, so that they never race a SET still in
-	// flight to a slow node.
-	settled    []atomic.Bool
-	unsettled  atomic.Int32
-	allSettled chan struct{}
 
 	opMu   sync.Mutex // serialises Extend and Unlock
 	keeper *keeper    // nil unless WithAutoExtend; set before the Lock is returned
@@ -144,15 +133,14 @@ func (l *Lock) extendOnce(ctx context.Context, ttl time.Duration) error {
 	extended := false
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			if err := l.waitSettled(ctx, i); err != nil {
-				return false, err
-			}
-			r, err := c.pools[i].Eval(ctx, scripts.Extend, []string{l.key}, l.token, ttl.Milliseconds())
-			if err != nil {
-				return false, err
-			}
-			absent[i] = asInt(r) == scripts.ExtendAbsent
-			return asInt(r) == scripts.ExtendExtended, nil
+			return c.order.call(ctx, l.key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+				r, err := c.pools[i].Eval(ctx, scripts.Extend, []string{l.key}, l.token, ttl.Milliseconds())
+				if err != nil {
+					return false, err
+				}
+				absent[i] = asInt(r) == scripts.ExtendAbsent
+				return asInt(r) == scripts.ExtendExtended, nil
+			})
 		},
 		func(v fanout.Vote, _ bool) {
 			<-decided
@@ -221,12 +209,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return fmt.Errorf("%w: already unlocked", ErrNotHeld)
 	}
 	start := c.cfg.clock.Now()
-	var res fanout.Result
-	if o := c.offerNext(l); o != nil {
-		res = l.handOver(ctx, o)
-	} else {
-		res = l.release(ctx)
-	}
+	res := l.release(ctx)
 	e := Event{Kind: Released, Key: l.key, Start: start, Duration: c.cfg.clock.Since(start), Held: start.Sub(l.acquiredAt), Fence: l.fence}
 	if !res.Reached {
 		sentinel := ErrNotReleased
@@ -239,31 +222,13 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return e.Err
 }
 
-// release deletes the lock on every node, announcing it, and returns at
-// the majority.
+// release deletes the lock on every node and returns at the majority.
+// Each node hands the key straight to the first waiter in its queue.
 func (l *Lock) release(ctx context.Context) fanout.Result {
 	c := l.c
-	// Built once and shared by the node calls, which only read them.
-	script, keys, args := scripts.Release, []string{l.key}, []any{l.token, ReleaseChannel(l.key), c.id}
-	if l.fair {
-		q, leases := QueueKeys(l.key)
-		script, keys = scripts.ReleaseFair, []string{l.key, q, leases}
-	}
-	inflight := c.releases.start(l.key, len(c.pools))
-	// This Client's own waiters need no message: wake the head now. Its
-	// SET to each node waits for our delete there (releases), so the
-	// hand-off costs a delete and a SET per node, not a majority of
-	// deletes, a wake-up and then a majority of SETs. Were the release to
-	// fail, its attempt costs one round trip where a sleep would cost a
-	// backoff.
-	c.waiters.wakeHead(l.key)
 	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
-			defer c.releases.finish(l.key, inflight, i)
-			if err := l.waitSettled(ctx, i); err != nil {
-				return false, err
-			}
-			return c.announce(ctx, i, script, keys, args...)
+			return c.release(ctx, i, l.key, l.token)
 		}, nil)
 }
 
@@ -275,32 +240,12 @@ func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Dur
 	if len(nodes) == 0 {
 		return
 	}
-	fanout.Each(context.WithoutCancel(ctx), &l.c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
-		return l.c.pools[i].SetNX(ctx, l.key, l.token, ttl)
+	c := l.c
+	fanout.Each(context.WithoutCancel(ctx), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+		return c.order.call(ctx, l.key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+			return c.pools[i].SetNX(ctx, l.key, l.token, ttl)
+		})
 	})
-}
-
-// settle records that node i has answered the acquisition.
-func (l *Lock) settle(i int) {
-	l.settled[i].Store(true)
-	if l.unsettled.Add(-1) == 0 {
-		close(l.allSettled)
-	}
-}
-
-// waitSettled waits until node i has answered the acquisition. It is
-// immediate but for a straggler, rare enough to wait for all nodes instead:
-// one channel per lock rather than one per node.
-func (l *Lock) waitSettled(ctx context.Context, i int) error {
-	if l.settled[i].Load() {
-		return nil
-	}
-	select {
-	case <-l.allSettled:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // refusals counts the nodes that answered that they do not hold our token.

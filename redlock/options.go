@@ -94,7 +94,6 @@ type lockConfig struct {
 	heal        bool
 	fencing     bool
 	fair        bool
-	ticket      *ticket // set per call when fair
 	autoExtend  bool
 	extendEvery time.Duration
 	onLost      func(error)
@@ -129,6 +128,21 @@ func WithHeal() LockOption {
 	return func(c *lockConfig) { c.heal = true }
 }
 
+// WithFairness makes Lock first-come first-served across Clients and
+// processes: the caller joins the queue of waiters kept next to the key on
+// every node at once, instead of trying first, so it never takes the lock
+// ahead of someone who waits; TryLock takes it only if nobody waits. Without
+// it, a Lock call tries once on arrival and may take a free key ahead of
+// the queue (after an expiry); once it waits it is served in order too.
+//
+// Waiters are ordered by their arrival time on their own clocks, so the
+// order is FIFO-ish across hosts whose clocks differ. A waiter that dies
+// leaves the queue when its place runs out (the larger of the TTL and one
+// second after its last round); one that gives up leaves at once.
+func WithFairness() LockOption {
+	return func(c *lockConfig) { c.fair = true }
+}
+
 func (c *Client) lockConfig(opts []LockOption) (lockConfig, error) {
 	lc := lockConfig{retry: defaultRetry}
 	for _, o := range c.cfg.lockOpts {
@@ -140,9 +154,6 @@ func (c *Client) lockConfig(opts []LockOption) (lockConfig, error) {
 		if o != nil {
 			o(&lc)
 		}
-	}
-	if lc.err == nil && lc.fair && lc.fencing {
-		lc.err = errFairFencing
 	}
 	return lc, lc.err
 }

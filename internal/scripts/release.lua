@@ -1,17 +1,44 @@
--- release: compare-and-delete, then tell waiters.
--- KEYS[1] the lock key; ARGV[1] the caller's token; ARGV[2] the channel on
--- which waiters listen for this key, or '' to stay silent (the cleanup of a
--- failed attempt, which must not wake other waiters for nothing); ARGV[3]
--- the message, the releasing Client's id (its own waiters need no message).
--- Deletes the key only while it holds the caller's token, so a lock that
--- expired and now belongs to someone else is never touched; after a delete it
--- publishes ARGV[3] on ARGV[2] so waiters retry at once.
--- Returns 1 when deleted, 0 when the key is absent or holds another token.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  if ARGV[2] ~= '' then
-    redis.call('PUBLISH', ARGV[2], ARGV[3])
-  end
-  return 1
+-- release: compare-and-delete, then hand the lock to the next waiter.
+-- KEYS[1] the lock key; KEYS[2..4] its queue, leases and entries (see
+-- enqueue.lua); ARGV[1] the caller's token.
+-- Removes the caller from the queue (a waiter giving up), then deletes the
+-- key only while it holds the caller's token, so a lock that expired and now
+-- belongs to someone else is never touched. After a delete the first
+-- waiter whose lease has not run out gets the key at once, for its TTL, and
+-- is told on its channel with the message "<token> <seq>", seq being its
+-- last round this node processed: no waiter has to try, and none other is
+-- woken.
+-- Returns {0} when the key did not hold the caller's token, {1} when deleted
+-- and nobody waits, {1, token, seq} when deleted and handed to that waiter.
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return {0}
 end
-return 0
+redis.call('DEL', KEYS[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('HDEL', KEYS[4], id)
+end
+while true do
+  local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  if not head[1] then
+    return {1}
+  end
+  local id = head[1]
+  local e = redis.call('HGET', KEYS[4], id)
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('HDEL', KEYS[4], id)
+  if e then
+    local seq, ttl, ch = string.match(e, '^(%S+) (%S+) (%S+)$')
+    redis.call('SET', KEYS[1], id, 'PX', ttl)
+    redis.call('HSET', KEYS[4], '.', head[2] .. ' ' .. seq .. ' ' .. id)
+    redis.call('PUBLISH', ch, id .. ' ' .. seq)
+    return {1, id, tonumber(seq)}
+  end
+end

@@ -19,18 +19,16 @@ var (
 	acquireFencedSrc string
 	//go:embed fence_raise.lua
 	fenceRaiseSrc string
-	//go:embed acquire_fair.lua
-	acquireFairSrc string
-	//go:embed leave_queue.lua
-	leaveQueueSrc string
-	//go:embed release_fair.lua
-	releaseFairSrc string
-	//go:embed handover.lua
-	handoverSrc string
+	//go:embed enqueue.lua
+	enqueueSrc string
+	//go:embed fence_read.lua
+	fenceReadSrc string
 )
 
 var (
-	// Release deletes the key only while it holds the caller's token.
+	// Release removes the caller from the key's queue, deletes the key only
+	// while it holds the caller's token, and then hands it to the next
+	// waiter in the queue.
 	Release = pool.NewScript(releaseSrc)
 	// Extend resets the key's TTL only while it holds the caller's token.
 	Extend = pool.NewScript(extendSrc)
@@ -40,23 +38,18 @@ var (
 	AcquireFenced = pool.NewScript(acquireFencedSrc)
 	// FenceRaise raises the fence counter while the key holds the token.
 	FenceRaise = pool.NewScript(fenceRaiseSrc)
-	// AcquireFair sets the key only for the head of the key's queue.
-	AcquireFair = pool.NewScript(acquireFairSrc)
-	// ReleaseFair is Release for a lock taken in a fair queue: its message
-	// names the waiter at the head of the queue.
-	ReleaseFair = pool.NewScript(releaseFairSrc)
-	// Handover is Release that also sets the key for the releasing
-	// Client's next waiter when no other Client waits on the node.
-	Handover = pool.NewScript(handoverSrc)
-	// LeaveQueue removes a waiter from the key's queue.
-	LeaveQueue = pool.NewScript(leaveQueueSrc)
+	// Enqueue takes a free key for the head of its queue, or queues the
+	// caller.
+	Enqueue = pool.NewScript(enqueueSrc)
+	// FenceRead reads the fence counter while the key holds the token.
+	FenceRead = pool.NewScript(fenceReadSrc)
 )
 
-// Handover's replies.
+// Enqueue's reply codes.
 const (
-	HandoverNotHeld  = 0
-	HandoverReleased = 1
-	HandoverHanded   = 2
+	EnqueueQueued  = 0
+	EnqueueSet     = 1
+	EnqueueGranted = 2
 )
 
 // Extend's replies.
@@ -65,3 +58,11 @@ const (
 	ExtendTaken    = 0
 	ExtendExtended = 1
 )
+
+// Keys returns the KEYS of Enqueue and Release for the lock key: the key,
+// then its queue, the queue's leases and its entries. The companion keys
+// are named after the key, so that a key with a hash tag keeps them in its
+// slot.
+func Keys(key string) []string {
+	return []string{key, key + ":queue", key + ":queue:leases", key + ":queue:entries"}
+}

@@ -1,0 +1,64 @@
+-- enqueue: a waiter's round on one node: take the lock if it is free and the
+-- waiter is first in the queue, else join (or stay in) the queue.
+-- KEYS[1] the lock key; KEYS[2] the queue (zset: waiter token -> ticket);
+-- KEYS[3] the leases (zset: waiter token -> deadline, server ms); KEYS[4]
+-- the entries (hash: waiter token -> "seq ttl channel"; field "." holds
+-- "ticket seq token" of the last waiter the queue gave the lock to).
+-- ARGV[1] the waiter's token; ARGV[2] its TTL in ms; ARGV[3] its ticket
+-- (arrival time, the same on every node); ARGV[4] the lease in ms; ARGV[5]
+-- the round's sequence number; ARGV[6] the channel on which the waiter
+-- hears grants; ARGV[7] '1' when the waiter may take a free key.
+-- Waiters whose lease ran out are dropped first, so a dead waiter cannot
+-- block the queue. The entry records ARGV[5]: release.lua names it in the
+-- grant, and the waiter counts the lock's validity from the moment it sent
+-- that round, which this node processed before the grant.
+-- Returns {1} when this call set the key; {2, seq} when the key already
+-- holds the waiter's token (granted after the waiter's round seq, 0 if
+-- unknown); {0, ticket} when queued, ticket being the holder's if the queue
+-- gave it the lock, '' otherwise.
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+  local seq = 0
+  local h = redis.call('HGET', KEYS[4], '.')
+  if h then
+    local _, s, tok = string.match(h, '^(%S+) (%S+) (%S+)$')
+    if tok == ARGV[1] then seq = tonumber(s) end
+  end
+  return {2, seq}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('HDEL', KEYS[4], id)
+end
+local lease = tonumber(ARGV[4])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1])
+redis.call('ZADD', KEYS[3], now + lease, ARGV[1])
+redis.call('HSET', KEYS[4], ARGV[1], ARGV[5] .. ' ' .. ARGV[2] .. ' ' .. ARGV[6])
+for i = 2, 4 do
+  if redis.call('PTTL', KEYS[i]) < lease then
+    redis.call('PEXPIRE', KEYS[i], lease)
+  end
+end
+if v == false and ARGV[7] == '1' then
+  local head = redis.call('ZRANGE', KEYS[2], 0, 0)
+  if head[1] == ARGV[1] then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    redis.call('ZREM', KEYS[2], ARGV[1])
+    redis.call('ZREM', KEYS[3], ARGV[1])
+    redis.call('HDEL', KEYS[4], ARGV[1])
+    redis.call('HSET', KEYS[4], '.', ARGV[3] .. ' ' .. ARGV[5] .. ' ' .. ARGV[1])
+    return {1}
+  end
+end
+local holder = ''
+if v then
+  local h = redis.call('HGET', KEYS[4], '.')
+  if h then
+    local tk, _, tok = string.match(h, '^(%S+) (%S+) (%S+)$')
+    if tok == v then holder = tk end
+  end
+end
+return {0, holder}

@@ -1,0 +1,137 @@
+package redlock
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redlockgo/redlock/pool"
+)
+
+// grants delivers to a Client's waiters the grants that the nodes' queues
+// make them. A release on a node hands the key to the first waiter there and
+// publishes "<token> <seq>" on the channel of that waiter's Client
+// (grantChannel), where the Client listens: one subscription per node per
+// Client, made once, whatever the keys. The releasing Client also reads the
+// grant from its release's reply and delivers it directly when the waiter is
+// its own, without the round trip through pub/sub.
+//
+// Nothing here is on the path of a call that promises a bound: listeners
+// are opened and subscribed in goroutines of their own, which Close ends.
+// A node that cannot be listened to (down, or a Pool without
+// pool.Notifier) only costs its grants' messages: waiters learn them at
+// their next round.
+type grants struct {
+	channel string
+
+	mu      sync.Mutex
+	inbox   map[string]*waiter // by token
+	started bool
+	closed  bool
+	cancel  context.CancelFunc
+	open    []pool.Listener
+	readers sync.WaitGroup
+}
+
+// grantChannelPrefix begins the channel of a Client's grants; the Client's
+// random id follows.
+const grantChannelPrefix = "redlock:grant:"
+
+// register makes w reachable by the grants for its token.
+func (g *grants) register(w *waiter) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inbox == nil {
+		g.inbox = make(map[string]*waiter)
+	}
+	g.inbox[w.token] = w
+}
+
+// unregister forgets w.
+func (g *grants) unregister(w *waiter) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.inbox, w.token)
+}
+
+// deliver passes a grant of node i, after round seq, to the waiter with
+// token, if it waits in this Client. It never blocks.
+func (g *grants) deliver(token string, i, seq int) {
+	g.mu.Lock()
+	w := g.inbox[token]
+	g.mu.Unlock()
+	if w != nil {
+		w.deliver(i, seq)
+	}
+}
+
+// start opens the listeners, once: one goroutine per node that supports
+// notifications.
+func (g *grants) start(pools []pool.Pool, subscribeTimeout time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.started || g.closed {
+		return
+	}
+	g.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	for i, p := range pools {
+		n, ok := p.(pool.Notifier)
+		if !ok {
+			continue
+		}
+		g.readers.Add(1)
+		go func() {
+			defer g.readers.Done()
+			g.listen(ctx, i, n, subscribeTimeout)
+		}()
+	}
+}
+
+// listen opens node i's listener, subscribes to the Client's channel and
+// delivers what it hears until the listener is closed.
+func (g *grants) listen(ctx context.Context, i int, n pool.Notifier, timeout time.Duration) {
+	l, err := n.Listen(ctx)
+	if err != nil {
+		return
+	}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		_ = l.Close()
+		return
+	}
+	g.open = append(g.open, l)
+	g.mu.Unlock()
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	_ = l.Subscribe(sctx, g.channel) // the listener subscribes again on reconnect
+	cancel()
+	for m := range l.Messages() {
+		if m.Channel != g.channel {
+			continue
+		}
+		token, s, _ := strings.Cut(m.Payload, " ")
+		if seq, err := strconv.Atoi(s); err == nil {
+			g.deliver(token, i, seq)
+		}
+	}
+}
+
+// close ends the listeners and waits for their goroutines.
+func (g *grants) close() {
+	g.mu.Lock()
+	g.closed = true
+	if g.cancel != nil {
+		g.cancel()
+	}
+	open := g.open
+	g.open = nil
+	g.mu.Unlock()
+	for _, l := range open {
+		_ = l.Close()
+	}
+	g.readers.Wait()
+}

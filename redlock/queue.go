@@ -1,0 +1,201 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/scripts"
+)
+
+// queueing is a Client's side of the waiters' node calls: it implements
+// queueNodes for the waiters of one key.
+type queueing struct {
+	c       *Client
+	key     string
+	keys    []string // scripts.Keys(key)
+	timeout time.Duration
+}
+
+func (c *Client) queueing(key string, ttl time.Duration) *queueing {
+	return &queueing{c: c, key: key, keys: scripts.Keys(key), timeout: c.nodeTimeout(ttl)}
+}
+
+// round implements queueNodes.
+func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
+	take := "0"
+	if mayTake {
+		take = "1"
+	}
+	c := q.c
+	c.wg.Add(1) // inside the waiter's registered operation: safe against Close
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
+		defer cancel()
+		r := reply{node: i, seq: seq}
+		_, r.err = c.order.call(ctx, q.key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+			v, err := c.pools[i].Eval(ctx, scripts.Enqueue, q.keys, w.token, w.ttl.Milliseconds(),
+				w.ticket, w.lease().Milliseconds(), seq, c.grants.channel, take)
+			if err != nil {
+				return false, err
+			}
+			return true, parseEnqueue(v, &r)
+		})
+		w.replies <- r // one slot per node, and one round in flight per node
+	}()
+}
+
+// parseEnqueue reads Enqueue's reply into r.
+func parseEnqueue(v any, r *reply) error {
+	arr, _ := v.([]any)
+	if len(arr) == 0 {
+		return errMalformed
+	}
+	r.code = asInt(arr[0])
+	switch r.code {
+	case scripts.EnqueueSet:
+	case scripts.EnqueueGranted:
+		if len(arr) < 2 {
+			return errMalformed
+		}
+		r.grantSeq = int(asInt(arr[1]))
+	case scripts.EnqueueQueued:
+		if len(arr) > 1 {
+			r.holder, _ = arr[1].(string)
+		}
+	default:
+		return errMalformed
+	}
+	return nil
+}
+
+var errMalformed = errors.New("malformed reply from node")
+
+// giveBack implements queueNodes: the waiter's token leaves the queues of
+// nodes and any key they granted it, in the background.
+func (q *queueing) giveBack(w *waiter, nodes []int) {
+	q.c.releaseAsync(q.key, w.token, nodes, q.timeout)
+}
+
+// releaseAsync runs Release for token on nodes in the background, each call
+// bounded by timeout and ordered after this Client's earlier calls on the
+// key. Close waits for it.
+func (c *Client) releaseAsync(key, token string, nodes []int, timeout time.Duration) {
+	if len(nodes) == 0 {
+		return
+	}
+	c.wg.Add(1) // callers run inside a registered operation
+	go func() {
+		defer c.wg.Done()
+		fanout.Each(context.Background(), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+			return c.release(ctx, i, key, token)
+		})
+	}()
+}
+
+// release runs Release for token on node i, in this Client's order of calls
+// on key. It reports whether the key held token there; when the node handed
+// the key on to a waiter of this Client, that waiter hears of it at once.
+func (c *Client) release(ctx context.Context, i int, key, token string) (bool, error) {
+	return c.order.call(ctx, key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+		v, err := c.pools[i].Eval(ctx, scripts.Release, scripts.Keys(key), token)
+		if err != nil {
+			return false, err
+		}
+		arr, _ := v.([]any)
+		if len(arr) == 0 {
+			return false, errMalformed
+		}
+		if len(arr) >= 3 {
+			if next, ok := arr[1].(string); ok {
+				c.grants.deliver(next, i, int(asInt(arr[2])))
+			}
+		}
+		return asInt(arr[0]) == 1, nil
+	})
+}
+
+// allNodes returns 0..n-1.
+func (c *Client) allNodes() []int {
+	nodes := make([]int, len(c.pools))
+	for i := range nodes {
+		nodes[i] = i
+	}
+	return nodes
+}
+
+// wait is Lock after its first attempt (none WithFairness): the caller
+// waits in the nodes' queues (see waiter) until a majority granted it, the
+// retry strategy gives up, ctx ends or the Client closes. first is the
+// delay before the waiter's first round, and prior the attempts made before
+// it (the retry strategy's count goes on from there). It returns the lock,
+// or the error, and the number of rounds sent.
+func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc lockConfig, first time.Duration, prior int) (*Lock, int, error) {
+	q := c.queueing(key, ttl)
+	w := newWaiter(q, c.cfg.clock, len(c.pools), c.quorum, newToken(), ttl, c.drift(ttl), lc.retry, q.timeout)
+	w.prior = prior
+	c.grants.register(w)
+	defer c.grants.unregister(w)
+	c.grants.start(c.pools, c.nodeTimeout(0))
+	for {
+		until, err := w.wait(ctx, c.closing, first)
+		if err != nil {
+			q.giveBack(w, c.allNodes())
+			return nil, w.attempts, c.waitError(w, err, ctx)
+		}
+		l, err := c.held(ctx, key, w, until, lc)
+		if err == nil {
+			return l, w.attempts, nil
+		}
+		// The grants could not be confirmed (fence, extension): give them
+		// back and wait on.
+		q.giveBack(w, c.allNodes())
+		for i := range w.view {
+			w.view[i].granted = false
+		}
+		if ctx.Err() != nil {
+			return nil, w.attempts, withContext(err, ctx.Err())
+		}
+		first = 0
+	}
+}
+
+// held turns the grants of a waiter into a Lock valid until until. A lock
+// left with less than half its TTL of validity (the waiter's rounds were
+// far apart) is extended once before it is returned; a fenced one gets its
+// fence.
+func (c *Client) held(ctx context.Context, key string, w *waiter, until time.Time, lc lockConfig) (*Lock, error) {
+	l := c.newLock(key, w.token, w.ttl, lc.heal)
+	l.until = until
+	if until.Sub(c.cfg.clock.Now()) < w.ttl/2 {
+		if err := l.extendOnce(ctx, w.ttl); err != nil {
+			return nil, err
+		}
+	}
+	if lc.fencing {
+		fence, err := c.fenceHeld(ctx, l)
+		if err != nil {
+			return nil, err
+		}
+		l.fence = fence
+	}
+	if !c.cfg.clock.Now().Before(l.Until()) {
+		return nil, &QuorumError{Op: "lock", Agreed: w.granted(), Needed: c.quorum, Total: len(c.pools),
+			Reason: "validity used up", sentinel: ErrNotObtained}
+	}
+	return l, nil
+}
+
+// waitError is the error of a wait that failed with err.
+func (c *Client) waitError(w *waiter, err error, ctx context.Context) error {
+	qe := c.quorumError("lock", ErrNotObtained, w.result())
+	switch {
+	case errors.Is(err, ErrClosed):
+		return errors.Join(qe, ErrClosed)
+	case ctx.Err() != nil:
+		return withContext(qe, ctx.Err())
+	}
+	return qe
+}

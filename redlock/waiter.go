@@ -1,0 +1,370 @@
+package redlock
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redlockgo/redlock/clock"
+	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/scripts"
+)
+
+// A waiter is one Lock call waiting in the nodes' queues (enqueue.lua,
+// release.lua). It does not try to take the lock over and over: it joins
+// the queue kept next to the key on every node, and a release on a node sets
+// the key at once to the token of the first waiter there and tells it. The
+// waiter counts these grants; once a majority of nodes granted it within
+// validity, it holds the lock.
+//
+// Validity. A node grants a waiter after it processed one of the waiter's
+// rounds, and names that round (seq) in the grant. The round was sent at
+// sent[seq], before the node ran it, so the node's key lives at least until
+// sent[seq]+ttl on the node's clock, exactly as if the waiter had sent SET NX
+// at that moment. The waiter's lock is valid until the quorum-th latest of
+// those send times, plus ttl, less the drift allowance. The argument is in
+// docs/safety.md.
+//
+// States (waitState), with the event that moves the waiter and what it does:
+//
+//	state     event                                       next      action
+//	queued    grants valid on a majority                   won       return the validity
+//	queued    grants on a minority, and a node held by     yielding  give the grants back (release.lua
+//	          a queue holder with an earlier ticket                  passes each to the next waiter)
+//	yielding  a round sees no earlier holder any more       queued    take a free key again
+//	queued,   round timer (retry strategy, lease refresh)  same      send a round to every idle node
+//	yielding  grant on a minority                           same      arm the check timer
+//	          check timer                                   same      send a round to idle, ungranted nodes
+//	          retries exhausted and no round in flight      failed    return the last error
+//	          ctx ended, or the Client closed               failed    return at once
+//
+// The caller gives back whatever the waiter may hold on failure (the
+// waiter's token leaves every queue and every key it was granted).
+type waiter struct {
+	nodes  queueNodes
+	clk    clock.Clock
+	token  string
+	ticket int64
+	ttl    time.Duration
+	drift  time.Duration
+	quorum int
+	retry  RetryStrategy
+	// heartbeat bounds the time between rounds: each round refreshes the
+	// waiter's lease in the queues, and keeps sent[] recent enough that a
+	// grant leaves most of the TTL as validity.
+	heartbeat time.Duration
+	// check is how long a waiter granted by a minority waits for the other
+	// grants before asking the nodes that have not granted it: a message
+	// may be lost, and a silent node announces nothing.
+	check time.Duration
+
+	replies chan reply // one slot per node: at most one round in flight per node
+	grants  chan grant // dropped when full: the next round learns the same
+
+	state    waitState
+	view     []nodeView
+	seq      int
+	sent     map[int]time.Time // send time of each round still useful
+	attempts int               // rounds sent by the round timer, the first included
+	prior    int               // attempts made before the first round (Lock's first try)
+	last     bool              // the retry strategy said stop: fail once the last round is in
+}
+
+// waitState names where a waiter is; see the table on waiter.
+type waitState int
+
+const (
+	waitQueued waitState = iota
+	waitYielding
+	waitWon
+	waitFailed
+)
+
+func (s waitState) String() string {
+	return [...]string{"queued", "yielding", "won", "failed"}[s]
+}
+
+// queueNodes is what a waiter needs of the nodes. Both calls return at once
+// and do their I/O in the background, each node call bounded by the node
+// timeout; round delivers its reply on w.replies.
+type queueNodes interface {
+	// round sends round seq of w to node i: join or refresh the queue, and
+	// take the key if it is free, w is first, and mayTake.
+	round(w *waiter, i, seq int, mayTake bool)
+	// giveBack releases w's token on nodes: it leaves their queues, and a
+	// key granted to it passes to the next waiter.
+	giveBack(w *waiter, nodes []int)
+}
+
+// nodeView is what a waiter knows of one node.
+type nodeView struct {
+	busy    bool // a round is in flight
+	granted bool // the key holds our token
+	seq     int  // granted: the round the grant followed (0: unknown)
+	queued  int  // the latest round the node answered with "queued"
+	holder  string
+	err     error // the latest round's error, nil once answered
+}
+
+// reply is a node's answer to a round.
+type reply struct {
+	node int
+	seq  int   // the round answered
+	code int64 // scripts.Enqueue*
+	// grantSeq is the round a grant followed (code EnqueueGranted).
+	grantSeq int
+	// holder is the ticket of the waiter the queue gave the key to, when
+	// queued behind it.
+	holder string
+	err    error
+}
+
+// grant is a release message: node handed us the key after our round seq.
+type grant struct {
+	node, seq int
+}
+
+func newWaiter(nodes queueNodes, clk clock.Clock, n, quorum int, token string, ttl, drift time.Duration, retry RetryStrategy, nodeTimeout time.Duration) *waiter {
+	lease := max(ttl, time.Second)
+	return &waiter{
+		nodes:     nodes,
+		clk:       clk,
+		token:     token,
+		ticket:    clk.Now().UnixMicro(),
+		ttl:       ttl,
+		drift:     drift,
+		quorum:    quorum,
+		retry:     retry,
+		heartbeat: max(min(lease/3, ttl/3), time.Millisecond),
+		check:     max(min(nodeTimeout/8, 5*time.Millisecond), time.Millisecond),
+		replies:   make(chan reply, n),
+		grants:    make(chan grant, 2*n),
+		view:      make([]nodeView, n),
+		sent:      make(map[int]time.Time),
+	}
+}
+
+// lease is how long a waiter's entry stays in a queue without a refresh.
+func (w *waiter) lease() time.Duration { return max(w.ttl, time.Second) }
+
+// deliver hands w a grant heard from node i. It never blocks.
+func (w *waiter) deliver(i, seq int) {
+	select {
+	case w.grants <- grant{node: i, seq: seq}:
+	default:
+	}
+}
+
+// wait runs the waiter until it holds a majority of grants, the retry
+// strategy gives up, ctx ends or closing is closed. first is the delay
+// before the first round (0: at once). It returns the end of validity, or
+// the reason it failed.
+func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, first time.Duration) (time.Time, error) {
+	roundT := w.clk.NewTimer(first)
+	defer func() { roundT.Stop() }()
+	var checkT clock.Timer
+	var checkC <-chan time.Time
+	defer func() {
+		if checkT != nil {
+			checkT.Stop()
+		}
+	}()
+	for {
+		select {
+		case r := <-w.replies:
+			w.onReply(r)
+		case g := <-w.grants:
+			w.onGrant(g)
+		case <-roundT.C():
+			roundT = w.onRoundTimer()
+		case <-checkC:
+			checkT, checkC = nil, nil
+			w.sendRound()
+		case <-ctx.Done():
+			w.state = waitFailed
+			return time.Time{}, ctx.Err()
+		case <-closing:
+			w.state = waitFailed
+			return time.Time{}, ErrClosed
+		}
+		if until, ok := w.valid(); ok {
+			w.state = waitWon
+			return until, nil
+		}
+		w.settle()
+		if w.last && !w.anyBusy() {
+			w.state = waitFailed
+			return time.Time{}, ErrNotObtained
+		}
+		if checkC == nil && w.granted() > 0 {
+			checkT = w.clk.NewTimer(w.check)
+			checkC = checkT.C()
+		}
+	}
+}
+
+// onRoundTimer sends the next round and returns the timer of the one after
+// it: the retry strategy's next delay, at most the heartbeat.
+func (w *waiter) onRoundTimer() clock.Timer {
+	w.attempts++
+	w.sendRound()
+	d, ok := w.retry.NextDelay(w.attempts + w.prior)
+	if !ok {
+		w.last = true
+		d = w.heartbeat // keeps the lease while the last round is in flight
+	}
+	return w.clk.NewTimer(min(d, w.heartbeat))
+}
+
+// sendRound sends a round to every node without one in flight that has not
+// granted us the key within validity.
+func (w *waiter) sendRound() {
+	w.seq++
+	now := w.clk.Now()
+	w.sent[w.seq] = now
+	for s, t := range w.sent {
+		if now.Sub(t) > w.ttl {
+			delete(w.sent, s) // a grant after it leaves no validity
+		}
+	}
+	mayTake := w.state != waitYielding
+	for i := range w.view {
+		v := &w.view[i]
+		if v.busy || (v.granted && w.live(*v, now)) {
+			continue
+		}
+		v.busy = true
+		w.nodes.round(w, i, w.seq, mayTake)
+	}
+}
+
+// onReply records a node's answer to a round.
+func (w *waiter) onReply(r reply) {
+	v := &w.view[r.node]
+	v.busy = false
+	v.err = r.err
+	if r.err != nil {
+		return
+	}
+	switch r.code {
+	case scripts.EnqueueSet:
+		v.granted, v.seq = true, r.seq
+	case scripts.EnqueueGranted:
+		v.granted, v.seq = true, r.grantSeq
+	default:
+		if v.granted && v.seq >= r.seq {
+			return // a grant that followed this round, heard first
+		}
+		v.granted, v.queued, v.holder = false, r.seq, r.holder
+	}
+}
+
+// onGrant records a release message naming us.
+func (w *waiter) onGrant(g grant) {
+	v := &w.view[g.node]
+	if g.seq < v.queued {
+		return // a grant from before a round that found us queued: gone since
+	}
+	v.granted, v.seq, v.err = true, g.seq, nil
+}
+
+// valid returns the end of validity if a majority granted us within it.
+func (w *waiter) valid() (time.Time, bool) {
+	now := w.clk.Now()
+	var bases []time.Time
+	for _, v := range w.view {
+		if !v.granted {
+			continue
+		}
+		if w.live(v, now) {
+			bases = append(bases, w.sent[v.seq])
+		}
+	}
+	if len(bases) < w.quorum {
+		return time.Time{}, false
+	}
+	slices.SortFunc(bases, func(a, b time.Time) int { return b.Compare(a) })
+	return w.end(bases[w.quorum-1]), true
+}
+
+// live reports whether v's grant still leaves validity at now.
+func (w *waiter) live(v nodeView, now time.Time) bool {
+	t, ok := w.sent[v.seq]
+	return v.granted && ok && now.Before(w.end(t))
+}
+
+// end is the end of validity of a grant that followed a round sent at t.
+func (w *waiter) end(t time.Time) time.Time { return t.Add(w.ttl - w.drift) }
+
+// settle moves between queued and yielding (see the table on waiter).
+func (w *waiter) settle() {
+	earlier := w.earlierHolder()
+	switch {
+	case earlier && w.granted() > 0:
+		var mine []int
+		for i := range w.view {
+			if w.view[i].granted {
+				mine = append(mine, i)
+				w.view[i].granted = false
+			}
+		}
+		w.nodes.giveBack(w, mine)
+		w.state = waitYielding
+	case earlier:
+		w.state = waitYielding
+	default:
+		w.state = waitQueued
+	}
+}
+
+// earlierHolder reports whether a node we are queued on is held by a
+// waiter the queue served with an earlier ticket than ours: it, not we,
+// should complete a majority.
+func (w *waiter) earlierHolder() bool {
+	for _, v := range w.view {
+		if v.granted || v.holder == "" {
+			continue
+		}
+		if t, err := strconv.ParseFloat(v.holder, 64); err == nil && t < float64(w.ticket) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *waiter) granted() int {
+	n := 0
+	for _, v := range w.view {
+		if v.granted {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *waiter) anyBusy() bool {
+	for _, v := range w.view {
+		if v.busy {
+			return true
+		}
+	}
+	return false
+}
+
+// result describes what the waiter saw, as the votes of one attempt, for
+// the error of a wait that failed.
+func (w *waiter) result() fanout.Result {
+	var res fanout.Result
+	for i, v := range w.view {
+		if v.busy && v.err == nil && !v.granted && v.queued == 0 {
+			continue // no answer yet: not listed, as a straggler
+		}
+		res.Votes = append(res.Votes, fanout.Vote{Node: i, OK: v.granted, Err: v.err})
+		if v.granted {
+			res.Yes++
+		}
+	}
+	return res
+}
+
