@@ -133,8 +133,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
 	var l *Lock
 	if lc.fair {
-		lc.retry = NoRetry()
-		l, _, err = c.wait(ctx, key, ttl, lc, 0, 0)
+		l, _, err = c.wait(ctx, key, ttl, lc, 0, false)
 	} else {
 		l, err = c.acquire(ctx, key, ttl, lc)
 	}
@@ -149,21 +148,21 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // wait, ctx.Err(); it returns within ctx's deadline whatever the nodes do,
 // and a lock it returns is valid (Until() in the future).
 //
-// It tries once at once. If the lock is held, it waits NextDelay(1) of the
-// retry strategy (WithRetry) and joins the queue of waiters kept next to the
-// key on every node. A release hands the key to the first waiter on each
+// It tries once at once. If the lock is held, it joins the queue of waiters
+// kept next to the key on every node (part of the same attempt). A release hands the key to the first waiter on each
 // node and tells it: the waiter holds the lock once a majority of nodes
 // have, without a new attempt and without waking anyone else. Waiters are
 // served in the order they queued, across Clients and processes. Retry k
-// (k = 1, 2, ...) is one round of calls to the nodes, sent NextDelay(k)
-// after the attempt before it, or sooner to keep the waiter's place (at
-// least every third of the TTL): it refreshes the waiter's place and takes
+// (k = 1, 2, ...) of the retry strategy (WithRetry) is one round of calls
+// to the nodes, sent NextDelay(k) after the attempt before it, or sooner to
+// keep the waiter's place (at least every third of the TTL): it refreshes the waiter's place and takes
 // the key if it is free and the waiter is first, which covers a lost
 // message and an expiry. When the strategy stops, Lock returns the last
 // error once the last round has answered.
 //
-// WithFairness skips the first try: the caller queues at once, so it never
-// overtakes a waiter.
+// WithFairness skips the first try: the caller's first attempt is to join
+// the queue, so it never overtakes a waiter. With NoRetry, Lock makes one
+// attempt and leaves the queue again.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	done, err := c.begin()
 	if err != nil {
@@ -176,20 +175,21 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
-	if lc.fair {
-		l, attempts, err := c.wait(ctx, key, ttl, lc, 0, 0)
-		return c.obtained(ctx, key, l, err, start, attempts, lc)
+	if !lc.fair {
+		l, err := c.acquire(ctx, key, ttl, lc)
+		if err == nil || ctx.Err() != nil {
+			return c.obtained(ctx, key, l, withContext(err, ctx.Err()), start, 1, lc)
+		}
+		delay, retry := lc.retry.NextDelay(1)
+		if !retry {
+			return c.obtained(ctx, key, nil, err, start, 1, lc)
+		}
+		l, retries, err := c.wait(ctx, key, ttl, lc, delay, true)
+		return c.obtained(ctx, key, l, err, start, 1+retries, lc)
 	}
-	l, err := c.acquire(ctx, key, ttl, lc)
-	if err == nil || ctx.Err() != nil {
-		return c.obtained(ctx, key, l, withContext(err, ctx.Err()), start, 1, lc)
-	}
-	first, ok := lc.retry.NextDelay(1)
-	if !ok {
-		return c.obtained(ctx, key, nil, err, start, 1, lc)
-	}
-	l, attempts, err := c.wait(ctx, key, ttl, lc, first, 1)
-	return c.obtained(ctx, key, l, err, start, 1+attempts, lc)
+	delay, retry := lc.retry.NextDelay(1)
+	l, retries, err := c.wait(ctx, key, ttl, lc, delay, retry)
+	return c.obtained(ctx, key, l, err, start, 1+retries, lc)
 }
 
 // obtained ends an acquisition: it starts the keeper of a lock taken

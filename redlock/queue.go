@@ -128,37 +128,35 @@ func (c *Client) allNodes() []int {
 
 // wait is Lock after its first attempt (none WithFairness): the caller
 // waits in the nodes' queues (see waiter) until a majority granted it, the
-// retry strategy gives up, ctx ends or the Client closes. first is the
-// delay before the waiter's first round, and prior the attempts made before
-// it (the retry strategy's count goes on from there). It returns the lock,
-// or the error, and the number of rounds sent.
-func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc lockConfig, first time.Duration, prior int) (*Lock, int, error) {
+// retry strategy gives up, ctx ends or the Client closes. The waiter joins
+// the queues at once; delay and retry are NextDelay(1)'s answer, for the
+// first retry. It returns the lock, or the error, and the number of retries.
+func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc lockConfig, delay time.Duration, retry bool) (*Lock, int, error) {
 	q := c.queueing(key, ttl)
 	w := newWaiter(q, c.cfg.clock, len(c.pools), c.quorum, newToken(), ttl, c.drift(ttl), lc.retry, q.timeout)
-	w.prior = prior
 	c.grants.register(w)
 	defer c.grants.unregister(w)
 	c.grants.start(c.pools, c.nodeTimeout(0))
 	for {
-		until, err := w.wait(ctx, c.closing, first)
+		until, err := w.wait(ctx, c.closing, delay, retry)
 		if err != nil {
 			q.giveBack(w, c.allNodes())
-			return nil, w.attempts, c.waitError(w, err, ctx)
+			return nil, w.retries, c.waitError(w, err, ctx)
 		}
 		l, err := c.held(ctx, key, w, until, lc)
 		if err == nil {
-			return l, w.attempts, nil
+			return l, w.retries, nil
 		}
 		// The grants could not be confirmed (fence, extension): give them
 		// back and wait on.
 		q.giveBack(w, c.allNodes())
 		for i := range w.view {
-			w.view[i].granted = false
+			w.view[i].granted, w.view[i].floor = false, w.seq+1
 		}
 		if ctx.Err() != nil {
-			return nil, w.attempts, withContext(err, ctx.Err())
+			return nil, w.retries, withContext(err, ctx.Err())
 		}
-		first = 0
+		delay, retry = w.retry.NextDelay(w.retries + 1)
 	}
 }
 

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -10,22 +11,174 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
 )
 
-func TestRealReleaseWakesWaiter(t *testing.T) {
-	servers, pools := realNodes(t, 5)
-	holder := newClient(t, pools)
-	waiter := newClient(t, pools)
-	l, err := holder.TryLock(bg(), "res", time.Minute)
+// The waiting tests on real nodes: the bounds Lock, Close and a hand-off
+// promise while some nodes are silent. The lock's TTL is 5s, so the default
+// node timeout is 250ms; every bound asserted is 1s.
+const (
+	faultTTL = 5 * time.Second
+	bound    = time.Second
+)
+
+// silentNode returns a pool whose node accepts connections (the kernel
+// completes them) but never reads or answers: a blackholed node.
+func silentNode(t *testing.T) pool.Pool {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	got := lockAsync(waiter, "res", never)
-	require.Eventually(t, func() bool {
-		n := servers[0].Client(t).PubSubNumSub(bg(), redlock.ReleaseChannel("res")).Val()
-		return n[redlock.ReleaseChannel("res")] == 1
-	}, 10*time.Second, time.Millisecond)
+	t.Cleanup(func() { ln.Close() })
+	p, err := pool.FromURL("redis://" + ln.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// faultyNodes is five nodes, two of them silent: one SIGSTOPped and one
+// that never answers (blackholed). The silent ones are silent before any
+// Client connects, so every connection to them is a new one.
+func faultyNodes(t *testing.T) ([]*redistest.Server, []pool.Pool) {
+	servers, pools := realNodes(t, 4)
+	servers[3].Pause()
+	t.Cleanup(servers[3].Resume)
+	return servers, append(pools, silentNode(t))
+}
+
+// defaultClient is a Client with the default options, closed when t ends
+// (and its Close is bounded).
+func defaultClient(t *testing.T, pools []pool.Pool) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(pools)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		start := time.Now()
+		assert.NoError(t, c.Close())
+		assert.Less(t, time.Since(start), bound, "Close is bounded by the node timeout")
+	})
+	return c
+}
+
+type outcome struct {
+	l   *redlock.Lock
+	err error
+	at  time.Time
+}
+
+// lockIn calls c.Lock with a deadline in a goroutine, and reports whether a
+// lock it got was valid when it returned.
+func lockIn(t *testing.T, c *redlock.Client, key string, d time.Duration) <-chan outcome {
+	got := make(chan outcome, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg(), d)
+		defer cancel()
+		l, err := c.Lock(ctx, key, faultTTL)
+		at := time.Now()
+		if err == nil {
+			assert.True(t, at.Before(l.Until()), "a lock is returned only before its Until()")
+		}
+		got <- outcome{l, err, at}
+	}()
+	return got
+}
+
+func TestRealLockHonoursItsContextWhileNodesAreSilent(t *testing.T) {
+	_, pools := faultyNodes(t)
+	holder := defaultClient(t, pools)
+	l, err := holder.TryLock(bg(), "k", faultTTL)
+	require.NoError(t, err, "three live nodes of five are a majority")
+
+	// Others wait on the key, from Clients of their own.
+	var waiting []<-chan outcome
+	for range 3 {
+		waiting = append(waiting, lockIn(t, defaultClient(t, pools), "k", time.Minute))
+	}
+	// A Lock with a 100ms context returns within the bound.
+	impatient := defaultClient(t, pools)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(bg(), 100*time.Millisecond)
+	defer cancel()
+	_, err = impatient.Lock(ctx, "k", faultTTL)
+	took := time.Since(start)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, took, bound, "Lock(100ms) took %v", took)
+
+	// Every waiter gets the lock in turn, valid when returned.
 	require.NoError(t, l.Unlock(bg()))
-	require.NoError(t, <-got, "only the release message can wake a waiter whose backoff is an hour")
+	for range waiting {
+		var o outcome
+		select {
+		case o = <-waiting[0]:
+		case o = <-waiting[1]:
+		case o = <-waiting[2]:
+		}
+		require.NoError(t, o.err)
+		require.NoError(t, o.l.Unlock(bg()))
+	}
+}
+
+func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes func(t *testing.T) ([]*redistest.Server, []pool.Pool) // the live servers, all pools
+	}{
+		{"two of five SIGSTOPped", func(t *testing.T) ([]*redistest.Server, []pool.Pool) {
+			servers, pools := realNodes(t, 5)
+			for _, s := range servers[3:] {
+				s.Pause()
+				t.Cleanup(s.Resume)
+			}
+			return servers[:3], pools
+		}},
+		{"one of five blackholed", func(t *testing.T) ([]*redistest.Server, []pool.Pool) {
+			servers, pools := realNodes(t, 4)
+			return servers, append(pools, silentNode(t))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live, pools := tc.nodes(t)
+			// A monitoring tool subscribed to every channel changes nothing.
+			monitor := live[0].Client(t).PSubscribe(bg(), "*")
+			t.Cleanup(func() { _ = monitor.Close() })
+			_, err := monitor.Receive(bg())
+			require.NoError(t, err)
+			holder := defaultClient(t, pools)
+			waiter := defaultClient(t, pools)
+			for round := range 3 { // a fresh Client, then one that has waited before
+				l, err := holder.TryLock(bg(), "k", faultTTL)
+				require.NoError(t, err)
+				got := lockIn(t, waiter, "k", time.Minute)
+				other := lockIn(t, defaultClient(t, pools), "other", time.Minute)
+				o := <-other
+				require.NoError(t, o.err, "a waiter on another key is not held up")
+				require.NoError(t, o.l.Unlock(bg()))
+
+				requireQueued(t, live, "k")
+				released := time.Now()
+				require.NoError(t, l.Unlock(bg()))
+				o = <-got
+				require.NoError(t, o.err, "round %d", round)
+				assert.Less(t, o.at.Sub(released), bound, "round %d: the waiter got the lock %v after the release", round, o.at.Sub(released))
+				require.NoError(t, o.l.Unlock(bg()))
+			}
+		})
+	}
+}
+
+// requireQueued waits until a waiter has queued for key on every live node.
+func requireQueued(t *testing.T, live []*redistest.Server, key string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, s := range live {
+			if s.Client(t).ZCard(bg(), queueKey(key)).Val() != 1 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond)
 }
 
 func TestRealSixteenContendersAllGetTheLock(t *testing.T) {
@@ -70,9 +223,9 @@ func TestRealSixteenContendersAllGetTheLock(t *testing.T) {
 		waits[len(waits)/2], waits[len(waits)*99/100], waits[len(waits)-1])
 }
 
-// An expiry publishes nothing: the waiter's backoff, not a message, ends the
-// wait, within the backoff's bound after the key expired.
-func TestRealExpiryWithoutMessageStillEndsInAcquisition(t *testing.T) {
+// An expiry hands nothing over: the waiter's next round takes the free key,
+// within the backoff's bound after the key expired.
+func TestRealExpiryWithoutReleaseStillEndsInAcquisition(t *testing.T) {
 	_, pools := realNodes(t, 5)
 	holder := newClient(t, pools)
 	waiter := newClient(t, pools)
@@ -82,7 +235,7 @@ func TestRealExpiryWithoutMessageStillEndsInAcquisition(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	l, err := waiter.Lock(ctx, "res", time.Minute)
-	require.NoError(t, err, "the backoff retries after the holder's key expired")
+	require.NoError(t, err, "a round takes the key after the holder's expired")
 	t.Logf("acquired %v after the holder's 300ms lock; the default backoff's bound is 100ms", time.Since(start))
 	require.NoError(t, l.Unlock(bg()))
 }

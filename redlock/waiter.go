@@ -62,13 +62,16 @@ type waiter struct {
 	replies chan reply // one slot per node: at most one round in flight per node
 	grants  chan grant // dropped when full: the next round learns the same
 
-	state    waitState
-	view     []nodeView
-	seq      int
-	sent     map[int]time.Time // send time of each round still useful
-	attempts int               // rounds sent by the round timer, the first included
-	prior    int               // attempts made before the first round (Lock's first try)
-	last     bool              // the retry strategy said stop: fail once the last round is in
+	state   waitState
+	view    []nodeView
+	seq     int
+	sent    map[int]time.Time // send time of each round still useful
+	retries int               // rounds sent by the round timer: the retries after the first attempt
+	// grantMark is the latest round sent when we last heard of a grant:
+	// only answers to later rounds tell who holds a node now.
+	grantMark int
+	heard     bool // the last event was news of a grant
+	last      bool // the retry strategy said stop: fail once the last round is in
 }
 
 // waitState names where a waiter is; see the table on waiter.
@@ -103,6 +106,7 @@ type nodeView struct {
 	granted bool // the key holds our token
 	seq     int  // granted: the round the grant followed (0: unknown)
 	queued  int  // the latest round the node answered with "queued"
+	floor   int  // grants following a round before it are stale: we gave them back
 	holder  string
 	err     error // the latest round's error, nil once answered
 }
@@ -157,11 +161,13 @@ func (w *waiter) deliver(i, seq int) {
 }
 
 // wait runs the waiter until it holds a majority of grants, the retry
-// strategy gives up, ctx ends or closing is closed. first is the delay
-// before the first round (0: at once). It returns the end of validity, or
-// the reason it failed.
-func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, first time.Duration) (time.Time, error) {
-	roundT := w.clk.NewTimer(first)
+// strategy gives up, ctx ends or closing is closed. Its first round, which
+// joins the queues, is part of the caller's first attempt and goes at once;
+// retry 1 follows after the delay the caller got from NextDelay(1), when
+// retry says so. It returns the end of validity, or the reason it failed.
+func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, delay time.Duration, retry bool) (time.Time, error) {
+	w.sendRound()
+	roundT := w.nextRound(delay, retry)
 	defer func() { roundT.Stop() }()
 	var checkT clock.Timer
 	var checkC <-chan time.Time
@@ -171,11 +177,14 @@ func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, first time.D
 		}
 	}()
 	for {
+		w.heard = false
 		select {
 		case r := <-w.replies:
 			w.onReply(r)
+
 		case g := <-w.grants:
 			w.onGrant(g)
+
 		case <-roundT.C():
 			roundT = w.onRoundTimer()
 		case <-checkC:
@@ -197,24 +206,35 @@ func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, first time.D
 			w.state = waitFailed
 			return time.Time{}, ErrNotObtained
 		}
-		if checkC == nil && w.granted() > 0 {
+		if checkC == nil && w.heard && w.granted() > 0 {
 			checkT = w.clk.NewTimer(w.check)
 			checkC = checkT.C()
 		}
 	}
 }
 
-// onRoundTimer sends the next round and returns the timer of the one after
-// it: the retry strategy's next delay, at most the heartbeat.
+// onRoundTimer sends the next retry and returns the timer of the one after
+// it.
 func (w *waiter) onRoundTimer() clock.Timer {
-	w.attempts++
-	w.sendRound()
-	d, ok := w.retry.NextDelay(w.attempts + w.prior)
-	if !ok {
-		w.last = true
-		d = w.heartbeat // keeps the lease while the last round is in flight
+	if w.last {
+		// The last round is still in flight: refresh the place meanwhile.
+		w.sendRound()
+		return w.nextRound(0, false)
 	}
-	return w.clk.NewTimer(min(d, w.heartbeat))
+	w.retries++
+	w.sendRound()
+	return w.nextRound(w.retry.NextDelay(w.retries + 1))
+}
+
+// nextRound returns the timer of the next round: delay when retry, at most
+// the heartbeat; without retry, the waiter fails once its rounds have
+// answered, and the heartbeat keeps its place meanwhile.
+func (w *waiter) nextRound(delay time.Duration, retry bool) clock.Timer {
+	if !retry {
+		w.last = true
+		delay = w.heartbeat
+	}
+	return w.clk.NewTimer(min(delay, w.heartbeat))
 }
 
 // sendRound sends a round to every node without one in flight that has not
@@ -247,11 +267,14 @@ func (w *waiter) onReply(r reply) {
 	if r.err != nil {
 		return
 	}
+	if r.code != scripts.EnqueueQueued && r.seq < v.floor {
+		return // granted before we gave it back
+	}
 	switch r.code {
 	case scripts.EnqueueSet:
-		v.granted, v.seq = true, r.seq
+		v.granted, v.seq, w.grantMark, w.heard = true, r.seq, w.seq, true
 	case scripts.EnqueueGranted:
-		v.granted, v.seq = true, r.grantSeq
+		v.granted, v.seq, w.grantMark, w.heard = true, r.grantSeq, w.seq, true
 	default:
 		if v.granted && v.seq >= r.seq {
 			return // a grant that followed this round, heard first
@@ -263,10 +286,10 @@ func (w *waiter) onReply(r reply) {
 // onGrant records a release message naming us.
 func (w *waiter) onGrant(g grant) {
 	v := &w.view[g.node]
-	if g.seq < v.queued {
-		return // a grant from before a round that found us queued: gone since
+	if g.seq < v.queued || g.seq < v.floor {
+		return // a grant from before a round that found us queued, or given back: gone since
 	}
-	v.granted, v.seq, v.err = true, g.seq, nil
+	v.granted, v.seq, v.err, w.grantMark, w.heard = true, g.seq, nil, w.seq, true
 }
 
 // valid returns the end of validity if a majority granted us within it.
@@ -299,38 +322,39 @@ func (w *waiter) end(t time.Time) time.Time { return t.Add(w.ttl - w.drift) }
 
 // settle moves between queued and yielding (see the table on waiter).
 func (w *waiter) settle() {
-	earlier := w.earlierHolder()
-	switch {
-	case earlier && w.granted() > 0:
-		var mine []int
-		for i := range w.view {
-			if w.view[i].granted {
-				mine = append(mine, i)
-				w.view[i].granted = false
-			}
-		}
-		w.nodes.giveBack(w, mine)
-		w.state = waitYielding
-	case earlier:
-		w.state = waitYielding
-	default:
+	if w.earlierHeld() <= len(w.view)-w.quorum {
 		w.state = waitQueued
+		return
 	}
+	var mine []int
+	for i := range w.view {
+		if v := &w.view[i]; v.granted {
+			mine = append(mine, i)
+			v.granted, v.floor = false, w.seq+1
+		}
+	}
+	if len(mine) > 0 {
+		w.nodes.giveBack(w, mine)
+	}
+	w.state = waitYielding
 }
 
-// earlierHolder reports whether a node we are queued on is held by a
-// waiter the queue served with an earlier ticket than ours: it, not we,
-// should complete a majority.
-func (w *waiter) earlierHolder() bool {
+// earlierHeld counts the nodes held, as far as we know, by waiters the
+// queues served with an earlier ticket than ours. Only answers to rounds
+// sent after our latest grant count: an older one may name a holder that
+// has released since. When more than n-quorum nodes are so held, we cannot
+// complete a majority before those waiters are done: they should.
+func (w *waiter) earlierHeld() int {
+	n := 0
 	for _, v := range w.view {
-		if v.granted || v.holder == "" {
+		if v.granted || v.holder == "" || v.queued <= w.grantMark {
 			continue
 		}
 		if t, err := strconv.ParseFloat(v.holder, 64); err == nil && t < float64(w.ticket) {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 func (w *waiter) granted() int {
@@ -367,4 +391,3 @@ func (w *waiter) result() fanout.Result {
 	}
 	return res
 }
-
