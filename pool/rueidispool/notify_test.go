@@ -202,22 +202,23 @@ func TestReleaseWakesWaiterOfAnotherClient(t *testing.T) {
 		got <- err
 	}()
 
-	// The waiter listens on every node before the holder releases; until
-	// then a release could go unheard.
-	ch := redlock.ReleaseChannel(key)
+	// The waiter's Client listens for its grants on every node, and the
+	// waiter is queued there, before the holder releases; until then a
+	// grant could go unheard.
 	rcs := make([]*redis.Client, len(servers))
 	for i, s := range servers {
 		rcs[i] = s.Client(t)
 	}
 	require.Eventually(t, func() bool {
 		for _, rc := range rcs {
-			if numSub(rc, ch) != 1 {
+			chs, err := rc.PubSubChannels(bg(), "redlock:grant:*").Result()
+			if err != nil || len(chs) != 1 || numSub(rc, chs[0]) != 1 || rc.ZCard(bg(), key+":queue").Val() != 1 {
 				return false
 			}
 		}
 		return true
-	}, 30*time.Second, 10*time.Millisecond, "the waiter never subscribed on every node")
+	}, 30*time.Second, 10*time.Millisecond, "the waiter never listened and queued on every node")
 
 	require.NoError(t, l.Unlock(bg()))
-	require.NoError(t, <-got, "only the release message can wake a waiter whose backoff is an hour")
+	require.NoError(t, <-got, "only the grant message can tell a waiter whose backoff is an hour")
 }
