@@ -28,11 +28,12 @@ type Config struct {
 	// each takes seconds, since neither its Unlock nor go-redis's default
 	// clients bound a call by less than the 3s read timeout.
 	RedsyncSilentCap int
-	// Slow is the latency added to one node's replies.
+	// Slow is the latency added to one node's replies, in the latency
+	// scenario and in the faulted contention variant.
 	Slow time.Duration
 
 	// Workers take one key in turn for Hold each, ContentionRounds slices
-	// of ContentionSlice per variant.
+	// of ContentionSlice per variant, the faulted variants included.
 	Workers          int
 	Hold             time.Duration
 	ContentionRounds int
@@ -77,10 +78,13 @@ type Results struct {
 	Config     Config
 	Machine    Machine
 	Latency    []*LatencyResult
-	Contention []string // variant names, in table order
-	Contended  map[string]*contended
-	Throughput map[string]*rate // by implementation
-	Elapsed    time.Duration    // the measurement, without building or starting nodes
+	Contention []string // variant names on healthy nodes, in table order
+	// Faulted names the variants with one node faulty, in table order:
+	// oursMany's 8 Clients with a fault, compared with oursMany.
+	Faulted    []string
+	Contended  map[string]*contended // by variant, healthy and faulted
+	Throughput map[string]*rate      // by implementation
+	Elapsed    time.Duration         // the measurement, without building or starting nodes
 }
 
 // LatencyResult is one latency scenario.
@@ -98,6 +102,16 @@ var implementations = []string{Ours, Redsync, Floor}
 
 // faulty is the node the fault scenarios break: the last one.
 func faulty(c *cluster.Cluster) *cluster.Node { return c.Node(c.Len() - 1) }
+
+// Fault scenarios shared by the latency and the contention tables.
+const blackholedName = "one node blackholed"
+
+// slowName names the scenario with one node's replies d late.
+func slowName(d time.Duration) string { return fmt.Sprintf("one node +%v", d) }
+
+// blackhole silences n: connections stay open, nothing is delivered either
+// way (toxiproxy closes them when the fault is removed).
+func blackhole(n *cluster.Node) error { return n.Blackhole(cluster.Both) }
 
 type latencyScenario struct {
 	name, fault string
@@ -117,11 +131,10 @@ func Measure(tb testing.TB, c *cluster.Cluster, cfg Config) *Results {
 	scenarios := []latencyScenario{
 		{name: "uncontended", route: viaProxy},
 		{name: "uncontended, no proxy", route: direct, allocs: true},
-		{name: fmt.Sprintf("one node +%v", cfg.Slow), fault: fmt.Sprintf("Slow(%v): each reply held back", cfg.Slow),
+		{name: slowName(cfg.Slow), fault: fmt.Sprintf("Slow(%v): each reply held back", cfg.Slow),
 			route: viaProxy, breakNode: func(n *cluster.Node) error { return n.Slow(cfg.Slow) }},
-		{name: "one node blackholed", fault: "Blackhole(Both): connection open, nothing delivered either way",
-			route: viaProxy, breakNode: func(n *cluster.Node) error { return n.Blackhole(cluster.Both) },
-			caps: map[string]int{Redsync: cfg.RedsyncSilentCap}},
+		{name: blackholedName, fault: "Blackhole(Both): connection open, nothing delivered either way",
+			route: viaProxy, breakNode: blackhole, caps: map[string]int{Redsync: cfg.RedsyncSilentCap}},
 		{name: "one node down", fault: "Partition: proxy closed, new connections refused",
 			route: viaProxy, breakNode: func(n *cluster.Node) error { return n.Partition() }},
 	}
@@ -130,7 +143,7 @@ func Measure(tb testing.TB, c *cluster.Cluster, cfg Config) *Results {
 		res.Latency = append(res.Latency, runLatency(tb, c, cfg, s))
 	}
 	tb.Logf("bench: contention")
-	res.Contention, res.Contended = runContention(tb, c, cfg)
+	res.Contention, res.Faulted, res.Contended = runContention(tb, c, cfg)
 	tb.Logf("bench: throughput")
 	res.Throughput = runThroughput(tb, c, cfg)
 	res.Elapsed = time.Since(start)
@@ -224,9 +237,16 @@ const (
 	oursRueidis    = Ours + " over rueidis (1 Client)"
 )
 
-func runContention(tb testing.TB, c *cluster.Cluster, cfg Config) ([]string, map[string]*contended) {
+// faultedName names oursMany's variant under a fault scenario.
+func faultedName(scenario string) string { return oursMany + ", " + scenario }
+
+// runContention measures every contention variant, interleaved, and returns
+// the names of the healthy ones and of the faulted ones (each breaks the
+// faulty node for its own slices only), with their figures.
+func runContention(tb testing.TB, c *cluster.Cluster, cfg Config) (names, faulted []string, out map[string]*contended) {
 	tb.Helper()
 	healthy(tb, c)
+	defer healthy(tb, c)
 	f := newFleet(c, viaProxy)
 	defer closeFleet(tb, f)
 	newOurs := func(opts ...redlock.LockOption) locker {
@@ -254,6 +274,7 @@ func runContention(tb testing.TB, c *cluster.Cluster, cfg Config) ([]string, map
 	if err != nil {
 		tb.Fatalf("bench: %v", err)
 	}
+	node := faulty(c)
 	es := []entrant{
 		{name: oursShared, lockers: shared(newOurs())},
 		{name: oursRueidis, lockers: shared(rueidisOurs)},
@@ -261,13 +282,24 @@ func runContention(tb testing.TB, c *cluster.Cluster, cfg Config) ([]string, map
 		{name: oursMany, lockers: each()},
 		{name: oursManyFair, lockers: each(redlock.WithFairness())},
 		{name: Redsync, lockers: shared(f.redsync())},
+		{name: faultedName(blackholedName), lockers: each(),
+			fault: func() error { return blackhole(node) }, heal: node.Heal},
+		{name: faultedName(slowName(cfg.Slow)), lockers: each(),
+			fault: func() error { return node.Slow(cfg.Slow) }, heal: node.Heal},
 	}
-	names := make([]string, len(es))
-	for i, e := range es {
-		names[i] = e.name
+	for _, e := range es {
+		if e.fault == nil {
+			names = append(names, e.name)
+		} else {
+			faulted = append(faulted, e.name)
+		}
 	}
 	p := plan{rounds: cfg.ContentionRounds, slice: cfg.ContentionSlice}
-	return names, contention(context.Background(), "bench:contended", es, p, cfg.Hold, cfg.Drain)
+	out, err = contention(context.Background(), "bench:contended", es, p, cfg.Hold, cfg.Drain)
+	if err != nil {
+		tb.Fatalf("bench: contention: %v", err)
+	}
+	return names, faulted, out
 }
 
 func runThroughput(tb testing.TB, c *cluster.Cluster, cfg Config) map[string]*rate {

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -15,7 +16,8 @@ import (
 )
 
 // Plot draws the distribution (CDF, log time axis) of every latency
-// scenario and of the contention waits, one panel each, into a PNG at path.
+// scenario and of the contention waits (healthy, and under faults next to
+// the healthy 8 Clients), one panel each, into a PNG at path.
 func (r *Results) Plot(path string) error {
 	var panels []*plot.Plot
 	for _, l := range r.Latency {
@@ -29,20 +31,23 @@ func (r *Results) Plot(path string) error {
 		}
 		panels = append(panels, p)
 	}
-	if len(r.Contention) > 0 {
-		curves := make([]curve, 0, len(r.Contention))
-		for i, name := range r.Contention {
-			st, ok := styles[name]
-			if !ok {
-				st = contentionStyles[i%len(contentionStyles)]
-			}
-			curves = append(curves, curve{name: name, d: r.Contended[name].waits, style: st})
+	addWaits := func(title string, names []string) error {
+		p, err := r.waitPanel(title, names)
+		if err == nil {
+			panels = append(panels, p)
 		}
-		p, err := cdfPanel(fmt.Sprintf("wait, %d workers on one key", r.Config.Workers), curves)
-		if err != nil {
+		return err
+	}
+	if len(r.Contention) > 0 {
+		if err := addWaits(fmt.Sprintf("wait, %d workers on one key", r.Config.Workers), r.Contention); err != nil {
 			return err
 		}
-		panels = append(panels, p)
+	}
+	if len(r.Faulted) > 0 {
+		title := fmt.Sprintf("wait, %d Clients on one key, one node faulty", r.Config.Workers)
+		if err := addWaits(title, append([]string{oursMany}, r.Faulted...)); err != nil {
+			return err
+		}
 	}
 	const cols = 3
 	rows := (len(panels) + cols - 1) / cols
@@ -76,6 +81,25 @@ func (r *Results) Plot(path string) error {
 	return f.Close()
 }
 
+// waitPanel draws the contention waits of the variants in names, each in
+// the same style in every panel.
+func (r *Results) waitPanel(title string, names []string) (*plot.Plot, error) {
+	all := append(slices.Clone(r.Contention), r.Faulted...)
+	curves := make([]curve, 0, len(names))
+	for _, name := range names {
+		c := r.Contended[name]
+		if c == nil {
+			continue
+		}
+		st, ok := styles[name]
+		if !ok {
+			st = contentionStyles[max(slices.Index(all, name), 0)%len(contentionStyles)]
+		}
+		curves = append(curves, curve{name: name, d: c.waits, style: st})
+	}
+	return cdfPanel(title, curves)
+}
+
 type lineStyle struct {
 	color  color.Color
 	dashes []vg.Length
@@ -96,6 +120,8 @@ var contentionStyles = []lineStyle{
 	{color: color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, dashes: []vg.Length{vg.Points(1), vg.Points(2)}},
 	{color: color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, dashes: []vg.Length{vg.Points(6), vg.Points(2), vg.Points(1), vg.Points(2)}},
 	{color: color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}},
+	{color: color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, dashes: []vg.Length{vg.Points(3), vg.Points(3)}},
+	{color: color.RGBA{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}, dashes: []vg.Length{vg.Points(8), vg.Points(3)}},
 }
 
 type curve struct {

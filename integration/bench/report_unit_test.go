@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -105,11 +106,19 @@ func fakeResults() *Results {
 		lat("uncontended", false, 0.4), lat("uncontended, no proxy", false, 0.3),
 		lat("one node +20ms", true, 1), lat("one node blackholed", true, 1), lat("one node down", true, 1),
 	}
-	r.Contention = []string{oursShared, oursSharedFair, Redsync}
+	r.Contention = []string{oursShared, oursRueidis, oursSharedFair, oursMany, oursManyFair, Redsync}
+	r.Faulted = []string{faultedName(blackholedName), faultedName(slowName(20 * time.Millisecond))}
 	r.Contended = map[string]*contended{
 		oursShared:     {waits: ms(1, 2, 20), acquired: 300},
+		oursRueidis:    {waits: ms(1, 2, 10), acquired: 320},
 		oursSharedFair: {waits: ms(1, 3, 30), acquired: 250},
+		oursMany:       {waits: ms(5, 40, 100), acquired: 100},
+		oursManyFair:   {waits: ms(5, 20, 50), acquired: 120},
 		Redsync:        {waits: ms(0.001, 100, 1500), acquired: 200, gaveUp: 3},
+		// One node faulty: the silent one within both targets, the slow one
+		// short of acquisitions (0.5x), its p99 right at the limit (2x).
+		faultedName(blackholedName):                  {waits: ms(6, 50, 150), acquired: 90, gaveUp: 1, late: 2, latest: 9400 * time.Millisecond},
+		faultedName(slowName(20 * time.Millisecond)): {waits: ms(20, 100, 200), acquired: 50, unfinished: 1},
 	}
 	r.Throughput = map[string]*rate{
 		Ours: {ops: 1000, elapsed: time.Second}, Redsync: {ops: 800, elapsed: time.Second}, Floor: {ops: 1100, elapsed: time.Second},
@@ -128,6 +137,14 @@ func TestMarkdown(t *testing.T) {
 		"| uncontended p50 ≤ 0.8x redsync | 0.5x | met |",
 		"| allocations per lock+unlock ≤ 0.5x redsync | 0.5x | met |",
 		"| " + oursShared + " | 300 | 2.00 ms | 20.0 ms | 20.0 ms | 0 | 1.50x |",
+		"| variant | acquisitions | wait p50 | wait p99 | wait max | Lock calls given up | acquisitions / healthy | p99 / healthy | max / healthy |",
+		"| " + oursMany + " | 100 | 40.0 ms | 100 ms | 100 ms | 0 | 1.00x | 1.00x | 1.00x |",
+		"| " + oursMany + ", one node blackholed | 90 | 50.0 ms | 150 ms | 150 ms | 1 | 0.9x | 1.50x | 1.50x |",
+		"| " + oursMany + ", one node +20ms | 50 | 100 ms | 200 ms | 200 ms | 0 | 0.5x | 2.00x | 2.00x |",
+		"- " + oursMany + ", one node +20ms: 1 waits still unfinished 10s after their slice (counted as lower bounds).",
+		"- " + oursMany + ", one node blackholed: 2 Lock calls returned more than 1s after their context's deadline, the latest by 9.4s.",
+		"| " + oursMany + ", one node blackholed: acquisitions ≥ 0.8x healthy 8 Clients | 0.9x | met |",
+		"| " + oursMany + ", one node +20ms: wait p99 ≤ 2x healthy 8 Clients | 2.00x | met |",
 		"| " + Ours + " | 1000 | 0 | 1.25x | 0.909x |",
 		"- one node down: the last node: made up; a new client's PING: refused.",
 		PlotFile,
@@ -154,4 +171,114 @@ func TestWriteDoc(t *testing.T) {
 	cfg, err := png.DecodeConfig(bytes.NewReader(img))
 	require.NoError(t, err)
 	assert.Greater(t, cfg.Width, 1000)
+}
+
+// reportedRows returns the first cell of every table row in md.
+func reportedRows(md string) map[string]bool {
+	out := make(map[string]bool)
+	for line := range strings.SplitSeq(md, "\n") {
+		if cells := strings.Split(line, " | "); strings.HasPrefix(line, "| ") && len(cells) > 1 {
+			out[strings.TrimPrefix(cells[0], "| ")] = true
+		}
+	}
+	return out
+}
+
+// Every variant the run measured has a row, and every variant but redsync
+// has its targets: the report iterates Contention and Faulted, which
+// runContention fills from the very entrants it measures.
+func TestEveryContentionVariantReported(t *testing.T) {
+	r := fakeResults()
+	var b strings.Builder
+	r.Markdown(&b)
+	rows := reportedRows(b.String())
+	goals := make(map[string]int)
+	for _, tg := range r.targets() {
+		name, _, _ := strings.Cut(tg.goal, ": ")
+		goals[name]++
+	}
+	for _, name := range append(slices.Clone(r.Contention), r.Faulted...) {
+		assert.True(t, rows[name], "no row for %q", name)
+		if name != Redsync {
+			assert.Equal(t, 2+btoi(!slices.Contains(r.Faulted, name)), goals[name], "targets of %q", name)
+		}
+	}
+	assert.Len(t, r.Contention, 6)
+	assert.Len(t, r.Faulted, 2)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// faultTargets returns the targets of the faulted variant name, by goal.
+func faultTargets(r *Results, name string) map[string]target {
+	out := make(map[string]target)
+	for _, tg := range r.targets() {
+		if goal, ok := strings.CutPrefix(tg.goal, name+": "); ok {
+			out[goal] = tg
+		}
+	}
+	return out
+}
+
+func TestFaultTargets(t *testing.T) {
+	const acqGoal, p99Goal = "acquisitions ≥ 0.8x healthy 8 Clients", "wait p99 ≤ 2x healthy 8 Clients"
+	healthy := &contended{waits: ms(10, 20, 100), acquired: 100} // p99 100ms
+	for _, tc := range []struct {
+		name               string
+		faulted            *contended
+		healthyMissing     bool
+		acqMet, p99Met     bool
+		acqShown, p99Shown string
+	}{
+		{name: "both met", faulted: &contended{waits: ms(10, 20, 150), acquired: 95},
+			acqMet: true, p99Met: true, acqShown: "0.95x", p99Shown: "1.50x"},
+		{name: "exactly at both limits", faulted: &contended{waits: ms(10, 20, 200), acquired: 80},
+			acqMet: true, p99Met: true, acqShown: "0.8x", p99Shown: "2.00x"},
+		{name: "just past both limits", faulted: &contended{waits: ms(10, 20, 201), acquired: 79},
+			acqShown: "0.79x", p99Shown: "2.01x"},
+		{name: "more acquisitions than healthy, p99 far off", faulted: &contended{waits: ms(1, 2, 900), acquired: 130},
+			acqMet: true, acqShown: "1.30x", p99Shown: "9.00x"},
+		{name: "no acquisition, no wait", faulted: &contended{},
+			acqShown: "0x", p99Shown: "n/a"},
+		{name: "no healthy row to compare with", faulted: &contended{waits: ms(10), acquired: 100}, healthyMissing: true,
+			acqShown: "n/a", p99Shown: "n/a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := faultedName(blackholedName)
+			r := &Results{Config: QuickConfig(), Contention: []string{oursMany}, Faulted: []string{name},
+				Contended: map[string]*contended{oursMany: healthy, name: tc.faulted}}
+			if tc.healthyMissing {
+				r.Contention = nil
+				delete(r.Contended, oursMany)
+			}
+			got := faultTargets(r, name)
+			require.Len(t, got, 2)
+			assert.Equal(t, tc.acqMet, got[acqGoal].met, "acquisitions")
+			assert.Equal(t, tc.acqShown, got[acqGoal].measured)
+			assert.Equal(t, tc.p99Met, got[p99Goal].met, "p99")
+			assert.Equal(t, tc.p99Shown, got[p99Goal].measured)
+		})
+	}
+}
+
+// The fault table stays out of a report without faulted variants, and a
+// missing healthy row leaves its ratios n/a rather than failing.
+func TestFaultTableEdges(t *testing.T) {
+	r := fakeResults()
+	r.Faulted = nil
+	var b strings.Builder
+	r.faultTable(&b)
+	assert.Empty(t, b.String())
+
+	r = fakeResults()
+	delete(r.Contended, oursMany)
+	b.Reset()
+	r.faultTable(&b)
+	assert.Contains(t, b.String(), "| "+faultedName(blackholedName)+" | 90 | 50.0 ms | 150 ms | 150 ms | 1 | n/a | n/a | n/a |")
+	assert.NotContains(t, b.String(), "| "+oursMany+" |")
 }

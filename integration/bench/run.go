@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"strconv"
 	"sync"
@@ -14,6 +16,11 @@ import (
 type entrant struct {
 	name    string
 	lockers []locker
+	// fault, when set, breaks a node before each of the entrant's
+	// contention slices, and heal (required with it) repairs the node once
+	// the slice's waits have drained: a faulty variant interleaves with
+	// healthy ones.
+	fault, heal func() error
 }
 
 func one(name string, l locker) entrant { return entrant{name: name, lockers: []locker{l}} }
@@ -135,30 +142,68 @@ type contended struct {
 	// unfinished counts waits cut off by the drain bound; their time so far
 	// is in waits, as a lower bound.
 	unfinished int
+	// late counts Lock calls that returned more than lateBy after their
+	// context's deadline, and latest is the most any of them overran it.
+	late   int
+	latest time.Duration
 }
+
+// lateBy is how far past its context's deadline a Lock call may return
+// before contended.late counts it: well beyond the scheduling delays of a
+// loaded machine.
+const lateBy = time.Second
 
 // contention runs, in each slice, len(e.lockers) workers that take one key,
 // hold it for hold and release it, again and again. At the end of a slice
 // the workers start no new wait, but each finishes the one it is in
 // (bounded by drain), so that the longest waits are measured, not cut off.
-func contention(ctx context.Context, key string, es []entrant, p plan, hold, drain time.Duration) map[string]*contended {
+// It returns an error, with the figures so far, when a fault could not be
+// injected or repaired.
+func contention(ctx context.Context, key string, es []entrant, p plan, hold, drain time.Duration) (map[string]*contended, error) {
 	out := make(map[string]*contended, len(es))
 	for _, e := range es {
 		out[e.name] = &contended{}
 	}
 	for r := range p.rounds {
 		for _, e := range order(es, r) {
-			contendSlice(ctx, key+":"+e.name, e.lockers, p.slice, hold, drain, out[e.name])
+			if err := e.contend(ctx, key+":"+e.name, p.slice, hold, drain, out[e.name]); err != nil {
+				return out, err
+			}
 		}
 	}
-	return out
+	return out, nil
+}
+
+// contend runs one contention slice of e, with its fault in place. The fault
+// is healed when the slice's waits have finished or, should a Lock call
+// overrun its context, at the end of the drain: a slice never lasts longer.
+func (e entrant) contend(ctx context.Context, key string, slice, hold, drain time.Duration, c *contended) error {
+	if e.fault == nil {
+		contendSlice(ctx, key, e.lockers, slice, hold, drain, c)
+		return nil
+	}
+	if err := e.fault(); err != nil {
+		return fmt.Errorf("%s: inject the fault: %w", e.name, errors.Join(err, e.heal()))
+	}
+	var once sync.Once
+	var healErr error
+	heal := func() { once.Do(func() { healErr = e.heal() }) }
+	t := time.AfterFunc(slice+drain, heal)
+	contendSlice(ctx, key, e.lockers, slice, hold, drain, c)
+	t.Stop()
+	heal()
+	if healErr != nil {
+		return fmt.Errorf("%s: heal: %w", e.name, healErr)
+	}
+	return nil
 }
 
 func contendSlice(ctx context.Context, key string, lockers []locker, slice, hold, drain time.Duration, c *contended) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	end := time.Now().Add(slice)
-	wctx, cancel := context.WithDeadline(ctx, end.Add(drain))
+	deadline := end.Add(drain)
+	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	for _, l := range lockers {
 		wg.Go(func() {
@@ -167,7 +212,15 @@ func contendSlice(ctx context.Context, key string, lockers []locker, slice, hold
 				var h any
 				var err error
 				for {
-					if h, err = l.Lock(wctx, key); err == nil || wctx.Err() != nil {
+					h, err = l.Lock(wctx, key)
+					over := time.Since(deadline)
+					mu.Lock()
+					if over > lateBy {
+						c.late++
+						c.latest = max(c.latest, over)
+					}
+					mu.Unlock()
+					if err == nil || wctx.Err() != nil {
 						break
 					}
 					mu.Lock()

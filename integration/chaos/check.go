@@ -20,6 +20,8 @@ type Report struct {
 	// the store (an accepted write whose fence was not above every fence
 	// accepted before it).
 	FenceViolations []FenceViolation
+	// Load has one entry per key with holds, by key: how contended it was.
+	Load []KeyLoad
 	// Counters has one entry per key with writes or a final value, by key.
 	Counters []Counter
 	// LostUpdates sums Counter.Lost over the keys.
@@ -68,6 +70,24 @@ func (v FenceViolation) String() string {
 		v.Key, v.Where, v.Fence, v.Client, v.Prior, v.PriorClient)
 }
 
+// KeyLoad is how contended one key was, from its acquisitions (Lock calls
+// that failed are not in the history).
+type KeyLoad struct {
+	Key string
+	// Acquisitions counts the key's holds; Holders the distinct clients
+	// (Hold.Client) among them.
+	Acquisitions, Holders int
+	// Contended counts the acquisitions whose Lock call [Begin, Start)
+	// overlapped another acquisition's call or hold [Begin, End) of the key:
+	// each competed for the lock.
+	Contended int
+	// PeakCalls is the most Lock calls of the key in progress at once.
+	PeakCalls int
+	// WaitP50 and WaitMax are the median and longest time from a Lock
+	// call's beginning to its lock (Start - Begin).
+	WaitP50, WaitMax time.Duration
+}
+
 // Counter is the accounting of one key's counter: every committed write
 // added one, so the final value must equal Committed, give or take the
 // writes whose outcome is unknown.
@@ -81,7 +101,8 @@ type Counter struct {
 }
 
 // Check judges h: every overlapping pair of holds per key, every fence that
-// did not increase, and every counter that does not add up.
+// did not increase, and every counter that does not add up. It also
+// measures how contended each key was (Report.Load), which judges nothing.
 func Check(h History) Report {
 	r := Report{Acquisitions: len(h.Holds)}
 	holds := groupBy(h.Holds, func(x Hold) string { return x.Key })
@@ -97,6 +118,9 @@ func Check(h History) Report {
 		keys[k] = true
 	}
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if len(holds[k]) > 0 {
+			r.Load = append(r.Load, load(k, holds[k]))
+		}
 		r.Overlaps = append(r.Overlaps, overlaps(holds[k])...)
 		r.FenceViolations = append(r.FenceViolations, lockFences(holds[k])...)
 		r.FenceViolations = append(r.FenceViolations, storeFences(writes[k])...)
@@ -127,6 +151,77 @@ func overlaps(hs []Hold) []Overlap {
 		active = append(active, h)
 	}
 	return out
+}
+
+// load measures the contention on one key from its holds.
+func load(key string, hs []Hold) KeyLoad {
+	l := KeyLoad{Key: key, Acquisitions: len(hs)}
+	holders := make(map[int]bool)
+	waits := make([]time.Duration, 0, len(hs))
+	begins := make([]time.Time, 0, len(hs))
+	ends := make([]time.Time, 0, len(hs))
+	for _, h := range hs {
+		holders[h.Client] = true
+		waits = append(waits, h.Start.Sub(h.Begin))
+		if h.End.After(h.Begin) { // an empty tenure meets nothing
+			begins = append(begins, h.Begin)
+			ends = append(ends, h.End)
+		}
+	}
+	l.Holders = len(holders)
+	slices.Sort(waits)
+	l.WaitP50, l.WaitMax = waits[(len(waits)-1)/2], waits[len(waits)-1]
+	slices.SortFunc(begins, time.Time.Compare)
+	slices.SortFunc(ends, time.Time.Compare)
+	for _, h := range hs {
+		if !h.Start.After(h.Begin) {
+			continue // no time spent in Lock
+		}
+		// Tenures [Begin, End) meeting [h.Begin, h.Start): those begun
+		// before h.Start, less those ended by h.Begin; h's own among them.
+		n := countBefore(begins, h.Start) - countBefore(ends, h.Begin.Add(1))
+		if h.End.After(h.Begin) {
+			n--
+		}
+		if n > 0 {
+			l.Contended++
+		}
+	}
+	l.PeakCalls = peak(hs)
+	return l
+}
+
+// countBefore returns how many of the sorted times are before t.
+func countBefore(sorted []time.Time, t time.Time) int {
+	n, _ := slices.BinarySearchFunc(sorted, t, func(x, t time.Time) int {
+		if x.Before(t) {
+			return -1
+		}
+		return 1
+	})
+	return n
+}
+
+// peak returns the most Lock calls [Begin, Start) in progress at once.
+func peak(hs []Hold) int {
+	type event struct {
+		at    time.Time
+		delta int
+	}
+	events := make([]event, 0, 2*len(hs))
+	for _, h := range hs {
+		if h.Start.After(h.Begin) {
+			events = append(events, event{h.Begin, 1}, event{h.Start, -1})
+		}
+	}
+	// At equal times a call ends before another begins.
+	slices.SortFunc(events, func(a, b event) int { return cmp.Or(a.at.Compare(b.at), a.delta-b.delta) })
+	cur, top := 0, 0
+	for _, e := range events {
+		cur += e.delta
+		top = max(top, cur)
+	}
+	return top
 }
 
 // lockFences checks the lock's promise: an acquisition whose Lock call

@@ -4,6 +4,13 @@
 // then looks for two holds of the same key that overlap, updates that were
 // lost, and fences that did not increase.
 //
+// Beside the ordinary clients, eight more Clients with one worker each (as
+// eight processes would be) contend on two hot keys of their own with a
+// blocking Lock (Config.HotClients, Config.HotKeys), so that hand-offs
+// between Clients happen under the faults; the log reports each key's
+// acquisitions, holders, contended acquisitions and peak of Lock calls at
+// once, so that one can see the contention happened.
+//
 // Run drives one run on a cluster of five nodes (integration/cluster); Check
 // judges a History, and is what the unit tests feed with synthetic histories.
 // The safe schedule stays within the model (at most two nodes down at once,

@@ -40,6 +40,15 @@ type Config struct {
 	PerClient int
 	// Keys is the number of lock keys, each guarding one counter; default 3.
 	Keys int
+	// HotClients is the number of further Clients with one worker each,
+	// as that many processes would be, contending on HotKeys keys of their
+	// own with a blocking Lock; default 8, negative none. Every hot Client
+	// locks every hot key now and then, so each key's holders interleave
+	// across Clients under the faults.
+	HotClients int
+	// HotKeys is the number of hot keys, each guarding one counter, apart
+	// from Keys; default 2.
+	HotKeys int
 	// TTL of the ordinary locks; default 3s.
 	TTL time.Duration
 	// NodeTimeout of every client (redlock.WithNodeTimeout); default
@@ -71,6 +80,8 @@ func (c Config) withDefaults(tb testing.TB) (Config, error) {
 		c.PerClient = 1 // roles are per worker; keep each one's Client its own
 	}
 	c.Keys = cmp.Or(c.Keys, 3)
+	c.HotClients = max(cmp.Or(c.HotClients, 8), 0)
+	c.HotKeys = cmp.Or(c.HotKeys, 2)
 	c.TTL = cmp.Or(c.TTL, 3*time.Second)
 	c.NodeTimeout = cmp.Or(c.NodeTimeout, 150*time.Millisecond)
 	c.LongEvery = cmp.Or(c.LongEvery, 400)
@@ -86,7 +97,37 @@ func (c Config) withDefaults(tb testing.TB) (Config, error) {
 	if c.Keys < 1 {
 		return c, fmt.Errorf("chaos: need at least one key, got %d", c.Keys)
 	}
+	if c.HotClients > 0 && c.HotKeys < 1 {
+		return c, fmt.Errorf("chaos: hot clients need at least one hot key, got %d", c.HotKeys)
+	}
 	return c, nil
+}
+
+// team is a group of workers: clients Clients, each shared by perClient
+// workers, all locking keys.
+type team struct {
+	clients, perClient int
+	keys               []string
+}
+
+// teams lays the workers out: the ordinary team (Clients Clients of
+// PerClient workers on Keys keys; the unsafe roles go to its first
+// workers), then the hot team (HotClients Clients of one worker each on
+// HotKeys keys), if any.
+func (c Config) teams() []team {
+	ts := []team{{clients: c.Clients, perClient: c.PerClient, keys: keyNames("chaos:", c.Keys)}}
+	if c.HotClients > 0 {
+		ts = append(ts, team{clients: c.HotClients, perClient: 1, keys: keyNames("chaos:hot:", c.HotKeys)})
+	}
+	return ts
+}
+
+func keyNames(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return out
 }
 
 // persistence is the nodes' persistence: the safe run mixes AOF-always nodes
@@ -177,34 +218,35 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cfg.Logf("chaos: unsafe=%v fencing=%v seed=%d duration=%v clients=%d workers-per-client=%d keys=%d ttl=%v node-timeout=%v",
-		cfg.Unsafe, cfg.Fencing, cfg.Seed, cfg.Duration, cfg.Clients, cfg.PerClient, cfg.Keys, cfg.TTL, cfg.NodeTimeout)
+	cfg.Logf("chaos: unsafe=%v fencing=%v seed=%d duration=%v clients=%d workers-per-client=%d keys=%d "+
+		"hot-clients=%d (one worker each) hot-keys=%d ttl=%v node-timeout=%v",
+		cfg.Unsafe, cfg.Fencing, cfg.Seed, cfg.Duration, cfg.Clients, cfg.PerClient, cfg.Keys,
+		cfg.HotClients, cfg.HotKeys, cfg.TTL, cfg.NodeTimeout)
 	c := cluster.Start(tb, cfg.persistence()...)
 	storage := cluster.Start(tb, cluster.WithNodes(1)).Node(0).Client() // never faulted
 	var st store = plainStore{rdb: storage}
 	if cfg.Fencing {
 		st = fencedStore{s: fencedstore.New(storage)}
 	}
-	keys := make([]string, cfg.Keys)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("chaos:%d", i)
-	}
-
 	var (
 		rec     recorder
 		stats   stats
 		faults  faultLog
 		victims = make(chan amnesia)
+		keys    []string
+		workers []*worker
 	)
-	workers := make([]*worker, cfg.Clients*cfg.PerClient)
-	var client *redlock.Client
-	for i := range workers {
-		if i%cfg.PerClient == 0 {
-			client = c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout))
+	for _, tm := range cfg.teams() {
+		keys = append(keys, tm.keys...)
+		for range tm.clients {
+			client := c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout))
+			for range tm.perClient {
+				i := len(workers)
+				workers = append(workers, &worker{id: i, client: client,
+					keys: tm.keys, ttl: cfg.TTL, fencing: cfg.Fencing, store: st, rec: &rec, stats: &stats,
+					faults: &faults, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), longEvery: max(cfg.LongEvery, 0)})
+			}
 		}
-		workers[i] = &worker{id: i, client: client,
-			keys: keys, ttl: cfg.TTL, fencing: cfg.Fencing, store: st, rec: &rec, stats: &stats,
-			faults: &faults, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), longEvery: max(cfg.LongEvery, 0)}
 	}
 	if cfg.Unsafe {
 		workers[0].role, workers[0].victim = victim, victims
@@ -262,6 +304,10 @@ func (r Result) log(logf func(string, ...any)) {
 		r.Failed, r.Skipped, r.ReadErrors, r.LongHolds, r.LostLocks)
 	for _, k := range kinds(r.Faults) {
 		logf("chaos: fault %-48s x%d", k, r.Faults[k])
+	}
+	for _, l := range r.Load {
+		logf("chaos: key %s: %d acquisitions by %d holders, %d contended; up to %d Lock calls at once; wait p50 %v, max %v",
+			l.Key, l.Acquisitions, l.Holders, l.Contended, l.PeakCalls, l.WaitP50.Round(time.Millisecond), l.WaitMax.Round(time.Millisecond))
 	}
 	for _, c := range r.Counters {
 		logf("chaos: counter %s: final=%d committed=%d unknown=%d rejected=%d lost=%d",

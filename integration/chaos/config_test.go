@@ -1,0 +1,45 @@
+package chaos
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The defaults put at least 8 Clients of one worker each on 2 hot keys
+// beside the ordinary team, in the safe run and in the unsafe one, whose
+// roles stay with the ordinary team's first workers.
+func TestTeams(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want []team
+	}{
+		{"safe defaults", Config{}, []team{
+			{clients: 5, perClient: 2, keys: []string{"chaos:0", "chaos:1", "chaos:2"}},
+			{clients: 8, perClient: 1, keys: []string{"chaos:hot:0", "chaos:hot:1"}},
+		}},
+		{"unsafe defaults", Config{Unsafe: true}, []team{
+			{clients: 5, perClient: 1, keys: []string{"chaos:0", "chaos:1", "chaos:2"}},
+			{clients: 8, perClient: 1, keys: []string{"chaos:hot:0", "chaos:hot:1"}},
+		}},
+		{"one hot key", Config{HotClients: 10, HotKeys: 1}, []team{
+			{clients: 5, perClient: 2, keys: []string{"chaos:0", "chaos:1", "chaos:2"}},
+			{clients: 10, perClient: 1, keys: []string{"chaos:hot:0"}},
+		}},
+		{"no hot team", Config{HotClients: -1, Keys: 1}, []team{
+			{clients: 5, perClient: 2, keys: []string{"chaos:0"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Duration, tc.cfg.Seed, tc.cfg.Logf = time.Second, 1, t.Logf
+			cfg, err := tc.cfg.withDefaults(t)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, cfg.teams())
+		})
+	}
+	_, err := Config{Duration: time.Second, HotKeys: -1}.withDefaults(t)
+	assert.ErrorContains(t, err, "hot key")
+}
