@@ -50,16 +50,27 @@ func WithCredentials(username, password string) URLOption {
 
 // fromURL is FromURL.
 func fromURL(rawURL string, opts []URLOption) (Pool, error) {
-	u, err := redisurl.Parse(rawURL)
-	if err != nil {
+	ropts, safe, err := parseURL(rawURL, opts)
+	switch {
+	case err != nil && safe == "":
 		return nil, fmt.Errorf("pool: invalid URL: %w", err)
-	}
-	ropts, err := goRedisOptions(u, rawURL, opts)
-	if err != nil {
-		// The URL without userinfo and query, where a secret may be.
-		return nil, fmt.Errorf("pool: invalid URL %q: %w", redisurl.Redacted(u), err)
+	case err != nil:
+		return nil, fmt.Errorf("pool: invalid URL %q: %w", safe, err)
 	}
 	return newGoRedis(redis.NewClient(ropts), true), nil
+}
+
+// parseURL returns the go-redis options for rawURL and opts, and rawURL
+// without its userinfo and query, where a secret may be, for messages; or
+// "" when rawURL does not parse.
+func parseURL(rawURL string, opts []URLOption) (*redis.Options, string, error) {
+	u, err := redisurl.Parse(rawURL)
+	if err != nil {
+		return nil, "", err
+	}
+	safe := redisurl.Redacted(u)
+	ropts, err := goRedisOptions(u, rawURL, opts)
+	return ropts, safe, err
 }
 
 // goRedisOptions returns the go-redis options for rawURL, parsed as u, and
