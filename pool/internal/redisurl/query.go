@@ -3,6 +3,7 @@ package redisurl
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -11,13 +12,12 @@ import (
 	"time"
 )
 
-// Query is the query of a URL, each option given at most once. Its getters
-// take an option with an empty value as absent, as go-redis reads it: the
-// default.
+// Query is the query of a URL, each option given at most once.
 //
 // Its getters check one option each and keep the first error, so that a
 // caller checks every option in a row and looks at [Query.Err] once. Each
-// error names the option.
+// error names the option. They take an option with an empty value as
+// absent, as go-redis reads it: the default.
 type Query struct {
 	q   map[string]string
 	err error
@@ -31,15 +31,8 @@ func ParseQuery(u *url.URL, known ...string) (*Query, error) {
 	if err != nil {
 		return nil, fmt.Errorf("query: %w", describe(err))
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range vs {
-			if !yield(n) {
-				return
-			}
-		}
-	})
 	q := &Query{q: make(map[string]string, len(vs))}
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(vs)) { // the same error for the same URL
 		switch {
 		case !slices.Contains(known, n):
 			return nil, fmt.Errorf("unknown option %s", Quote(n))
