@@ -16,6 +16,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/testcontainers/testcontainers-go v0.45.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/sync v0.24.0
 	gonum.org/v1/plot v0.17.0
 )
 

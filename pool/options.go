@@ -1,12 +1,16 @@
 package pool
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockgo/redlock/pool/internal/redisurl"
 )
 
 // URLOption completes or overrides what a URL says, for [FromURL].
@@ -17,6 +21,7 @@ type urlConfig struct {
 	user, pass   string
 	credentials  bool
 	nilTLSConfig bool
+	dialer       func(ctx context.Context, network, addr string) (net.Conn, error) // for tests
 }
 
 // WithTLSConfig sets the TLS configuration of a rediss:// URL, in place of
@@ -45,22 +50,32 @@ func WithCredentials(username, password string) URLOption {
 
 // fromURL is FromURL.
 func fromURL(rawURL string, opts []URLOption) (Pool, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		// url.Error repeats the whole URL, password included: keep only its cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
+	ropts, safe, err := parseURL(rawURL, opts)
+	switch {
+	case err != nil && safe == "":
 		return nil, fmt.Errorf("pool: invalid URL: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("pool: invalid URL %q: %w", safe, err)
 	}
-	safe := u.Redacted()
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, fmt.Errorf("pool: invalid URL %q: scheme must be redis or rediss", safe)
+	return newGoRedis(redis.NewClient(ropts), true), nil
+}
+
+// parseURL returns the go-redis options for rawURL and opts, and rawURL
+// without its userinfo and query, where a secret may be, for messages; or
+// "" when rawURL does not parse.
+func parseURL(rawURL string, opts []URLOption) (*redis.Options, string, error) {
+	u, err := redisurl.Parse(rawURL)
+	if err != nil {
+		return nil, "", err
 	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("pool: invalid URL %q: no host", safe)
-	}
+	safe := redisurl.Redacted(u)
+	ropts, err := goRedisOptions(u, rawURL, opts)
+	return ropts, safe, err
+}
+
+// goRedisOptions returns the go-redis options for rawURL, parsed as u, and
+// opts.
+func goRedisOptions(u *url.URL, rawURL string, opts []URLOption) (*redis.Options, error) {
 	var cfg urlConfig
 	for _, o := range opts {
 		if o != nil {
@@ -69,13 +84,16 @@ func fromURL(rawURL string, opts []URLOption) (Pool, error) {
 	}
 	switch {
 	case cfg.nilTLSConfig:
-		return nil, fmt.Errorf("pool: invalid URL %q: nil TLS config", safe)
+		return nil, errors.New("nil TLS config")
 	case cfg.tls != nil && u.Scheme != "rediss":
-		return nil, fmt.Errorf("pool: invalid URL %q: a TLS config needs a rediss:// URL", safe)
+		return nil, errors.New("a TLS config needs a rediss:// URL")
+	}
+	if err := checkQuery(u, cfg.tls != nil); err != nil {
+		return nil, err
 	}
 	ropts, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("pool: invalid URL %q: %w", safe, err)
+		return nil, err // not expected once checkQuery passed; it quotes no userinfo
 	}
 	ropts.ContextTimeoutEnabled = true
 	ropts.MaxRetries = -1
@@ -89,5 +107,8 @@ func fromURL(rawURL string, opts []URLOption) (Pool, error) {
 	if cfg.credentials {
 		ropts.Username, ropts.Password = cfg.user, cfg.pass
 	}
-	return newGoRedis(redis.NewClient(ropts), true), nil
+	if cfg.dialer != nil {
+		ropts.Dialer = cfg.dialer
+	}
+	return ropts, nil
 }

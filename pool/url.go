@@ -2,17 +2,50 @@ package pool
 
 // FromURL returns a Pool for the node at rawURL, which has the form
 //
-//	redis://[[user]:password@]host[:port][/db][?option=value...]
+//	redis://[[user]:password@]host[:port][/db][?option=value&...]
 //	rediss://...   (the same over TLS)
 //
-// with the query options go-redis understands (dial_timeout, pool_size, ...),
 // then the options (WithTLSConfig, WithCredentials) applied in order. The
 // client it creates honours context deadlines on every call and never resends
 // a command or redials by itself: the lock decides what to retry. It does not
-// connect: a node that is down, or refuses the credentials, fails each call
-// instead. Close on the returned Pool closes that client.
+// connect, unless min_idle_conns asks for idle connections: a node that is
+// down, or refuses the credentials, fails each call instead. Close on the
+// returned Pool closes that client.
 //
-// Errors never contain the password.
+// In the user name and password, "/", "?", "#" and "@" must be
+// percent-encoded (%2F, %3F, %23, %40), or given with WithCredentials.
+//
+// The query takes go-redis's options, each at most once, within these
+// bounds; an empty value means go-redis's default:
+//
+//	db                              0 to 2^31-2, or the path /db, not both
+//	protocol                        2 or 3
+//	client_name                     printable ASCII, no spaces
+//	max_retries                     0 or -1 (FromURL never retries)
+//	dial_timeout, pool_timeout      1ms to 10m
+//	read_timeout, write_timeout     1ms to 10m, or 0 for none (the context's deadline only)
+//	pool_fifo                       true, false, 1 or 0
+//	pool_size                       1 to 10000
+//	min_idle_conns                  0 to pool_size, max_idle_conns and max_active_conns (if set)
+//	max_idle_conns                  0 (no limit) to 10000
+//	max_active_conns                0 (no limit) to 10000
+//	max_concurrent_dials            1 to pool_size
+//	pipeline_pool_size              -1 (none) or 1 to 10000
+//	pipeline_read_buffer_size,
+//	pipeline_write_buffer_size      1024 to 1048576 bytes
+//	conn_max_idle_time (idle_timeout),
+//	conn_max_lifetime (max_conn_age) 1ms to 24h, or 0 for no limit
+//	conn_max_lifetime_jitter        1ms to conn_max_lifetime, or 0 for none
+//	skip_verify                     true, false, 1 or 0; rediss:// without WithTLSConfig only
+//
+// A duration is written as 500ms or 2s, or as a number of seconds. Any other
+// option, or a value out of bounds, is an error naming the option: none is
+// silently replaced. (go-redis itself checks none of these bounds and
+// panics, or exhausts memory, on some values.)
+//
+// Errors never contain the user name or password, nor any part of them,
+// however malformed the URL: they quote it without userinfo and query, and
+// name the option at fault.
 func FromURL(rawURL string, opts ...URLOption) (Pool, error) {
 	return fromURL(rawURL, opts)
 }

@@ -134,14 +134,14 @@ func (c *Cluster) NewClient(tb testing.TB, opts ...redlock.Option) *redlock.Clie
 }
 
 func (c *Cluster) newPools() []pool.Pool {
-	ps := make([]pool.Pool, len(c.nodes))
+	urls := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
-		p, err := pool.FromURL(n.URL())
-		if err != nil {
-			// The URL is ours and always valid.
-			panic(fmt.Sprintf("cluster: pool for %s: %v", n.URL(), err))
-		}
-		ps[i] = p
+		urls[i] = n.URL()
+	}
+	ps, err := pool.FromURLs(urls)
+	if err != nil {
+		// The URLs are ours, valid, and each names its own proxy.
+		panic(fmt.Sprintf("cluster: pools: %v", err))
 	}
 	return ps
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
+	"golang.org/x/sync/errgroup"
 )
 
 // Label marks every container the harness creates; `make clean` removes
@@ -68,22 +69,24 @@ func newContainerBackend(ctx context.Context, tb testing.TB, image string) (*con
 	return b, nil
 }
 
+// startServers starts the containers in parallel. The first node that
+// fails cancels the others' starts, which would otherwise wait out their
+// readiness timeout for nothing, and its error is the one returned; close
+// still removes every container created.
 func (b *containerBackend) startServers(ctx context.Context, ps []Persistence) ([]server, error) {
 	out := make([]server, len(ps))
-	errs := make([]error, len(ps))
-	var wg sync.WaitGroup
+	g, ctx := errgroup.WithContext(ctx)
 	for i, p := range ps {
-		wg.Go(func() {
+		g.Go(func() error {
 			s, err := b.startServer(ctx, i, p)
 			if err != nil {
-				errs[i] = fmt.Errorf("node %d: %w", i, err)
-				return
+				return fmt.Errorf("node %d: %w", i, err)
 			}
 			out[i] = s
+			return nil
 		})
 	}
-	wg.Wait()
-	return out, errors.Join(errs...)
+	return out, g.Wait()
 }
 
 func (b *containerBackend) startServer(ctx context.Context, i int, p Persistence) (*containerServer, error) {

@@ -67,6 +67,7 @@ func Run(t *testing.T, newPool NewPool) {
 	t.Run("Redlock", s.testRedlock)
 	t.Run("TLS", s.testTLS)
 	t.Run("Secrets", s.testSecrets)
+	t.Run("MalformedURLs", s.testMalformedURLs)
 	t.Run("Notifier", s.testNotifier)
 }
 

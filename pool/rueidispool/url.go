@@ -8,10 +8,12 @@ import (
 	"net"
 	"net/url"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/pool/internal/redisurl"
 )
 
 // Option completes or overrides what the URL given to [FromURL] says.
@@ -53,10 +55,25 @@ func WithCredentials(username, password string) Option {
 //	redis://[[user]:password@]host[:port][/db][?option=value...]
 //	rediss://...   (the same over TLS)
 //
-// with the query options rueidis.ParseURL understands (dial_timeout,
-// write_timeout, protocol, client_name, skip_verify), then opts applied in
-// order. A URL naming more than one address (addr=) or a sentinel master set
-// (master_set=) is an error: a Pool is one independent node.
+// then opts applied in order. In the user name and password, "/", "?", "#"
+// and "@" must be percent-encoded (%2F, %3F, %23, %40), or given with
+// WithCredentials.
+//
+// The query takes the options rueidis.ParseURL reads, each at most once and
+// not empty, within these bounds:
+//
+//	db                              0 to 2^31-2, or the path /db, not both
+//	dial_timeout, write_timeout     1ms to 10m, as time.ParseDuration writes it (500ms, 2s)
+//	protocol                        2 or 3
+//	client_name                     printable ASCII, no spaces
+//	skip_verify                     true, false, 1 or 0; rediss:// without WithTLSConfig only
+//	max_retries                     0 or -1: the client never resends a command
+//	client_cache                    0: the client does not cache
+//
+// Any other option, or a value out of bounds, is an error naming the option,
+// rather than silently ignored as by rueidis. A URL naming more than one
+// address (addr=) or a sentinel master set (master_set=) is an error too: a
+// Pool is one independent node.
 //
 // The client it creates talks to that node only (no cluster discovery),
 // never resends a command, and does not cache; see the package comment for
@@ -65,27 +82,15 @@ func WithCredentials(username, password string) Option {
 // call, so that a lock can start with a minority of its nodes unavailable.
 // Close on the returned Pool closes the client.
 //
-// Errors never contain the password.
+// Errors never contain the user name or password, nor any part of them,
+// however malformed the URL: they quote it without userinfo and query, and
+// name the option at fault.
 func FromURL(rawURL string, opts ...Option) (pool.Pool, error) {
-	u, err := url.Parse(rawURL)
+	u, err := redisurl.Parse(rawURL)
 	if err != nil {
-		// url.Error repeats the whole URL, password included: keep only its cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
 		return nil, fmt.Errorf("rueidispool: invalid URL: %w", err)
 	}
-	safe := u.Redacted()
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, fmt.Errorf("rueidispool: invalid URL %q: scheme must be redis or rediss", safe)
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("rueidispool: invalid URL %q: no host", safe)
-	}
-	if q := u.Query(); q.Has("addr") || q.Has("master_set") {
-		return nil, fmt.Errorf("rueidispool: invalid URL %q: one node per Pool (no addr or master_set)", safe)
-	}
+	safe := redisurl.Redacted(u) // no userinfo nor query, where a secret may be
 	var cfg config
 	for _, o := range opts {
 		if o != nil {
@@ -97,6 +102,9 @@ func FromURL(rawURL string, opts ...Option) (pool.Pool, error) {
 		return nil, fmt.Errorf("rueidispool: invalid URL %q: nil TLS config", safe)
 	case cfg.tls != nil && u.Scheme != "rediss":
 		return nil, fmt.Errorf("rueidispool: invalid URL %q: a TLS config needs a rediss:// URL", safe)
+	}
+	if err := checkQuery(u, cfg.tls != nil); err != nil {
+		return nil, fmt.Errorf("rueidispool: invalid URL %q: %w", safe, err)
 	}
 	o, err := rueidis.ParseURL(rawURL)
 	if err != nil {
@@ -137,6 +145,54 @@ func FromURL(rawURL string, opts ...Option) (pool.Pool, error) {
 		return nil, fmt.Errorf("rueidispool: %q: %w", safe, err)
 	}
 	return &adapter{client: client, addr: o.InitAddress[0], owned: true}, nil
+}
+
+// queryOptions are the options rueidis.ParseURL reads, but for addr and
+// master_set.
+var queryOptions = []string{
+	"db", "dial_timeout", "write_timeout", "protocol", "client_name", "skip_verify", "max_retries", "client_cache",
+}
+
+// checkQuery refuses the query options of u that rueidis would misread or
+// silently ignore, or that FromURL overrides. ownTLS tells that
+// WithTLSConfig replaces the TLS configuration the URL sets up.
+func checkQuery(u *url.URL, ownTLS bool) error {
+	if q := u.Query(); q.Has("addr") || q.Has("master_set") {
+		return errors.New("one node per Pool (no addr or master_set)")
+	}
+	q, err := redisurl.ParseQuery(u, queryOptions...)
+	if err != nil {
+		return err
+	}
+	for _, name := range queryOptions {
+		// rueidis reads some empty values as errors, skip_verify= as true.
+		if s, ok := q.Raw(name); ok && s == "" {
+			q.Fail(name, errors.New("empty value"))
+		}
+	}
+	q.DB(u)
+	for _, name := range []string{"dial_timeout", "write_timeout"} {
+		// rueidis fails every dial, or write, at once on a negative timeout.
+		q.Duration(name, redisurl.GoDuration, time.Millisecond, 10*time.Minute, false, 0)
+	}
+	q.OneOf("protocol", "2", "3")
+	q.ClientName("client_name")
+	if s, _ := q.Raw("max_retries"); s != "" && s != "0" && s != "-1" {
+		q.Fail("max_retries", fmt.Errorf("%s: want 0 or -1, as the client never resends a command", redisurl.Quote(s)))
+	}
+	if s, _ := q.Raw("client_cache"); s != "" && s != "0" {
+		q.Fail("client_cache", fmt.Errorf("%s: want 0, as the client never caches", redisurl.Quote(s)))
+	}
+	if _, ok := q.Raw("skip_verify"); ok {
+		switch {
+		case u.Scheme != "rediss":
+			q.Fail("skip_verify", errors.New("needs a rediss:// URL"))
+		case ownTLS:
+			q.Fail("skip_verify", errors.New("WithTLSConfig replaces it: set InsecureSkipVerify in that config"))
+		}
+		q.Bool("skip_verify", false)
+	}
+	return q.Err()
 }
 
 // errDeferred refuses the dial made inside rueidis.NewClient.
