@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -23,35 +22,6 @@ const nodesEnv = "REDLOCK_NODES"
 // probeTimeout bounds each node's answer to a status read. A dead node
 // refuses at once; this only waits for a node that is up but stalled.
 const probeTimeout = time.Second
-
-// urlList is the --nodes flag: comma-separated URLs. Repeating the flag adds
-// to the list.
-type urlList []string
-
-func (u *urlList) String() string {
-	if u == nil {
-		return ""
-	}
-	return strings.Join(*u, ",")
-}
-
-func (u *urlList) Set(s string) error {
-	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			return errors.New("empty URL in the list (a stray comma?)")
-		}
-		*u = append(*u, part)
-	}
-	return nil
-}
-
-// nodesFlag registers --nodes on fs.
-func nodesFlag(fs *flag.FlagSet, help string) *urlList {
-	u := &urlList{}
-	fs.Var(u, "nodes", help)
-	return u
-}
 
 // fromEnv returns the URLs of --nodes, or of REDLOCK_NODES when the flag was
 // not given.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -15,7 +16,8 @@ much longer, then whether one token holds a majority: whether the lock is
 held. It only reads; it never changes the key.
 
 Flags:
-  --nodes URLS   comma-separated redis:// or rediss:// URLs of the nodes
+  --nodes URLS   comma-separated node URLs: redis://host:port,
+                 rediss://host:port (TLS), or a bare host:port
                  (default: $REDLOCK_NODES)
   --key KEY      the lock's key
   --timeout D    how long to wait for each node (default 1s)
@@ -26,13 +28,19 @@ Exit codes:
   69   a majority of the nodes could not be reached
 `
 
+// statusFlags registers status's flags on fs.
+func statusFlags(fs *flag.FlagSet) (nodes *urlList, key *string, timeout *durationFlag) {
+	nodes = nodesFlag(fs, "node URLs")
+	key = fs.String("key", "", "the lock's key")
+	timeout = durationVar(fs, "timeout", probeTimeout, "how long to wait for each node")
+	return nodes, key, timeout
+}
+
 // statusMain is "redlock status".
 func statusMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("status", statusUsage, stderr)
-	nodes := nodesFlag(fs, "node URLs")
-	key := fs.String("key", "", "the lock's key")
-	timeout := fs.Duration("timeout", probeTimeout, "how long to wait for each node")
-	if code, ok := parseFlags(fs, args); !ok {
+	fs := newFlagSet("status")
+	nodes, key, timeout := statusFlags(fs)
+	if code, ok := parseFlags(fs, "status", statusUsage, args, stdout, stderr); !ok {
 		return code
 	}
 	switch {
@@ -40,8 +48,8 @@ func statusMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return usageError(stderr, "status", "unexpected argument %q", fs.Arg(0))
 	case *key == "":
 		return usageError(stderr, "status", "--key is required")
-	case *timeout <= 0:
-		return usageError(stderr, "status", "--timeout must be positive, got %v", *timeout)
+	case timeout.d <= 0:
+		return usageError(stderr, "status", "--timeout must be positive, got %v", timeout.d)
 	}
 	urls, err := nodes.fromEnv()
 	if err != nil {
@@ -53,7 +61,7 @@ func statusMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	defer closeNodes(pools)
 
-	states := probe(ctx, pools, *key, *timeout)
+	states := probe(ctx, pools, *key, timeout.d)
 	t := tallyStates(states)
 	fmt.Fprintf(stdout, "lock %q on %d nodes (a lock needs %d)\n", *key, t.total, t.quorum)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
