@@ -92,6 +92,7 @@ type runner struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	sigs           chan os.Signal // the forwarded signals, from Notify
+	extended       chan struct{}  // a lock extension happened; buffered, 1
 }
 
 // runMain is "redlock run".
@@ -106,7 +107,8 @@ func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return usageError(stderr, "run", "%v", err)
 	}
 	defer closeNodes(r.pools)
-	c, err := redlock.New(r.pools, redlock.WithNodeTimeout(r.nodeTimeout))
+	r.extended = make(chan struct{}, 1)
+	c, err := redlock.New(r.pools, redlock.WithNodeTimeout(r.nodeTimeout), redlock.WithObserver(r))
 	if err != nil {
 		return usageError(stderr, "run", "%v", err)
 	}
@@ -148,6 +150,19 @@ func (r *runner) define(fs *flag.FlagSet) runFlags {
 	f.grace = durationVar(fs, "grace", 0, "time from SIGTERM to SIGKILL")
 	f.nodeTimeout = durationVar(fs, "node-timeout", 0, "bound on each call to one node")
 	return f
+}
+
+// Observe notes each extension of the lock, for the holder record to follow
+// (see holderRecord.keep). It never blocks the lock's keeper: one pending
+// note is enough.
+func (r *runner) Observe(_ context.Context, e redlock.Event) {
+	if e.Kind != redlock.Extended {
+		return
+	}
+	select {
+	case r.extended <- struct{}{}:
+	default:
+	}
 }
 
 // parse reads run's flags into r and returns the node URLs. It returns ok
