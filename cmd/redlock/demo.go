@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -32,7 +33,8 @@ real life, where the lock guards some other resource.
 No node is killed then: stop one yourself while the sale runs.
 
 Flags:
-  --nodes URLS    comma-separated redis:// or rediss:// URLs of lock nodes
+  --nodes URLS    comma-separated URLs of lock nodes (redis://host:port,
+                  rediss://..., or a bare host:port)
                   (default: five in-process nodes; REDLOCK_NODES is ignored)
   --workers N     concurrent sellers (default 8)
   --tickets N     tickets for sale (default 100)
@@ -63,13 +65,19 @@ const (
 // slow the holder) on a busy machine.
 var demoRetry = redlock.ExponentialBackoff(2*time.Millisecond, 32*time.Millisecond)
 
+// demoFlags registers demo's flags on fs.
+func demoFlags(fs *flag.FlagSet) (nodes *urlList, workers, tickets *int) {
+	nodes = nodesFlag(fs, "lock node URLs")
+	workers = fs.Int("workers", 8, "concurrent sellers")
+	tickets = fs.Int("tickets", 100, "tickets for sale")
+	return nodes, workers, tickets
+}
+
 // demoMain is "redlock demo".
 func demoMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", demoUsage, stderr)
-	nodes := nodesFlag(fs, "lock node URLs")
-	workers := fs.Int("workers", 8, "concurrent sellers")
-	tickets := fs.Int("tickets", 100, "tickets for sale")
-	if code, ok := parseFlags(fs, args); !ok {
+	fs := newFlagSet("demo")
+	nodes, workers, tickets := demoFlags(fs)
+	if code, ok := parseFlags(fs, "demo", demoUsage, args, stdout, stderr); !ok {
 		return code
 	}
 	switch {

@@ -5,12 +5,18 @@ package main
 // shells do. The values from 64 up follow BSD sysexits.h, so that scripts and
 // service managers that know those codes read them right.
 const (
-	// exitOK: success; for run, the command exited 0.
+	// exitOK: success; for run, the command exited 0; for status, the
+	// lock is held.
 	exitOK = 0
 	// exitFailure: demo found an inexact locked sale.
 	exitFailure = 1
+	// exitFree: status found the lock free.
+	exitFree = 1
 	// exitUsage: bad flags, a missing command, a bad URL or duration.
 	exitUsage = 2
+	// exitNeither: status found the key on some nodes, but no token on a
+	// majority: neither held nor free.
+	exitNeither = 3
 	// exitUnavailable (EX_UNAVAILABLE): a majority of the nodes cannot be
 	// reached, so no lock can be taken or read; waiting will not help
 	// until an operator brings nodes back.

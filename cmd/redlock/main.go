@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,28 +23,31 @@ import (
 const usageText = `redlock: a distributed lock (Redlock) for shell scripts.
 
 Usage:
-  redlock run    [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D] -- COMMAND [ARG...]
-  redlock status [--nodes URLS] --key KEY
+  redlock run    [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D]
+                 [--node-timeout D] -- COMMAND [ARG...]
+  redlock status [--nodes URLS] --key KEY [--timeout D]
   redlock demo   [--nodes URLS] [--workers N] [--tickets N]
   redlock help   [COMMAND]
 
-The nodes are independent Redis masters, as comma-separated redis:// or
-rediss:// URLs in --nodes or in the REDLOCK_NODES environment variable.
-A lock needs a majority of them.
+The nodes are independent Redis masters, as comma-separated URLs
+(redis://host:port, rediss:// for TLS, or a bare host:port) in --nodes or in
+the REDLOCK_NODES environment variable. A lock needs a majority of them.
 
 Run "redlock help COMMAND" for a command's flags and exit codes.
 `
 
-// command is one subcommand: its entry point and its usage text.
+// command is one subcommand: its entry point, its usage text, and the
+// registration of its flags (which the tests compare with the usage).
 type command struct {
 	main  func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	usage string
+	flags func(fs *flag.FlagSet)
 }
 
 var commands = map[string]command{
-	"run":    {main: runMain, usage: runUsage},
-	"status": {main: statusMain, usage: statusUsage},
-	"demo":   {main: demoMain, usage: demoUsage},
+	"run":    {main: runMain, usage: runUsage, flags: func(fs *flag.FlagSet) { new(runner).define(fs) }},
+	"status": {main: statusMain, usage: statusUsage, flags: func(fs *flag.FlagSet) { statusFlags(fs) }},
+	"demo":   {main: demoMain, usage: demoUsage, flags: func(fs *flag.FlagSet) { demoFlags(fs) }},
 }
 
 func main() {
@@ -72,45 +74,18 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			fmt.Fprint(stdout, c.usage)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "redlock: no command %q\n\n%s", rest[0], usageText)
-		return exitUsage
+		return unknownCommand(stderr, rest[0])
 	}
 	c, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "redlock: no command %q\n\n%s", name, usageText)
-		return exitUsage
+		return unknownCommand(stderr, name)
 	}
 	return c.main(ctx, rest, stdin, stdout, stderr)
 }
 
-// newFlagSet returns a FlagSet for a subcommand that reports errors instead
-// of exiting, and prints usage to stderr.
-func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("redlock "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	return fs
-}
-
-// parseFlags parses args into fs. It returns ok false with the exit code when
-// the command must stop: 0 after -h, exitUsage after an error (which the flag
-// package has already printed, with the usage).
-func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	err := fs.Parse(args)
-	switch {
-	case err == nil:
-		return 0, true
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK, false
-	default:
-		return exitUsage, false
-	}
-}
-
-// usageError prints a one-line complaint about the arguments of a
-// subcommand and returns exitUsage.
-func usageError(stderr io.Writer, cmd string, format string, args ...any) int {
-	fmt.Fprintf(stderr, "redlock %s: %s\nRun \"redlock help %s\" for usage.\n", cmd, fmt.Sprintf(format, args...), cmd)
+// unknownCommand says that there is no command name, and where to look.
+func unknownCommand(stderr io.Writer, name string) int {
+	fmt.Fprintf(stderr, "redlock: no command %q\nRun \"redlock help\" for usage.\n", name)
 	return exitUsage
 }
 

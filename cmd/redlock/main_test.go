@@ -95,9 +95,8 @@ func startNodes(t *testing.T, n int) *testNodes {
 	return tn
 }
 
-// client returns a redlock Client on the nodes, closed when t ends, with a
-// node timeout generous enough for a loaded machine.
-func (tn *testNodes) client(t *testing.T) *redlock.Client {
+// pools returns a Pool per node, closed when t ends.
+func (tn *testNodes) pools(t *testing.T) []pool.Pool {
 	t.Helper()
 	pools := make([]pool.Pool, len(tn.servers))
 	for i, s := range tn.servers {
@@ -106,7 +105,14 @@ func (tn *testNodes) client(t *testing.T) *redlock.Client {
 		t.Cleanup(func() { _ = p.Close() })
 		pools[i] = p
 	}
-	c, err := redlock.New(pools, redlock.WithNodeTimeout(500*time.Millisecond))
+	return pools
+}
+
+// client returns a redlock Client on the nodes, closed when t ends, with a
+// node timeout generous enough for a loaded machine.
+func (tn *testNodes) client(t *testing.T) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(tn.pools(t), redlock.WithNodeTimeout(500*time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -125,10 +131,12 @@ func (tn *testNodes) values(t *testing.T, key string) []string {
 	return out
 }
 
-// requireFree fails t unless key is absent on every node.
+// requireFree fails t unless key, and its holder record, are absent on
+// every node.
 func (tn *testNodes) requireFree(t *testing.T, key string) {
 	t.Helper()
 	require.Equal(t, make([]string, len(tn.servers)), tn.values(t, key), "key %q left on the nodes", key)
+	require.Equal(t, make([]string, len(tn.servers)), tn.values(t, holderKey(key)), "holder record of %q left on the nodes", key)
 }
 
 // named returns the nodes' URLs with a client name, by which the test can

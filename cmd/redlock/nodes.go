@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
 )
@@ -23,35 +20,6 @@ const nodesEnv = "REDLOCK_NODES"
 // probeTimeout bounds each node's answer to a status read. A dead node
 // refuses at once; this only waits for a node that is up but stalled.
 const probeTimeout = time.Second
-
-// urlList is the --nodes flag: comma-separated URLs. Repeating the flag adds
-// to the list.
-type urlList []string
-
-func (u *urlList) String() string {
-	if u == nil {
-		return ""
-	}
-	return strings.Join(*u, ",")
-}
-
-func (u *urlList) Set(s string) error {
-	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			return errors.New("empty URL in the list (a stray comma?)")
-		}
-		*u = append(*u, part)
-	}
-	return nil
-}
-
-// nodesFlag registers --nodes on fs.
-func nodesFlag(fs *flag.FlagSet, help string) *urlList {
-	u := &urlList{}
-	fs.Var(u, "nodes", help)
-	return u
-}
 
 // fromEnv returns the URLs of --nodes, or of REDLOCK_NODES when the flag was
 // not given.
@@ -106,6 +74,9 @@ type nodeState struct {
 	// TTL is the key's remaining time to live, or -1 for a key without
 	// expiry (not set by a lock).
 	TTL time.Duration
+	// Record is the value of the key's holder record (KEY:holder), "" when
+	// absent: see holder.go.
+	Record string
 }
 
 // unreachable reports whether the node did not answer at all, as opposed to
@@ -115,32 +86,28 @@ func (s nodeState) unreachable() bool {
 	return s.Err != nil && !errors.As(s.Err, &re)
 }
 
-// probe reads key on every node in parallel, each read bounded by timeout,
-// and returns one state per node, in node order. It never changes the key.
+// probe reads key and its holder record on every node in parallel, each
+// read bounded by timeout, and returns one state per node, in node order.
+// It never changes anything.
 func probe(ctx context.Context, pools []pool.Pool, key string, timeout time.Duration) []nodeState {
 	out := make([]nodeState, len(pools))
-	var wg sync.WaitGroup
-	for i, p := range pools {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			st := nodeState{Node: i, Addr: p.Addr()}
-			reply, err := p.Eval(ctx, scripts.Status, []string{key})
-			if err == nil {
-				err = st.parse(reply)
-			}
-			st.Err = err
-			out[i] = st
-		})
-	}
-	wg.Wait()
+	onEveryNode(ctx, pools, timeout, func(ctx context.Context, i int, p pool.Pool) {
+		st := nodeState{Node: i, Addr: p.Addr()}
+		reply, err := p.Eval(ctx, statusScript, []string{key, holderKey(key)})
+		if err == nil {
+			err = st.parse(reply)
+		}
+		st.Err = err
+		out[i] = st
+	})
 	return out
 }
 
-// parse reads the reply of scripts.Status: {value or nil, PTTL in ms}.
+// parse reads the reply of status.lua: {value or nil, PTTL in ms, holder
+// record or nil}.
 func (s *nodeState) parse(reply any) error {
 	a, ok := reply.([]any)
-	if !ok || len(a) != 2 {
+	if !ok || len(a) != 3 {
 		return fmt.Errorf("unexpected status reply %v", reply)
 	}
 	pttl, ok := a[1].(int64)
@@ -159,6 +126,7 @@ func (s *nodeState) parse(reply any) error {
 	if pttl >= 0 {
 		s.TTL = time.Duration(pttl) * time.Millisecond
 	}
+	s.Record, _ = a[2].(string) // nil: no record
 	return nil
 }
 

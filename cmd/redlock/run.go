@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +16,8 @@ import (
 	"github.com/redlockgo/redlock/redlock"
 )
 
-const runUsage = `Usage: redlock run [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D] -- COMMAND [ARG...]
+const runUsage = `Usage: redlock run [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D]
+                   [--node-timeout D] -- COMMAND [ARG...]
 
 Takes the lock KEY on a majority of the nodes, runs COMMAND while keeping the
 lock alive, releases the lock when COMMAND exits, and exits with COMMAND's
@@ -25,10 +27,14 @@ are passed on to that group.
 
 If the lock is lost while COMMAND runs (a majority of the nodes no longer
 hold it, or cannot be reached before it expires), COMMAND's process group
-gets SIGTERM, then SIGKILL after --grace, and redlock exits 70.
+gets SIGTERM, then SIGKILL after --grace, and redlock exits 70. When nodes do
+not answer, loss is declared a margin before the lock expires: the larger of
+TTL/10 and twice the node timeout, at most TTL/4 (TTL/10 with the default
+node timeout).
 
 Flags:
-  --nodes URLS        comma-separated redis:// or rediss:// URLs of the nodes
+  --nodes URLS        comma-separated node URLs: redis://host:port,
+                      rediss://host:port (TLS), or a bare host:port
                       (default: $REDLOCK_NODES)
   --key KEY           the lock's key
   --ttl D             the lock's time to live (default 10s). It is extended
@@ -36,8 +42,11 @@ Flags:
                       frees itself at most D after the last extension.
   --wait D            how long to wait for the lock (default 0: try once)
   --grace D           time from SIGTERM to SIGKILL when the lock is lost
-                      (default 5s)
-  --node-timeout D    bound on each call to one node (default: TTL/20)
+                      (default: half the loss margin, which is TTL/20 with
+                      the default node timeout: 500ms for a 10s TTL). A grace
+                      longer than the margin lets COMMAND outlive the lock.
+  --node-timeout D    bound on each call to one node
+                      (default: min(TTL/20, 500ms))
 
 Exit codes:
   N      COMMAND's exit code; 128+n when COMMAND was killed by signal n
@@ -51,10 +60,26 @@ Exit codes:
 `
 
 const (
-	defaultTTL   = 10 * time.Second
-	defaultGrace = 5 * time.Second
-	minTTL       = 10 * time.Millisecond
+	defaultTTL = 10 * time.Second
+	minTTL     = 10 * time.Millisecond
 )
+
+// defaultNodeTimeout is the library's default bound on each call to one
+// node for a lock of ttl (see redlock.WithNodeTimeout): ttl/20, at least
+// 1ms, at most redlock.MaxNodeTimeout. run passes it explicitly, so that the
+// loss margin it derives the default grace from is the one the lock uses.
+func defaultNodeTimeout(ttl time.Duration) time.Duration {
+	return min(max(ttl/20, time.Millisecond), redlock.MaxNodeTimeout)
+}
+
+// lossMargin is how long before its validity ends the library gives up an
+// auto-extended lock whose extensions do not get through (redlock
+// WithAutoExtend): the larger of ttl/10 and twice the node timeout, at most
+// ttl/4. COMMAND gets SIGTERM then; a SIGKILL within the margin stops it
+// while the lock still excludes everyone else.
+func lossMargin(ttl, nodeTimeout time.Duration) time.Duration {
+	return min(max(ttl/10, 2*nodeTimeout), ttl/4)
+}
 
 // runner is one "redlock run": its settings, streams and signals.
 type runner struct {
@@ -67,51 +92,23 @@ type runner struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	sigs           chan os.Signal // the forwarded signals, from Notify
+	extended       chan struct{}  // a lock extension happened; buffered, 1
 }
 
 // runMain is "redlock run".
 func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", runUsage, stderr)
-	nodes := nodesFlag(fs, "node URLs")
 	r := &runner{stdin: stdin, stdout: stdout, stderr: stderr}
-	fs.StringVar(&r.key, "key", "", "the lock's key")
-	fs.DurationVar(&r.ttl, "ttl", defaultTTL, "the lock's time to live")
-	fs.DurationVar(&r.wait, "wait", 0, "how long to wait for the lock")
-	fs.DurationVar(&r.grace, "grace", defaultGrace, "time from SIGTERM to SIGKILL")
-	nodeTimeout := fs.Duration("node-timeout", 0, "bound on each call to one node")
-	if code, ok := parseFlags(fs, args); !ok {
+	urls, code, ok := r.parse(args)
+	if !ok {
 		return code
 	}
-	r.argv = fs.Args()
-	switch {
-	case r.key == "":
-		return usageError(stderr, "run", "--key is required")
-	case r.ttl < minTTL:
-		// Below this the drift allowance and the node calls leave
-		// little or no validity; the library would refuse a few ms.
-		return usageError(stderr, "run", "--ttl must be at least %v, got %v", minTTL, r.ttl)
-	case r.wait < 0:
-		return usageError(stderr, "run", "--wait must not be negative, got %v", r.wait)
-	case r.grace < 0:
-		return usageError(stderr, "run", "--grace must not be negative, got %v", r.grace)
-	case *nodeTimeout < 0:
-		return usageError(stderr, "run", "--node-timeout must not be negative, got %v", *nodeTimeout)
-	case len(r.argv) == 0:
-		return usageError(stderr, "run", "no command to run (give it after --)")
-	}
-	urls, err := nodes.fromEnv()
-	if err != nil {
-		return usageError(stderr, "run", "%v", err)
-	}
+	var err error
 	if r.pools, err = openNodes(urls); err != nil {
 		return usageError(stderr, "run", "%v", err)
 	}
 	defer closeNodes(r.pools)
-	if *nodeTimeout == 0 {
-		*nodeTimeout = max(r.ttl/20, time.Millisecond)
-	}
-	r.nodeTimeout = *nodeTimeout
-	c, err := redlock.New(r.pools, redlock.WithNodeTimeout(r.nodeTimeout))
+	r.extended = make(chan struct{}, 1)
+	c, err := redlock.New(r.pools, redlock.WithNodeTimeout(r.nodeTimeout), redlock.WithObserver(r))
 	if err != nil {
 		return usageError(stderr, "run", "%v", err)
 	}
@@ -136,6 +133,74 @@ func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return code
 	}
 	return r.supervise(ctx, l)
+}
+
+// runFlags are run's flags that parse reads after parsing.
+type runFlags struct {
+	nodes                         *urlList
+	ttl, wait, grace, nodeTimeout *durationFlag
+}
+
+// define registers run's flags on fs; --key goes straight into r.
+func (r *runner) define(fs *flag.FlagSet) runFlags {
+	f := runFlags{nodes: nodesFlag(fs, "node URLs")}
+	fs.StringVar(&r.key, "key", "", "the lock's key")
+	f.ttl = durationVar(fs, "ttl", defaultTTL, "the lock's time to live")
+	f.wait = durationVar(fs, "wait", 0, "how long to wait for the lock")
+	f.grace = durationVar(fs, "grace", 0, "time from SIGTERM to SIGKILL")
+	f.nodeTimeout = durationVar(fs, "node-timeout", 0, "bound on each call to one node")
+	return f
+}
+
+// Observe notes each extension of the lock, for the holder record to follow
+// (see holderRecord.keep). It never blocks the lock's keeper: one pending
+// note is enough.
+func (r *runner) Observe(_ context.Context, e redlock.Event) {
+	if e.Kind != redlock.Extended {
+		return
+	}
+	select {
+	case r.extended <- struct{}{}:
+	default:
+	}
+}
+
+// parse reads run's flags into r and returns the node URLs. It returns ok
+// false with the exit code after help or a usage error.
+func (r *runner) parse(args []string) (urls []string, code int, ok bool) {
+	fs := newFlagSet("run")
+	f := r.define(fs)
+	if code, ok := parseFlags(fs, "run", runUsage, args, r.stdout, r.stderr); !ok {
+		return nil, code, false
+	}
+	r.argv, r.ttl, r.wait, r.grace, r.nodeTimeout = fs.Args(), f.ttl.d, f.wait.d, f.grace.d, f.nodeTimeout.d
+	switch {
+	case r.key == "":
+		return nil, usageError(r.stderr, "run", "--key is required"), false
+	case r.ttl < minTTL:
+		// Below this the drift allowance and the node calls leave
+		// little or no validity; the library would refuse a few ms.
+		return nil, usageError(r.stderr, "run", "--ttl must be at least %v, got %v", minTTL, r.ttl), false
+	case r.wait < 0:
+		return nil, usageError(r.stderr, "run", "--wait must not be negative, got %v", r.wait), false
+	case r.grace < 0:
+		return nil, usageError(r.stderr, "run", "--grace must not be negative, got %v", r.grace), false
+	case f.nodeTimeout.set && r.nodeTimeout <= 0:
+		return nil, usageError(r.stderr, "run", "--node-timeout must be positive, got %v", r.nodeTimeout), false
+	case len(r.argv) == 0:
+		return nil, usageError(r.stderr, "run", "no command to run (give it after --)"), false
+	}
+	if !f.nodeTimeout.set {
+		r.nodeTimeout = defaultNodeTimeout(r.ttl)
+	}
+	if !f.grace.set {
+		r.grace = lossMargin(r.ttl, r.nodeTimeout) / 2
+	}
+	urls, err := f.nodes.fromEnv()
+	if err != nil {
+		return nil, usageError(r.stderr, "run", "%v", err), false
+	}
+	return urls, 0, true
 }
 
 // acquire takes the lock, once (--wait 0) or until --wait ends. Without the

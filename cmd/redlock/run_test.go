@@ -52,6 +52,26 @@ func TestRunNodesFromEnvironment(t *testing.T) {
 	assert.Equal(t, "ran\n", p.stdout.String())
 }
 
+// A bare host:port is a redis:// URL, in --nodes and in REDLOCK_NODES.
+func TestRunBareHostPort(t *testing.T) {
+	t.Parallel()
+	nodes := startNodes(t, 3)
+	addrs := make([]string, len(nodes.servers))
+	for i, s := range nodes.servers {
+		addrs[i] = s.Addr()
+	}
+	bare := strings.Join(addrs, ",")
+	for _, env := range [][]string{nil, {nodesEnv + "=" + bare}} {
+		args := []string{"run", "--key", keyFor(t), "--", "echo", "ran"}
+		if env == nil {
+			args = append([]string{"run", "--nodes", bare}, args[1:]...)
+		}
+		p := start(t, "", env, args...)
+		require.Equal(t, 0, p.wait(t), "%v: stderr: %s", args, p.stderr)
+		assert.Equal(t, "ran\n", p.stdout.String())
+	}
+}
+
 func TestRunHeldKeyExitsTempFail(t *testing.T) {
 	t.Parallel()
 	nodes := startNodes(t, 3)

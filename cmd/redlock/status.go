@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -11,28 +12,40 @@ import (
 const statusUsage = `Usage: redlock status [--nodes URLS] --key KEY [--timeout D]
 
 Shows, for each node, whether it answers, which token holds KEY and for how
-much longer, then whether one token holds a majority: whether the lock is
-held. It only reads; it never changes the key.
+much longer; then whether the lock is held (one token on a majority of the
+nodes) or free, and, for a lock taken by "redlock run", who holds it: host,
+pid, since when, which command. It only reads; it never changes anything.
 
 Flags:
-  --nodes URLS   comma-separated redis:// or rediss:// URLs of the nodes
+  --nodes URLS   comma-separated node URLs: redis://host:port,
+                 rediss://host:port (TLS), or a bare host:port
                  (default: $REDLOCK_NODES)
   --key KEY      the lock's key
   --timeout D    how long to wait for each node (default 1s)
 
 Exit codes:
-  0    a majority of the nodes answered, whether or not the key is held
+  0    held: one token holds KEY on a majority of the nodes
+  1    free: no node that answered has KEY, and those that did not answer
+       are too few to hold a lock
   2    bad flags, or a bad URL
+  3    neither: KEY is on some nodes but no token is on a majority (a lock
+       being taken, released or expiring, or the leftovers of a failed try)
   69   a majority of the nodes could not be reached
 `
 
+// statusFlags registers status's flags on fs.
+func statusFlags(fs *flag.FlagSet) (nodes *urlList, key *string, timeout *durationFlag) {
+	nodes = nodesFlag(fs, "node URLs")
+	key = fs.String("key", "", "the lock's key")
+	timeout = durationVar(fs, "timeout", probeTimeout, "how long to wait for each node")
+	return nodes, key, timeout
+}
+
 // statusMain is "redlock status".
 func statusMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("status", statusUsage, stderr)
-	nodes := nodesFlag(fs, "node URLs")
-	key := fs.String("key", "", "the lock's key")
-	timeout := fs.Duration("timeout", probeTimeout, "how long to wait for each node")
-	if code, ok := parseFlags(fs, args); !ok {
+	fs := newFlagSet("status")
+	nodes, key, timeout := statusFlags(fs)
+	if code, ok := parseFlags(fs, "status", statusUsage, args, stdout, stderr); !ok {
 		return code
 	}
 	switch {
@@ -40,8 +53,8 @@ func statusMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return usageError(stderr, "status", "unexpected argument %q", fs.Arg(0))
 	case *key == "":
 		return usageError(stderr, "status", "--key is required")
-	case *timeout <= 0:
-		return usageError(stderr, "status", "--timeout must be positive, got %v", *timeout)
+	case timeout.d <= 0:
+		return usageError(stderr, "status", "--timeout must be positive, got %v", timeout.d)
 	}
 	urls, err := nodes.fromEnv()
 	if err != nil {
@@ -52,10 +65,37 @@ func statusMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return usageError(stderr, "status", "%v", err)
 	}
 	defer closeNodes(pools)
+	return showStatus(stdout, stderr, *key, probe(ctx, pools, *key, timeout.d))
+}
 
-	states := probe(ctx, pools, *key, *timeout)
+// showStatus prints what the nodes said about key, and the verdict, and returns
+// the verdict's exit code.
+func showStatus(stdout, stderr io.Writer, key string, states []nodeState) int {
 	t := tallyStates(states)
-	fmt.Fprintf(stdout, "lock %q on %d nodes (a lock needs %d)\n", *key, t.total, t.quorum)
+	fmt.Fprintf(stdout, "lock %q on %d nodes (a lock needs %d)\n", key, t.total, t.quorum)
+	printNodes(stdout, states)
+	v := t.verdict()
+	fmt.Fprintln(stdout, summary(t, v))
+	switch v {
+	case held:
+		who := "unknown: no record (the lock was not taken by redlock run)"
+		if h, ok := recordFor(states, t.token); ok {
+			who = h.describe(time.Now())
+		}
+		fmt.Fprintln(stdout, "holder: "+who)
+		return exitOK
+	case free:
+		return exitFree
+	case unavailable:
+		fmt.Fprintf(stderr, "redlock status: %d of %d nodes unreachable; no lock can be taken or trusted\n", t.unreachable, t.total)
+		return exitUnavailable
+	default:
+		return exitNeither
+	}
+}
+
+// printNodes prints one line per node.
+func printNodes(stdout io.Writer, states []nodeState) {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tADDRESS\tSTATE\tTOKEN\tTTL")
 	for _, s := range states {
@@ -71,25 +111,56 @@ func statusMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		}
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(stdout, summary(t))
-	if t.majorityUnreachable() {
-		fmt.Fprintf(stderr, "redlock status: %d of %d nodes unreachable; no lock can be taken or trusted\n", t.unreachable, t.total)
-		return exitUnavailable
-	}
-	return exitOK
 }
 
-// summary is the last line of status: is the lock held by a majority.
-func summary(t tally) string {
-	yes := "no"
-	if t.held >= t.quorum {
-		yes = "yes"
+// verdict is what status concludes about a lock.
+type verdict int
+
+const (
+	// held: one token is on a majority of the nodes.
+	held verdict = iota
+	// free: no node that answered has the key, and those that did not
+	// answer are too few to hold a lock.
+	free
+	// neither: keys on some nodes, no token on a majority, or too many
+	// nodes answered with errors to tell.
+	neither
+	// unavailable: a majority of the nodes did not answer.
+	unavailable
+)
+
+// verdict decides from the tally.
+func (t tally) verdict() verdict {
+	switch {
+	case t.held >= t.quorum:
+		return held
+	case t.majorityUnreachable():
+		return unavailable
+	case t.holding == 0 && len(t.failed) < t.quorum:
+		return free
+	default:
+		return neither
 	}
-	s := fmt.Sprintf("summary: held on %d of %d nodes, majority: %s (%d needed)", t.held, t.total, yes, t.quorum)
+}
+
+// summary is the verdict in one line.
+func summary(t tally, v verdict) string {
+	var s string
+	switch v {
+	case held:
+		s = fmt.Sprintf("summary: held on %d of %d nodes (%d needed)", t.held, t.total, t.quorum)
+	case free:
+		s = "summary: free"
+	case unavailable:
+		s = fmt.Sprintf("summary: unknown: %d of %d nodes answered, %d needed", t.total-t.unreachable, t.total, t.quorum)
+	default:
+		s = fmt.Sprintf("summary: not held: the key is on %d of %d nodes, but no token on a majority (%d needed)",
+			t.holding, t.total, t.quorum)
+	}
 	if t.tokens > 1 {
 		s += fmt.Sprintf("; %d different tokens", t.tokens)
 	}
-	if t.unreachable > 0 {
+	if t.unreachable > 0 && v != unavailable {
 		s += fmt.Sprintf("; %d unreachable", t.unreachable)
 	}
 	return s

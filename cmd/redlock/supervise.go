@@ -13,19 +13,30 @@ import (
 )
 
 // supervise runs the command under the lock l and returns redlock's exit
-// code. The lock is released when the command exits.
+// code. The lock is released when the command exits. While it runs, the
+// nodes keep a record of who holds the lock, for status.
 func (r *runner) supervise(ctx context.Context, l *redlock.Lock) int {
 	if err := l.Err(); err != nil {
 		r.lost(err, "before the command started")
 		_ = l.Unlock(context.WithoutCancel(ctx))
 		return exitLockLost
 	}
+	rec := newHolderRecord(r.key, l.Token(), r.argv, r.pools, r.nodeTimeout)
+	rec.write(ctx)
+	stopKeeping := rec.keep(context.WithoutCancel(ctx), r.extended)
+	// release ends the record, then the lock.
+	release := func() error {
+		stopKeeping()
+		rec.remove(context.WithoutCancel(ctx))
+		return l.Unlock(context.WithoutCancel(ctx))
+	}
+
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdin, r.stdout, r.stderr
 	cmd.WaitDelay = time.Second // for pipes a background child keeps open
 	restore := ownProcessGroup(cmd, r.stdin)
 	if err := cmd.Start(); err != nil {
-		_ = l.Unlock(context.WithoutCancel(ctx))
+		_ = release()
 		code := exitCannotExec
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			code = exitNotFound
@@ -86,7 +97,7 @@ wait:
 		lostErr = l.Err()
 		r.lost(lostErr, "as the command finished")
 	}
-	unlockErr := l.Unlock(context.WithoutCancel(ctx))
+	unlockErr := release()
 	if lostErr != nil {
 		return exitLockLost
 	}

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"flag"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// Bad input, through the binary: a message and exit 2, never a stack trace.
-// Nothing here reaches a node.
+// Bad input, through the binary: one line saying what is wrong, a hint to
+// run help, and exit 2; never the whole usage, never a stack trace. Nothing
+// here reaches a node.
 func TestBadUsage(t *testing.T) {
 	t.Parallel()
 	const nodes = "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3"
@@ -19,14 +22,16 @@ func TestBadUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no command at all", nil, nil, "Usage:"},
-		{"unknown command", nil, []string{"lock"}, `no command "lock"`},
-		{"help for unknown command", nil, []string{"help", "lock"}, `no command "lock"`},
-		{"unknown flag", nil, []string{"run", "--bogus"}, "flag provided but not defined: -bogus"},
+		{"unknown command", nil, []string{"lock"}, `redlock: no command "lock"`},
+		{"help for unknown command", nil, []string{"help", "lock"}, `redlock: no command "lock"`},
+		{"unknown flag", nil, []string{"run", "--bogus"}, "redlock run: unknown flag --bogus"},
+		{"flag without value", nil, []string{"run", "--nodes", nodes, "--key"}, "redlock run: --key needs a value"},
 		{"no key", nil, []string{"run", "--nodes", nodes, "--", "true"}, "--key is required"},
 		{"no command to run", nil, []string{"run", "--nodes", nodes, "--key", "k"}, "no command to run"},
 		{"only --", nil, []string{"run", "--nodes", nodes, "--key", "k", "--"}, "no command to run"},
-		{"bad duration", nil, []string{"run", "--nodes", nodes, "--key", "k", "--ttl", "soon", "--", "true"}, `invalid value "soon" for flag -ttl`},
+		{"bad duration", nil, []string{"run", "--nodes", nodes, "--key", "k", "--ttl", "soon", "--", "true"}, `redlock run: bad --ttl "soon": not a duration`},
+		{"duration without unit", nil, []string{"run", "--nodes", nodes, "--key", "k", "--ttl", "3", "--", "true"}, `redlock run: bad --ttl "3": a duration needs a unit, as in 3s or 3ms`},
+		{"zero node timeout", nil, []string{"run", "--nodes", nodes, "--key", "k", "--node-timeout", "0", "--", "true"}, "--node-timeout must be positive"},
 		{"zero ttl", nil, []string{"run", "--nodes", nodes, "--key", "k", "--ttl", "0", "--", "true"}, "--ttl must be at least 10ms, got 0s"},
 		{"ttl too short", nil, []string{"run", "--nodes", nodes, "--key", "k", "--ttl", "1ms", "--", "true"}, "--ttl must be at least 10ms"},
 		{"negative wait", nil, []string{"run", "--nodes", nodes, "--key", "k", "--wait", "-1s", "--", "true"}, "--wait must not be negative"},
@@ -40,8 +45,9 @@ func TestBadUsage(t *testing.T) {
 		{"status without key", nil, []string{"status", "--nodes", nodes}, "--key is required"},
 		{"status extra argument", nil, []string{"status", "--nodes", nodes, "--key", "k", "extra"}, `unexpected argument "extra"`},
 		{"status bad timeout", nil, []string{"status", "--nodes", nodes, "--key", "k", "--timeout", "0s"}, "--timeout must be positive"},
+		{"status timeout without unit", nil, []string{"status", "--nodes", nodes, "--key", "k", "--timeout", "1"}, `redlock status: bad --timeout "1": a duration needs a unit`},
 		{"demo bad workers", nil, []string{"demo", "--workers", "0"}, "--workers must be between"},
-		{"demo bad tickets", nil, []string{"demo", "--tickets", "many"}, `invalid value "many" for flag -tickets`},
+		{"demo bad tickets", nil, []string{"demo", "--tickets", "many"}, `redlock demo: bad --tickets "many": not a number`},
 		{"demo bad node", nil, []string{"demo", "--nodes", "redis//x"}, "invalid URL"},
 	}
 	for _, tt := range tests {
@@ -49,9 +55,19 @@ func TestBadUsage(t *testing.T) {
 			t.Parallel()
 			p := start(t, "", tt.env, tt.args...)
 			require.Equal(t, exitUsage, p.wait(t), "stdout: %s\nstderr: %s", p.stdout, p.stderr)
-			assert.Contains(t, p.stderr.String(), tt.want)
+			assert.Empty(t, p.stdout.String())
+			lines := strings.Split(strings.TrimSuffix(p.stderr.String(), "\n"), "\n")
+			require.Len(t, lines, 2, "one line and a hint: %s", p.stderr)
+			assert.Contains(t, lines[0], tt.want)
+			assert.Regexp(t, `^Run "redlock help( \w+)?" for usage\.$`, lines[1])
 		})
 	}
+	t.Run("no command at all", func(t *testing.T) {
+		t.Parallel()
+		p := run(t)
+		require.Equal(t, exitUsage, p.code)
+		assert.Contains(t, p.stderr.String(), "Usage:")
+	})
 }
 
 func TestPasswordNeverShown(t *testing.T) {
@@ -67,32 +83,93 @@ func TestPasswordNeverShown(t *testing.T) {
 	}
 }
 
+// Help, asked for, goes to stdout and exits 0.
 func TestHelp(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		args   []string
-		stderr bool // the flag package prints -h help on stderr
-		want   string
+		args []string
+		want string
 	}{
-		{[]string{"help"}, false, "Usage:\n  redlock run"},
-		{[]string{"--help"}, false, "Usage:\n  redlock run"},
-		{[]string{"help", "run"}, false, "Usage: redlock run"},
-		{[]string{"help", "status"}, false, "Usage: redlock status"},
-		{[]string{"help", "demo"}, false, "Usage: redlock demo"},
-		{[]string{"run", "-h"}, true, "Usage: redlock run"},
-		{[]string{"status", "--help"}, true, "Usage: redlock status"},
-		{[]string{"demo", "-h"}, true, "Usage: redlock demo"},
+		{[]string{"help"}, "Usage:\n  redlock run"},
+		{[]string{"--help"}, "Usage:\n  redlock run"},
+		{[]string{"help", "run"}, "Usage: redlock run"},
+		{[]string{"help", "status"}, "Usage: redlock status"},
+		{[]string{"help", "demo"}, "Usage: redlock demo"},
+		{[]string{"run", "-h"}, "Usage: redlock run"},
+		{[]string{"run", "--help"}, "Usage: redlock run"},
+		{[]string{"run", "--key", "k", "--help", "--", "true"}, "Usage: redlock run"},
+		{[]string{"status", "--help"}, "Usage: redlock status"},
+		{[]string{"demo", "-h"}, "Usage: redlock demo"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Parallel()
 			p := run(t, tt.args...)
 			require.Equal(t, exitOK, p.code, "stderr: %s", p.stderr)
-			out := p.stdout.String()
-			if tt.stderr {
-				out = p.stderr.String()
-			}
-			assert.Contains(t, out, tt.want)
+			assert.Contains(t, p.stdout.String(), tt.want)
+			assert.Empty(t, p.stderr.String())
 		})
 	}
+}
+
+// Every flag a command takes is in its usage text and in the overview.
+func TestUsageListsEveryFlag(t *testing.T) {
+	t.Parallel()
+	for name, c := range commands {
+		fs := flag.NewFlagSet(name, flag.ContinueOnError)
+		c.flags(fs)
+		overview := commandLine(t, usageText, "redlock "+name+" ")
+		fs.VisitAll(func(f *flag.Flag) {
+			assert.Contains(t, c.usage, "\n  --"+f.Name+" ", "%s: --%s in the flags' list", name, f.Name)
+			assert.Contains(t, usageLine(c.usage), "--"+f.Name+" ", "%s: --%s in the Usage line", name, f.Name)
+			assert.Contains(t, overview, "--"+f.Name+" ", "%s: --%s in the overview", name, f.Name)
+		})
+	}
+}
+
+// usageLine returns a command's Usage line, with its continuation lines.
+func usageLine(usage string) string {
+	line, _, _ := strings.Cut(usage, "\n\n")
+	return line
+}
+
+// commandLine returns the overview's lines about one command: the line that
+// starts with prefix and the indented lines after it.
+func commandLine(t *testing.T, overview, prefix string) string {
+	t.Helper()
+	var out []string
+	for line := range strings.Lines(overview) {
+		switch {
+		case strings.HasPrefix(strings.TrimSpace(line), prefix):
+			out = append(out, line)
+		case len(out) > 0 && strings.HasPrefix(line, "      "):
+			out = append(out, line)
+		case len(out) > 0:
+			return strings.Join(out, "")
+		}
+	}
+	require.NotEmpty(t, out, "no line %q in the overview", prefix)
+	return strings.Join(out, "")
+}
+
+// The defaults that depend on the TTL follow the library's rules.
+func TestRunDefaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		ttl, nodeTimeout, margin time.Duration
+	}{
+		{10 * time.Second, 500 * time.Millisecond, time.Second},
+		{30 * time.Second, 500 * time.Millisecond, 3 * time.Second},
+		{time.Minute, 500 * time.Millisecond, 6 * time.Second},
+		{2 * time.Second, 100 * time.Millisecond, 200 * time.Millisecond},
+		{10 * time.Millisecond, time.Millisecond, 2 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		nt := defaultNodeTimeout(tt.ttl)
+		assert.Equal(t, tt.nodeTimeout, nt, "node timeout for a %v TTL", tt.ttl)
+		assert.Equal(t, tt.margin, lossMargin(tt.ttl, nt), "margin for a %v TTL", tt.ttl)
+	}
+	// A node timeout above TTL/20 widens the margin, up to TTL/4.
+	assert.Equal(t, 2*time.Second, lossMargin(10*time.Second, time.Second))
+	assert.Equal(t, 2500*time.Millisecond, lossMargin(10*time.Second, 5*time.Second))
 }
