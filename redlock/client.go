@@ -508,22 +508,32 @@ func (c *Client) releaseNode(ctx context.Context, timeout time.Duration, i int, 
 	_, _ = c.release(ctx, i, []string{key}, token) // best effort: the key expires by TTL anyway
 }
 
-// quorumError builds the error of an operation from its votes. A plain no is
-// reported as ErrTaken for a lock and as ErrNotHeld otherwise.
+// quorumError builds the error of an operation from its votes, with one
+// NodeError per node that did not vote yes, in node order. A plain no is
+// reported as ErrTaken for a lock and as ErrNotHeld otherwise; a node with
+// no vote (a straggler) as ErrPending.
 func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *QuorumError {
 	qe := &QuorumError{Op: op, Agreed: res.Yes, Needed: c.quorum, Total: len(c.pools), sentinel: sentinel}
+	causes := make([]error, len(c.pools))
+	for i := range causes {
+		causes[i] = ErrPending
+	}
 	for _, v := range res.Votes {
-		if v.OK {
-			continue
+		switch {
+		case v.OK:
+			causes[v.Node] = nil
+		case v.Err != nil:
+			causes[v.Node] = nodeCause(v.Err)
+		case op == "lock":
+			causes[v.Node] = ErrTaken
+		default:
+			causes[v.Node] = ErrNotHeld
 		}
-		cause := v.Err
-		if cause == nil {
-			cause = ErrNotHeld
-			if op == "lock" {
-				cause = ErrTaken
-			}
+	}
+	for i, cause := range causes {
+		if cause != nil {
+			qe.Nodes = append(qe.Nodes, &NodeError{Node: i, Addr: c.pools[i].Addr(), Err: cause})
 		}
-		qe.Nodes = append(qe.Nodes, &NodeError{Node: v.Node, Addr: c.pools[v.Node].Addr(), Err: cause})
 	}
 	return qe
 }

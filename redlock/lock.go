@@ -47,7 +47,9 @@ type Lock struct {
 	until time.Time
 }
 
-var errNilLock = errors.New("redlock: nil lock")
+// errNilLock is the error of Extend and Unlock on a nil Lock, such as the
+// one a failed TryLock returns: there is no lock to act on.
+var errNilLock = fmt.Errorf("%w: nil lock", ErrNotHeld)
 
 // Key returns the Redis key of the lock, or "" for a nil Lock.
 func (l *Lock) Key() string {
