@@ -140,7 +140,7 @@ func (l *Lock) keep() {
 			return
 		case <-l.c.closing:
 			t.Stop()
-			l.lose(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
+			l.lose(lostBecause(ErrClosed))
 			return
 		case <-t.C():
 		}
@@ -153,7 +153,7 @@ func (l *Lock) keep() {
 			if cause == nil {
 				cause = fmt.Errorf("validity runs out in %v and was not extended in time", l.Until().Sub(now).Round(time.Millisecond))
 			}
-			l.lose(fmt.Errorf("%w: %w", ErrLockLost, cause))
+			l.lose(lostBecause(cause))
 			return
 		}
 		if now.Before(next) {
@@ -167,7 +167,7 @@ func (l *Lock) keep() {
 		case ctx.Err() != nil:
 			continue // stopped while extending; the select above returns
 		case errors.Is(err, ErrNotHeld):
-			l.lose(fmt.Errorf("%w: %w", ErrLockLost, err))
+			l.lose(lostBecause(err))
 			return
 		default:
 			// Nodes did not answer; try again soon, within the validity left.
@@ -185,6 +185,17 @@ func (k *keeper) finish(err error, lost bool) {
 		k.onLost(err)
 	}
 }
+
+// lostBecause is the loss error for cause: it wraps ErrLockLost and cause,
+// and says "redlock: " once.
+func lostBecause(cause error) error {
+	return &lossError{cause: cause}
+}
+
+type lossError struct{ cause error }
+
+func (e *lossError) Error() string   { return ErrLockLost.Error() + ": " + unprefixed(e.cause) }
+func (e *lossError) Unwrap() []error { return []error{ErrLockLost, e.cause} }
 
 // lose ends the keeper with a loss and reports it to the observers.
 func (l *Lock) lose(err error) {
@@ -205,7 +216,8 @@ func (l *Lock) lose(err error) {
 //
 // Do returns the acquisition error if the lock was not obtained; otherwise
 // fn's error joined with the loss (errors.Is(err, ErrLockLost)) or with the
-// release error.
+// release error. When fn returns the loss itself (context.Cause(ctx), maybe
+// wrapped), it is reported once.
 func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) (err error) {
 	if fn == nil {
 		return errors.New("redlock: nil function")
@@ -231,7 +243,9 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 		if r != nil {
 			panic(r)
 		}
-		err = errors.Join(err, lost)
+		if !errors.Is(err, lost) { // fn may have returned the cause already
+			err = errors.Join(err, lost)
+		}
 	}()
 	return fn(fctx)
 }

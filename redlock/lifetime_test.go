@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,28 +189,8 @@ func TestDoReleasesOnPanic(t *testing.T) {
 }
 
 func TestDoCancelsOnLoss(t *testing.T) {
-	fn := newFakeNodes(t, 3)
-	clk := fakeClock()
-	c := newClient(t, fn.pools, redlock.WithClock(clk))
-	started := make(chan struct{})
-	go func() {
-		<-started
-		for _, s := range fn.servers {
-			s.Set("k", "intruder")
-		}
-		for range 10000 {
-			select {
-			case <-clk.BlockUntil(1):
-				clk.Advance(100 * time.Millisecond)
-			case <-time.After(time.Second):
-				return // Do has returned: no keeper left
-			}
-		}
-	}()
 	var cause error
-	err := c.Do(bg(), "k", 3*time.Second, func(ctx context.Context) error {
-		close(started)
-		<-ctx.Done()
+	fn, err := doUntilLost(t, func(ctx context.Context) error {
 		cause = context.Cause(ctx)
 		return ctx.Err()
 	})
@@ -230,4 +212,64 @@ func TestDoBadInputAndNotObtained(t *testing.T) {
 		redlock.WithRetry(redlock.NoRetry()))
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	assert.False(t, ran)
+}
+
+// doUntilLost runs Do on a fresh set of nodes with work, taking the lock away
+// from it as soon as work starts and moving the fake clock until Do returns.
+// work receives fn's context once it is done. It returns the nodes and Do's
+// error.
+func doUntilLost(t *testing.T, work func(ctx context.Context) error) (*fakeNodes, error) {
+	t.Helper()
+	fn := newFakeNodes(t, 3)
+	clk := fakeClock()
+	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	started, returned := make(chan struct{}), make(chan struct{})
+	driver := make(chan struct{})
+	go func() { // the clock's driver, stopped when Do returns
+		defer close(driver)
+		select {
+		case <-started:
+		case <-returned:
+			return
+		}
+		for _, s := range fn.servers {
+			s.Set("k", "intruder")
+		}
+		for {
+			select {
+			case <-returned:
+				return
+			case <-clk.BlockUntil(1):
+				clk.Advance(100 * time.Millisecond)
+			}
+		}
+	}()
+	err := c.Do(bg(), "k", 3*time.Second, func(ctx context.Context) error {
+		close(started)
+		<-ctx.Done()
+		return work(ctx)
+	})
+	close(returned)
+	<-driver
+	return fn, err
+}
+
+func TestDoReportsTheLossOnce(t *testing.T) {
+	for name, work := range map[string]func(ctx context.Context) error{
+		"cause":         context.Cause,
+		"wrapped cause": func(ctx context.Context) error { return fmt.Errorf("billing stopped: %w", context.Cause(ctx)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := doUntilLost(t, work)
+			require.ErrorIs(t, err, redlock.ErrLockLost)
+			require.ErrorIs(t, err, redlock.ErrTaken, "with the per-node detail")
+			assert.Equal(t, 1, strings.Count(err.Error(), "lock lost"), "reported once: %v", err)
+			assert.Equal(t, 1, strings.Count(err.Error(), "redlock:"), "the prefix once: %v", err)
+		})
+	}
+	t.Run("context error", func(t *testing.T) {
+		_, err := doUntilLost(t, func(ctx context.Context) error { return ctx.Err() })
+		require.ErrorIs(t, err, context.Canceled)
+		require.ErrorIs(t, err, redlock.ErrLockLost, "the loss is added to fn's error")
+	})
 }
