@@ -29,6 +29,7 @@ type Client struct {
 	pools  []pool.Pool
 	quorum int
 	cfg    config
+	minTTL time.Duration // the shortest TTL with validity after drift
 
 	mu       sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
 	closed   bool
@@ -70,11 +71,16 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
+	lo, ok := minTTL(cfg.driftFactor)
+	if !ok {
+		return nil, fmt.Errorf("redlock: drift factor %v leaves no validity to any ttl up to %v", cfg.driftFactor, MaxTTL)
+	}
 	c := &Client{
 		id:      rand.Text(),
 		pools:   append([]pool.Pool(nil), pools...),
 		quorum:  len(pools)/2 + 1,
 		cfg:     cfg,
+		minTTL:  lo,
 		closing: make(chan struct{}),
 	}
 	c.waiters.c = c
@@ -82,13 +88,27 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Quorum returns the number of nodes a lock needs: len(pools)/2+1.
-func (c *Client) Quorum() int { return c.quorum }
+// errNilClient is the error of every call on a nil Client.
+var errNilClient = errors.New("redlock: nil client")
+
+// Quorum returns the number of nodes a lock needs: len(pools)/2+1, or 0 for
+// a nil Client.
+func (c *Client) Quorum() int {
+	if c == nil {
+		return 0
+	}
+	return c.quorum
+}
 
 // Close stops new operations and auto-extensions (their locks report
 // ErrLockLost), and waits for the Client's background node calls to end; each
-// is bounded by the node timeout. Locks still held expire by their TTL. Close does not close the pools. It is safe to call twice.
+// is bounded by the node timeout. Locks still held expire by their TTL. Close
+// does not close the pools. It is safe to call twice; on a nil Client it
+// returns an error.
 func (c *Client) Close() error {
+	if c == nil {
+		return errNilClient
+	}
 	c.mu.Lock()
 	if !c.closed {
 		c.closed = true
@@ -104,7 +124,7 @@ func (c *Client) Close() error {
 // function ends it; it is the same function every time (no allocation).
 func (c *Client) begin() (func(), error) {
 	if c == nil {
-		return nil, errors.New("redlock: nil client")
+		return nil, errNilClient
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -119,6 +139,11 @@ func (c *Client) begin() (func(), error) {
 // lock, or an error wrapping ErrNotObtained (and ctx.Err() when ctx ended the
 // attempt) with one *NodeError per node that did not agree. It does not wait
 // for a slow node once the majority has decided.
+//
+// ttl counts in whole milliseconds, as Redis does, from the shortest that
+// outlasts the drift allowance (3ms with the default WithDriftFactor) to
+// MaxTTL; outside that range TryLock and Lock return an error without
+// calling a node.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	done, err := c.begin()
 	if err != nil {
@@ -383,11 +408,8 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 	if key == "" {
 		return lockConfig{}, errors.New("redlock: empty key")
 	}
-	if ttl < time.Millisecond {
-		return lockConfig{}, fmt.Errorf("redlock: ttl must be at least 1ms, got %v", ttl)
-	}
-	if d := c.drift(ttl); ttl <= d {
-		return lockConfig{}, fmt.Errorf("redlock: ttl %v leaves no validity after drift %v", ttl, d)
+	if err := c.checkTTL(ttl); err != nil {
+		return lockConfig{}, err
 	}
 	return c.lockConfig(opts)
 }

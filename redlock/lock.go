@@ -108,8 +108,8 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
 		return errors.New("redlock: nil context")
 	}
-	if ttl < time.Millisecond || ttl <= c.drift(ttl) {
-		return fmt.Errorf("redlock: ttl %v leaves no validity after drift %v", ttl, c.drift(ttl))
+	if err := c.checkTTL(ttl); err != nil {
+		return err
 	}
 	return l.extend(ctx, ttl.Truncate(time.Millisecond))
 }
