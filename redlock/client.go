@@ -411,7 +411,11 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 	if err := c.checkTTL(ttl); err != nil {
 		return lockConfig{}, err
 	}
-	return c.lockConfig(opts)
+	lc, err := c.lockConfig(opts)
+	if err == nil && lc.autoExtend {
+		err = c.checkKeepable(ttl)
+	}
+	return lc, err
 }
 
 // newLock returns a Lock with a fresh token whose acquisition is about to

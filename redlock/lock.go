@@ -111,14 +111,16 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := c.checkTTL(ttl); err != nil {
 		return err
 	}
-	return l.extend(ctx, ttl.Truncate(time.Millisecond))
+	ttl = ttl.Truncate(time.Millisecond)
+	return l.extend(ctx, ttl, c.nodeTimeout(ttl))
 }
 
-// extend is Extend after argument checks; the auto-extension calls it too.
-// It reports the outcome to the observers.
-func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
+// extend is Extend after argument checks, each node call bounded by
+// timeout; the auto-extension calls it too. It reports the outcome to the
+// observers.
+func (l *Lock) extend(ctx context.Context, ttl, timeout time.Duration) error {
 	start := l.c.cfg.clock.Now()
-	err := l.extendOnce(ctx, ttl)
+	err := l.extendOnce(ctx, ttl, timeout)
 	e := Event{Kind: Extended, Key: l.key, Start: start, Duration: l.c.cfg.clock.Since(start), Fence: l.fence, Err: err}
 	if err != nil {
 		e.Kind = ExtendFailed
@@ -127,7 +129,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	return err
 }
 
-func (l *Lock) extendOnce(ctx context.Context, ttl time.Duration) error {
+func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error {
 	c := l.c
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
@@ -140,7 +142,6 @@ func (l *Lock) extendOnce(ctx context.Context, ttl time.Duration) error {
 		return fmt.Errorf("%w: validity ended %v ago", ErrNotHeld, start.Sub(old))
 	}
 
-	timeout := c.nodeTimeout(ttl)
 	absent := make([]bool, len(c.pools)) // each written only by its node's goroutine
 	decided := make(chan struct{})       // closed once extended is final
 	extended := false
