@@ -25,6 +25,7 @@ type Client struct {
 	pools  []pool.Pool
 	quorum int
 	cfg    config
+	minTTL time.Duration // the shortest TTL with validity after drift
 
 	mu      sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
 	closed  bool
@@ -66,10 +67,15 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
+	lo, ok := minTTL(cfg.driftFactor)
+	if !ok {
+		return nil, fmt.Errorf("redlock: drift factor %v leaves no validity to any ttl up to %v", cfg.driftFactor, MaxTTL)
+	}
 	c := &Client{
 		pools:   append([]pool.Pool(nil), pools...),
 		quorum:  len(pools)/2 + 1,
 		cfg:     cfg,
+		minTTL:  lo,
 		closing: make(chan struct{}),
 	}
 	c.grants.channel = grantChannelPrefix + newToken()
@@ -77,16 +83,28 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Quorum returns the number of nodes a lock needs: len(pools)/2+1.
-func (c *Client) Quorum() int { return c.quorum }
+// errNilClient is the error of every call on a nil Client.
+var errNilClient = errors.New("redlock: nil client")
+
+// Quorum returns the number of nodes a lock needs: len(pools)/2+1, or 0 for
+// a nil Client.
+func (c *Client) Quorum() int {
+	if c == nil {
+		return 0
+	}
+	return c.quorum
+}
 
 // Close stops new operations, waiting Lock calls (they return ErrClosed) and
 // auto-extensions (their locks report ErrLockLost), closes the listeners,
 // and waits for the Client's background node calls to end; each is bounded
 // by the node timeout, so Close returns within two node timeouts. Locks
 // still held expire by their TTL. Close does not close the pools. It is
-// safe to call twice.
+// safe to call twice; on a nil Client it returns an error.
 func (c *Client) Close() error {
+	if c == nil {
+		return errNilClient
+	}
 	c.mu.Lock()
 	if !c.closed {
 		c.closed = true
@@ -102,7 +120,7 @@ func (c *Client) Close() error {
 // function ends it; it is the same function every time (no allocation).
 func (c *Client) begin() (func(), error) {
 	if c == nil {
-		return nil, errors.New("redlock: nil client")
+		return nil, errNilClient
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -119,6 +137,11 @@ func (c *Client) begin() (func(), error) {
 // for a slow node once the majority has decided, and the cleanup of a failed
 // attempt runs in the background. WithFairness makes it respect the queue of
 // waiters: it takes the lock only if nobody waits for it.
+//
+// ttl counts in whole milliseconds, as Redis does, from the shortest that
+// outlasts the drift allowance (3ms with the default WithDriftFactor) to
+// MaxTTL; outside that range TryLock and Lock return an error without
+// calling a node.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	done, err := c.begin()
 	if err != nil {
@@ -218,13 +241,14 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 	if key == "" {
 		return lockConfig{}, errors.New("redlock: empty key")
 	}
-	if ttl < time.Millisecond {
-		return lockConfig{}, fmt.Errorf("redlock: ttl must be at least 1ms, got %v", ttl)
+	if err := c.checkTTL(ttl); err != nil {
+		return lockConfig{}, err
 	}
-	if d := c.drift(ttl); ttl <= d {
-		return lockConfig{}, fmt.Errorf("redlock: ttl %v leaves no validity after drift %v", ttl, d)
+	lc, err := c.lockConfig(opts)
+	if err == nil && lc.autoExtend {
+		err = c.checkKeepable(ttl)
 	}
-	return c.lockConfig(opts)
+	return lc, err
 }
 
 // newToken returns a random token: 128 bits or more from crypto/rand.
@@ -305,22 +329,32 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	return nil, qe
 }
 
-// quorumError builds the error of an operation from its votes. A plain no is
-// reported as ErrTaken for a lock and as ErrNotHeld otherwise.
+// quorumError builds the error of an operation from its votes, with one
+// NodeError per node that did not vote yes, in node order. A plain no is
+// reported as ErrTaken for a lock and as ErrNotHeld otherwise; a node with
+// no vote (a straggler) as ErrPending.
 func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *QuorumError {
 	qe := &QuorumError{Op: op, Agreed: res.Yes, Needed: c.quorum, Total: len(c.pools), sentinel: sentinel}
+	causes := make([]error, len(c.pools))
+	for i := range causes {
+		causes[i] = ErrPending
+	}
 	for _, v := range res.Votes {
-		if v.OK {
-			continue
+		switch {
+		case v.OK:
+			causes[v.Node] = nil
+		case v.Err != nil:
+			causes[v.Node] = nodeCause(v.Err)
+		case op == "lock":
+			causes[v.Node] = ErrTaken
+		default:
+			causes[v.Node] = ErrNotHeld
 		}
-		cause := v.Err
-		if cause == nil {
-			cause = ErrNotHeld
-			if op == "lock" {
-				cause = ErrTaken
-			}
+	}
+	for i, cause := range causes {
+		if cause != nil {
+			qe.Nodes = append(qe.Nodes, &NodeError{Node: i, Addr: c.pools[i].Addr(), Err: cause})
 		}
-		qe.Nodes = append(qe.Nodes, &NodeError{Node: v.Node, Addr: c.pools[v.Node].Addr(), Err: cause})
 	}
 	return qe
 }

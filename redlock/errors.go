@@ -1,8 +1,10 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -26,6 +28,16 @@ var (
 	ErrTaken = errors.New("redlock: held by another owner")
 	// ErrClosed means the Client was closed.
 	ErrClosed = errors.New("redlock: client closed")
+	// ErrNodeTimeout is the per-node cause when a node did not answer within
+	// the node timeout (WithNodeTimeout). It does not match
+	// context.DeadlineExceeded: an operation's error matches that only when
+	// the caller's own context ended the call.
+	ErrNodeTimeout = errors.New("redlock: no answer within the node timeout")
+	// ErrPending is the per-node cause when a node had not answered yet when
+	// the operation decided without it (a majority had already refused, or
+	// agreed too late). Its outcome is unknown; the Client cleans up after
+	// it when it answers.
+	ErrPending = errors.New("redlock: no answer before the decision")
 )
 
 // NodeError is one node's failure within an operation. It is reachable with
@@ -35,13 +47,16 @@ type NodeError struct {
 	Node int
 	// Addr is the node's address, without credentials.
 	Addr string
-	// Err is what happened on the node: ErrTaken, a network error,
-	// context.DeadlineExceeded for a node that did not answer in time.
+	// Err is what happened on the node: ErrTaken, ErrNotHeld, a network
+	// error, ErrNodeTimeout for a node that did not answer in time, or
+	// ErrPending for one that had not answered when the operation decided.
 	Err error
 }
 
+// Error names the node and its cause, without repeating the "redlock: "
+// prefix of the operation's error it is part of.
 func (e *NodeError) Error() string {
-	return fmt.Sprintf("node %d (%s): %v", e.Node, e.Addr, e.Err)
+	return fmt.Sprintf("node %d (%s): %s", e.Node, e.Addr, unprefixed(e.Err))
 }
 
 // Unwrap returns the node's cause.
@@ -57,8 +72,9 @@ type QuorumError struct {
 	// Agreed counts the nodes that said yes; Needed is the majority; Total
 	// the number of nodes.
 	Agreed, Needed, Total int
-	// Nodes lists the nodes that did not agree and why; stragglers that had
-	// not answered when the call decided are not listed.
+	// Nodes lists every node that did not agree, in node order, and why;
+	// a node that had not answered when the call decided is listed with
+	// ErrPending.
 	Nodes []*NodeError
 	// Reason says why in words when it is not the votes (validity used up).
 	Reason string
@@ -103,6 +119,24 @@ func (e *QuorumError) Unwrap() []error {
 		errs = append(errs, n)
 	}
 	return errs
+}
+
+// nodeCause is the cause a NodeError reports for err, the failure of one
+// node call. A call cut by its deadline is ErrNodeTimeout: the node timeout
+// is this package's bound, not the caller's, and must not make the
+// operation's error match context.DeadlineExceeded. (When the caller's
+// context ended the call, withContext adds its error to the operation's.)
+func nodeCause(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return ErrNodeTimeout
+	}
+	return err
+}
+
+// unprefixed is err's message without this package's "redlock: " prefix,
+// for an error quoted inside another of ours.
+func unprefixed(err error) string {
+	return strings.TrimPrefix(err.Error(), "redlock: ")
 }
 
 // withContext returns err joined with ctx's error when ctx has ended, so that

@@ -65,9 +65,14 @@ func TestLockRejectsBadInput(t *testing.T) {
 		want string
 	}{
 		{"empty key", bg(), "", time.Second, nil, "empty key"},
-		{"zero ttl", bg(), "k", 0, nil, "ttl must be at least 1ms"},
-		{"negative ttl", bg(), "k", -time.Second, nil, "ttl must be at least 1ms"},
-		{"ttl eaten by drift", bg(), "k", 2 * time.Millisecond, nil, "no validity after drift"},
+		{"zero ttl", bg(), "k", 0, nil, "ttl must be between 3ms and 24h0m0s, got 0s"},
+		{"negative ttl", bg(), "k", -time.Second, nil, "ttl must be between 3ms and 24h0m0s, got -1s"},
+		{"ttl eaten by drift", bg(), "k", 2 * time.Millisecond, nil, "ttl must be between 3ms and 24h0m0s, got 2ms"},
+		// Redis keeps whole milliseconds: these are 2ms, which drift eats.
+		{"ttl 2.1ms", bg(), "k", 2100 * time.Microsecond, nil, "ttl must be between 3ms and 24h0m0s, got 2.1ms"},
+		{"ttl 2.99ms", bg(), "k", 2990 * time.Microsecond, nil, "ttl must be between 3ms and 24h0m0s, got 2.99ms"},
+		{"ttl above MaxTTL", bg(), "k", redlock.MaxTTL + time.Millisecond, nil, "ttl must be between 3ms and 24h0m0s, got 24h0m0.001s"},
+		{"largest duration", bg(), "k", math.MaxInt64, nil, "ttl must be between 3ms and 24h0m0s, got 2562047h47m16.854775807s"},
 		{"nil context", nilCtx, "k", time.Second, nil, "nil context"},
 		{"nil retry", bg(), "k", time.Second, []redlock.LockOption{redlock.WithRetry(nil)}, "nil retry"},
 	} {
@@ -82,6 +87,32 @@ func TestLockRejectsBadInput(t *testing.T) {
 	assert.Zero(t, fn.present(""), "nothing was written")
 }
 
+func TestTTLRangeEnds(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c := newClient(t, fn.pools)
+	for _, ttl := range []time.Duration{3 * time.Millisecond, 3999 * time.Microsecond} {
+		l, err := c.TryLock(bg(), "k", ttl)
+		if err != nil {
+			// 3ms leaves 0.97ms of validity: a loaded machine may use it
+			// up, which is a refusal by the clock, not by the arguments.
+			require.ErrorContains(t, err, "validity used up", "ttl %v", ttl)
+			continue
+		}
+		_ = l.Unlock(bg()) // may have expired already
+	}
+	l, err := c.TryLock(bg(), "k", redlock.MaxTTL)
+	require.NoError(t, err)
+	require.NoError(t, l.Extend(bg(), redlock.MaxTTL))
+	require.NoError(t, l.Unlock(bg()))
+
+	// A larger drift factor raises the minimum.
+	c2 := newClient(t, fn.pools, redlock.WithDriftFactor(0.5))
+	_, err = c2.TryLock(bg(), "k", 4*time.Millisecond)
+	require.ErrorContains(t, err, "ttl must be between 5ms and 24h0m0s, got 4ms")
+	_, err = redlock.New(fn.pools, redlock.WithDriftFactor(0.99999999))
+	require.ErrorContains(t, err, "leaves no validity to any ttl up to 24h0m0s")
+}
+
 func TestNilReceivers(t *testing.T) {
 	var l *redlock.Lock
 	assert.Empty(t, l.Key())
@@ -92,6 +123,11 @@ func TestNilReceivers(t *testing.T) {
 	var c *redlock.Client
 	_, err := c.TryLock(bg(), "k", time.Second)
 	require.ErrorContains(t, err, "nil client")
+	_, err = c.Lock(bg(), "k", time.Second)
+	require.ErrorContains(t, err, "nil client")
+	require.ErrorContains(t, c.Do(bg(), "k", time.Second, func(context.Context) error { return nil }), "nil client")
+	assert.Zero(t, c.Quorum())
+	require.ErrorContains(t, c.Close(), "nil client")
 
 	var zero redlock.Lock
 	require.ErrorContains(t, zero.Unlock(bg()), "nil lock")
@@ -102,8 +138,10 @@ func TestExtendRejectsBadTTL(t *testing.T) {
 	c := newClient(t, fn.pools)
 	l, err := c.TryLock(bg(), "k", time.Minute)
 	require.NoError(t, err)
-	require.ErrorContains(t, l.Extend(bg(), 0), "no validity")
-	require.ErrorContains(t, l.Extend(bg(), time.Millisecond), "no validity")
+	require.ErrorContains(t, l.Extend(bg(), 0), "ttl must be between 3ms and 24h0m0s, got 0s")
+	require.ErrorContains(t, l.Extend(bg(), time.Millisecond), "ttl must be between 3ms and 24h0m0s, got 1ms")
+	require.ErrorContains(t, l.Extend(bg(), 2500*time.Microsecond), "ttl must be between 3ms and 24h0m0s, got 2.5ms")
+	require.ErrorContains(t, l.Extend(bg(), math.MaxInt64), "ttl must be between")
 	var nilCtx context.Context
 	require.ErrorContains(t, l.Extend(nilCtx, time.Second), "nil context")
 }

@@ -20,9 +20,17 @@ var errUnlocked = fmt.Errorf("%w: unlocked", ErrNotHeld)
 // extends the lock to its full TTL every interval (0 means ttl/3), retries a
 // failed extension within the remaining validity, and when the lock cannot be
 // guaranteed any more, closes Done and sets Err to an error wrapping
-// ErrLockLost. Loss is declared a guard time before Until(): the larger of
-// ttl/10 and twice the node timeout, so that work can stop while the lock is
-// still valid.
+// ErrLockLost.
+//
+// Loss is declared at the latest the loss margin before Until(): the larger
+// of ttl/10 and twice the node timeout, so that work can stop while the lock
+// is still valid. An extension still in flight then is cut short, and the
+// next extension is due early enough to end before that point even when it
+// takes a full node timeout (a longer interval is shortened to fit). A lock
+// call with WithAutoExtend returns an error, and touches no node, when the
+// ttl cannot hold the margin plus one node timeout: ttl less the drift
+// allowance must exceed max(ttl/10, 2×node timeout) + node timeout. With
+// the default node timeout that is every ttl from 6ms.
 //
 // The background goroutine belongs to the Lock: Unlock stops it, and so does
 // Client.Close (the lock is then reported lost with ErrClosed).
@@ -69,11 +77,33 @@ func (l *Lock) Err() error {
 	}
 }
 
+// lossMargin is how long before Until() an auto-extended lock of ttl is
+// declared lost, at the latest: enough for work to stop in time, and twice
+// the node timeout, of which the last extension may use one.
+func (c *Client) lossMargin(ttl time.Duration) time.Duration {
+	return max(ttl/10, 2*c.nodeTimeout(ttl))
+}
+
+// checkKeepable refuses a ttl too short for auto-extension: from the start
+// of the acquisition, an extension bounded by the node timeout must fit
+// before the loss margin, or the lock would be lost as soon as it is taken.
+func (c *Client) checkKeepable(ttl time.Duration) error {
+	ttl = ttl.Truncate(time.Millisecond)
+	nt, margin, validity := c.nodeTimeout(ttl), c.lossMargin(ttl), ttl-c.drift(ttl)
+	if margin+nt < validity {
+		return nil
+	}
+	return fmt.Errorf("redlock: ttl %v is too short to auto-extend with node timeout %v: "+
+		"validity %v must exceed the loss margin %v (the larger of ttl/10 and twice the node timeout) "+
+		"plus one node timeout; use a longer ttl or a shorter node timeout", ttl, nt, validity, margin)
+}
+
 // keeper is the state of a lock's auto-extension.
 type keeper struct {
-	every  time.Duration
-	guard  time.Duration
-	onLost func(error)
+	every   time.Duration
+	guard   time.Duration // the loss margin
+	timeout time.Duration // the node timeout
+	onLost  func(error)
 
 	ctx    context.Context // canceled by stopKeeper, ending an extension in flight
 	cancel context.CancelFunc
@@ -92,14 +122,15 @@ func (l *Lock) startKeeper(lc lockConfig) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.keeper = &keeper{
-		ctx:    ctx,
-		cancel: cancel,
-		every:  max(every, time.Millisecond),
-		guard:  min(max(l.ttl/10, 2*l.c.nodeTimeout(l.ttl)), l.ttl/4),
-		onLost: lc.onLost,
-		stop:   make(chan struct{}),
-		exited: make(chan struct{}),
-		done:   make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
+		every:   max(every, time.Millisecond),
+		guard:   l.c.lossMargin(l.ttl),
+		timeout: l.c.nodeTimeout(l.ttl),
+		onLost:  lc.onLost,
+		stop:    make(chan struct{}),
+		exited:  make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	l.c.wg.Add(1)
 	go l.keep()
@@ -128,7 +159,7 @@ func (l *Lock) keep() {
 	clk := l.c.cfg.clock
 	ctx := k.ctx
 
-	next := clk.Now().Add(k.every)
+	next := k.due(l.Until(), clk.Now())
 	var lastErr error
 	for {
 		deadline := l.Until().Add(-k.guard)
@@ -140,34 +171,36 @@ func (l *Lock) keep() {
 			return
 		case <-l.c.closing:
 			t.Stop()
-			l.lose(fmt.Errorf("%w: %w", ErrLockLost, ErrClosed))
+			l.lose(lostBecause(ErrClosed))
 			return
 		case <-t.C():
 		}
 
 		now := clk.Now()
-		if !now.Before(l.Until().Add(-k.guard)) {
+		deadline = l.Until().Add(-k.guard)
+		if !now.Before(deadline) {
 			// Extensions did not get through in time, or this process was
 			// paused past its schedule: stop trusting the lock now.
 			cause := lastErr
 			if cause == nil {
 				cause = fmt.Errorf("validity runs out in %v and was not extended in time", l.Until().Sub(now).Round(time.Millisecond))
 			}
-			l.lose(fmt.Errorf("%w: %w", ErrLockLost, cause))
+			l.lose(lostBecause(cause))
 			return
 		}
 		if now.Before(next) {
 			continue // woke for a deadline that a manual Extend has moved
 		}
-		err := l.extend(ctx, l.ttl)
+		// Cut at the loss point: an extension in flight must not delay it.
+		err := l.extend(ctx, l.ttl, min(k.timeout, deadline.Sub(now)))
 		switch {
 		case err == nil:
 			lastErr = nil
-			next = clk.Now().Add(k.every)
+			next = k.due(l.Until(), clk.Now())
 		case ctx.Err() != nil:
 			continue // stopped while extending; the select above returns
 		case errors.Is(err, ErrNotHeld):
-			l.lose(fmt.Errorf("%w: %w", ErrLockLost, err))
+			l.lose(lostBecause(err))
 			return
 		default:
 			// Nodes did not answer; try again soon, within the validity left.
@@ -175,6 +208,13 @@ func (l *Lock) keep() {
 			next = clk.Now().Add(max(k.every/8, time.Millisecond))
 		}
 	}
+}
+
+// due is when the next extension of a lock valid until until is due, from
+// now: after the interval, but no later than leaves it a full node timeout
+// before the loss margin.
+func (k *keeper) due(until, now time.Time) time.Time {
+	return minTime(now.Add(k.every), until.Add(-k.guard-k.timeout))
 }
 
 // finish records why the lock ended and closes done.
@@ -185,6 +225,17 @@ func (k *keeper) finish(err error, lost bool) {
 		k.onLost(err)
 	}
 }
+
+// lostBecause is the loss error for cause: it wraps ErrLockLost and cause,
+// and says "redlock: " once.
+func lostBecause(cause error) error {
+	return &lossError{cause: cause}
+}
+
+type lossError struct{ cause error }
+
+func (e *lossError) Error() string   { return ErrLockLost.Error() + ": " + unprefixed(e.cause) }
+func (e *lossError) Unwrap() []error { return []error{ErrLockLost, e.cause} }
 
 // lose ends the keeper with a loss and reports it to the observers.
 func (l *Lock) lose(err error) {
@@ -198,14 +249,16 @@ func (l *Lock) lose(err error) {
 // fn returns or panics; a panic is re-raised after the release.
 //
 // fn's context is derived from ctx. When the lock can no longer be
-// guaranteed, it is canceled before Until() with a cause, from
-// context.Cause, that wraps ErrLockLost and the per-node detail; fn must stop
-// touching the protected resource then. Cancellation alone cannot stop a
+// guaranteed, it is canceled with a cause, from context.Cause, that wraps
+// ErrLockLost and the per-node detail, at the latest the loss margin before
+// Until() (see WithAutoExtend, which also says which ttls Do refuses); fn
+// must stop touching the protected resource then. Cancellation alone cannot stop a
 // write already on its way: pair the lock with fencing tokens for that.
 //
 // Do returns the acquisition error if the lock was not obtained; otherwise
 // fn's error joined with the loss (errors.Is(err, ErrLockLost)) or with the
-// release error.
+// release error. When fn returns the loss itself (context.Cause(ctx), maybe
+// wrapped), it is reported once.
 func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) (err error) {
 	if fn == nil {
 		return errors.New("redlock: nil function")
@@ -231,7 +284,9 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 		if r != nil {
 			panic(r)
 		}
-		err = errors.Join(err, lost)
+		if !errors.Is(err, lost) { // fn may have returned the cause already
+			err = errors.Join(err, lost)
+		}
 	}()
 	return fn(fctx)
 }

@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,11 @@ import (
 	"github.com/redlockgo/redlock/clock"
 	"github.com/redlockgo/redlock/redlock"
 )
+
+// keptTTL is the TTL of the auto-extended locks here: with newClient's
+// node timeout (1s) the loss margin is 2s, and a ttl must hold that plus one
+// node timeout.
+const keptTTL = 10 * time.Second
 
 // advanceUntilDone moves the fake clock in steps, each time only once the
 // keeper is asleep, until done is closed. It returns the fake time at which
@@ -42,7 +49,7 @@ func TestAutoExtendSchedule(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
 	c := newClient(t, fn.pools, redlock.WithClock(clk))
-	l, err := c.TryLock(bg(), "k", 3*time.Second, redlock.WithAutoExtend(time.Second))
+	l, err := c.TryLock(bg(), "k", keptTTL, redlock.WithAutoExtend(time.Second))
 	require.NoError(t, err)
 	waitHolders(t, fn, l, 3)
 
@@ -57,7 +64,7 @@ func TestAutoExtendSchedule(t *testing.T) {
 		assert.True(t, l.Until().After(before), "round %d moved Until", round)
 		assert.GreaterOrEqual(t, fn.holders("k", l.Token()), 2)
 		for _, s := range fn.servers {
-			if s.TTL("k") == 3*time.Second {
+			if s.TTL("k") == keptTTL {
 				continue
 			}
 			assert.Equal(t, time.Millisecond, s.TTL("k"), "only a straggler may be late")
@@ -78,7 +85,7 @@ func TestAutoExtendLossWhenAnotherOwnerTakesOver(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
 	c := newClient(t, fn.pools, redlock.WithClock(clk))
-	l, err := c.TryLock(bg(), "k", 3*time.Second, redlock.WithAutoExtend(0))
+	l, err := c.TryLock(bg(), "k", keptTTL, redlock.WithAutoExtend(0))
 	require.NoError(t, err)
 	waitHolders(t, fn, l, 3) // stragglers landed; none can overwrite the intruder
 	require.NoError(t, l.Err())
@@ -99,7 +106,7 @@ func TestAutoExtendLossWhenNodesStopAnswering(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
 	c := newClient(t, fn.pools, redlock.WithClock(clk))
-	l, err := c.TryLock(bg(), "k", 3*time.Second, redlock.WithAutoExtend(0))
+	l, err := c.TryLock(bg(), "k", keptTTL, redlock.WithAutoExtend(0))
 	require.NoError(t, err)
 	waitHolders(t, fn, l, 3)
 	fn.faults[0].Fail(errDown)
@@ -107,7 +114,8 @@ func TestAutoExtendLossWhenNodesStopAnswering(t *testing.T) {
 	until := l.Until()
 	lostAt := advanceUntilDone(t, clk, l.Done(), 10*time.Millisecond)
 	assert.True(t, lostAt.Before(until), "loss at %v, validity ends %v", lostAt, until)
-	assert.True(t, lostAt.After(until.Add(-time.Second)), "extension was retried until the guard")
+	margin := 2 * time.Second // twice newClient's node timeout
+	assert.False(t, lostAt.Before(until.Add(-margin)), "extension was retried until the loss margin: lost at %v, validity ends %v", lostAt, until)
 	require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
 	require.ErrorIs(t, l.Err(), redlock.ErrNotExtended)
 	require.ErrorIs(t, l.Err(), errDown)
@@ -117,11 +125,11 @@ func TestAutoExtendStarvedKeeperReportsLossOnWake(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
 	c := newClient(t, fn.pools, redlock.WithClock(clk))
-	l, err := c.TryLock(bg(), "k", 3*time.Second, redlock.WithAutoExtend(0))
+	l, err := c.TryLock(bg(), "k", keptTTL, redlock.WithAutoExtend(0))
 	require.NoError(t, err)
 	<-clk.BlockUntil(1)
 	calls := fn.faults[0].Calls()
-	clk.Advance(10 * time.Second) // the process was paused past validity
+	clk.Advance(3 * keptTTL) // the process was paused past validity
 	<-l.Done()
 	require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
 	c.WaitIdle()
@@ -187,28 +195,8 @@ func TestDoReleasesOnPanic(t *testing.T) {
 }
 
 func TestDoCancelsOnLoss(t *testing.T) {
-	fn := newFakeNodes(t, 3)
-	clk := fakeClock()
-	c := newClient(t, fn.pools, redlock.WithClock(clk))
-	started := make(chan struct{})
-	go func() {
-		<-started
-		for _, s := range fn.servers {
-			s.Set("k", "intruder")
-		}
-		for range 10000 {
-			select {
-			case <-clk.BlockUntil(1):
-				clk.Advance(100 * time.Millisecond)
-			case <-time.After(time.Second):
-				return // Do has returned: no keeper left
-			}
-		}
-	}()
 	var cause error
-	err := c.Do(bg(), "k", 3*time.Second, func(ctx context.Context) error {
-		close(started)
-		<-ctx.Done()
+	fn, err := doUntilLost(t, func(ctx context.Context) error {
 		cause = context.Cause(ctx)
 		return ctx.Err()
 	})
@@ -230,4 +218,64 @@ func TestDoBadInputAndNotObtained(t *testing.T) {
 		redlock.WithRetry(redlock.NoRetry()))
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	assert.False(t, ran)
+}
+
+// doUntilLost runs Do on a fresh set of nodes with work, taking the lock away
+// from it as soon as work starts and moving the fake clock until Do returns.
+// work receives fn's context once it is done. It returns the nodes and Do's
+// error.
+func doUntilLost(t *testing.T, work func(ctx context.Context) error) (*fakeNodes, error) {
+	t.Helper()
+	fn := newFakeNodes(t, 3)
+	clk := fakeClock()
+	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	started, returned := make(chan struct{}), make(chan struct{})
+	driver := make(chan struct{})
+	go func() { // the clock's driver, stopped when Do returns
+		defer close(driver)
+		select {
+		case <-started:
+		case <-returned:
+			return
+		}
+		for _, s := range fn.servers {
+			s.Set("k", "intruder")
+		}
+		for {
+			select {
+			case <-returned:
+				return
+			case <-clk.BlockUntil(1):
+				clk.Advance(100 * time.Millisecond)
+			}
+		}
+	}()
+	err := c.Do(bg(), "k", keptTTL, func(ctx context.Context) error {
+		close(started)
+		<-ctx.Done()
+		return work(ctx)
+	})
+	close(returned)
+	<-driver
+	return fn, err
+}
+
+func TestDoReportsTheLossOnce(t *testing.T) {
+	for name, work := range map[string]func(ctx context.Context) error{
+		"cause":         context.Cause,
+		"wrapped cause": func(ctx context.Context) error { return fmt.Errorf("billing stopped: %w", context.Cause(ctx)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := doUntilLost(t, work)
+			require.ErrorIs(t, err, redlock.ErrLockLost)
+			require.ErrorIs(t, err, redlock.ErrTaken, "with the per-node detail")
+			assert.Equal(t, 1, strings.Count(err.Error(), "lock lost"), "reported once: %v", err)
+			assert.Equal(t, 1, strings.Count(err.Error(), "redlock:"), "the prefix once: %v", err)
+		})
+	}
+	t.Run("context error", func(t *testing.T) {
+		_, err := doUntilLost(t, func(ctx context.Context) error { return ctx.Err() })
+		require.ErrorIs(t, err, context.Canceled)
+		require.ErrorIs(t, err, redlock.ErrLockLost, "the loss is added to fn's error")
+	})
 }

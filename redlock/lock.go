@@ -36,7 +36,9 @@ type Lock struct {
 	until time.Time
 }
 
-var errNilLock = errors.New("redlock: nil lock")
+// errNilLock is the error of Extend and Unlock on a nil Lock, such as the
+// one a failed TryLock returns: there is no lock to act on.
+var errNilLock = fmt.Errorf("%w: nil lock", ErrNotHeld)
 
 // Key returns the Redis key of the lock, or "" for a nil Lock.
 func (l *Lock) Key() string {
@@ -95,17 +97,19 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
 		return errors.New("redlock: nil context")
 	}
-	if ttl < time.Millisecond || ttl <= c.drift(ttl) {
-		return fmt.Errorf("redlock: ttl %v leaves no validity after drift %v", ttl, c.drift(ttl))
+	if err := c.checkTTL(ttl); err != nil {
+		return err
 	}
-	return l.extend(ctx, ttl.Truncate(time.Millisecond))
+	ttl = ttl.Truncate(time.Millisecond)
+	return l.extend(ctx, ttl, c.nodeTimeout(ttl))
 }
 
-// extend is Extend after argument checks; the auto-extension calls it too.
-// It reports the outcome to the observers.
-func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
+// extend is Extend after argument checks, each node call bounded by
+// timeout; the auto-extension calls it too. It reports the outcome to the
+// observers.
+func (l *Lock) extend(ctx context.Context, ttl, timeout time.Duration) error {
 	start := l.c.cfg.clock.Now()
-	err := l.extendOnce(ctx, ttl)
+	err := l.extendOnce(ctx, ttl, timeout)
 	e := Event{Kind: Extended, Key: l.key, Start: start, Duration: l.c.cfg.clock.Since(start), Fence: l.fence, Err: err}
 	if err != nil {
 		e.Kind = ExtendFailed
@@ -114,7 +118,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	return err
 }
 
-func (l *Lock) extendOnce(ctx context.Context, ttl time.Duration) error {
+func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error {
 	c := l.c
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
@@ -127,7 +131,6 @@ func (l *Lock) extendOnce(ctx context.Context, ttl time.Duration) error {
 		return fmt.Errorf("%w: validity ended %v ago", ErrNotHeld, start.Sub(old))
 	}
 
-	timeout := c.nodeTimeout(ttl)
 	absent := make([]bool, len(c.pools)) // each written only by its node's goroutine
 	decided := make(chan struct{})       // closed once extended is final
 	extended := false

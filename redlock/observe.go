@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -83,21 +84,26 @@ func WithObserver(o Observer) Option {
 	}
 }
 
-// WithLogger logs every event to l: successes at Debug, refusals and failed
-// extensions or releases at Warn, a lost lock at Error. Node addresses appear
-// in errors; credentials never do.
+// WithLogger logs every event to l, at the level of what an operator can
+// act on:
+//   - Debug: acquired, extended, released; and a lock not obtained because
+//     others hold it or the caller's context ended: contention is ordinary,
+//     and the caller has the error.
+//   - Warn: a lock not obtained because nodes failed (unreachable, timed
+//     out, script errors) or validity ran out while they answered; a failed
+//     extension or release.
+//   - Error: a lock kept alive was lost.
+//
+// Node addresses appear in errors; credentials and tokens never do. The
+// go-redis client logs on its own (dial failures, for one): see
+// redis.SetLogger in github.com/redis/go-redis/v9; this package does not
+// change it.
 func WithLogger(l *slog.Logger) Option {
 	if l == nil {
 		return func(c *config) { c.fail("nil logger") }
 	}
 	return WithObserver(ObserverFunc(func(ctx context.Context, e Event) {
-		level := slog.LevelDebug
-		switch e.Kind {
-		case NotObtained, ExtendFailed, ReleaseFailed:
-			level = slog.LevelWarn
-		case Lost:
-			level = slog.LevelError
-		}
+		level := logLevel(e)
 		if !l.Enabled(ctx, level) {
 			return
 		}
@@ -119,6 +125,47 @@ func WithLogger(l *slog.Logger) Option {
 		}
 		l.LogAttrs(ctx, level, "redlock: "+e.Kind.String(), attrs...)
 	}))
+}
+
+// logLevel is the level WithLogger logs e at.
+func logLevel(e Event) slog.Level {
+	switch e.Kind {
+	case NotObtained:
+		if nodesFailed(e.Err) {
+			return slog.LevelWarn
+		}
+		return slog.LevelDebug
+	case ExtendFailed, ReleaseFailed:
+		return slog.LevelWarn
+	case Lost:
+		return slog.LevelError
+	}
+	return slog.LevelDebug
+}
+
+// nodesFailed reports whether err, the error of an acquisition, comes from
+// failing nodes rather than from contention or the caller: a node error
+// other than a refusal or a pending answer, or a majority that agreed too
+// late. Once the caller's context has ended, a node timeout may be the
+// caller's deadline and does not count.
+func nodesFailed(err error) bool {
+	var qe *QuorumError
+	if !errors.As(err, &qe) {
+		return !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	}
+	if qe.Reason != "" {
+		return true
+	}
+	callerEnded := qe.ctxErr != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	for _, n := range qe.Nodes {
+		switch {
+		case errors.Is(n.Err, ErrTaken), errors.Is(n.Err, ErrPending), errors.Is(n.Err, context.Canceled):
+		case callerEnded && errors.Is(n.Err, ErrNodeTimeout):
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // emit sends e to every observer.

@@ -80,7 +80,7 @@ func TestLoggerLevelsAndNoSecrets(t *testing.T) {
 	out := buf.String()
 	mu.Unlock()
 	assert.Contains(t, out, `level=DEBUG msg="redlock: acquired" key=k`)
-	assert.Contains(t, out, `level=WARN msg="redlock: not_obtained" key=k`)
+	assert.Contains(t, out, `level=DEBUG msg="redlock: not_obtained" key=k`, "contention is ordinary")
 	assert.Contains(t, out, `level=DEBUG msg="redlock: released" key=k`)
 	assert.NotContains(t, out, l.Token(), "tokens are not logged")
 	assert.Equal(t, 3, strings.Count(out, "\n"))
@@ -100,4 +100,76 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// logLine runs op on a Client logging at Debug to a buffer and returns the
+// line logged for an event of kind on key.
+func logLine(t *testing.T, fn *fakeNodes, kind, key string, op func(c *redlock.Client)) string {
+	t.Helper()
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	h := slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug})
+	c := newClient(t, fn.pools, redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithLogger(slog.New(h)))
+	op(c)
+	require.NoError(t, c.Close())
+	mu.Lock()
+	defer mu.Unlock()
+	for line := range strings.Lines(buf.String()) {
+		if strings.Contains(line, `msg="redlock: `+kind+`" key=`+key+" ") {
+			return line
+		}
+	}
+	t.Fatalf("no %s logged for %s in %q", kind, key, buf.String())
+	return ""
+}
+
+func TestLoggerLevelIsWhatAnOperatorActsOn(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	holder := newClient(t, fn.pools)
+	held, err := holder.TryLock(bg(), "held", time.Minute)
+	require.NoError(t, err)
+	holder.WaitIdle()
+	defer held.Unlock(bg())
+
+	for _, tc := range []struct {
+		name, kind, key, level string
+		op                     func(c *redlock.Client, key string)
+	}{
+		{"refused by the holder", "not_obtained", "held", "DEBUG", func(c *redlock.Client, key string) {
+			_, _ = c.TryLock(bg(), key, time.Minute)
+		}},
+		{"caller's deadline while waiting", "not_obtained", "held", "DEBUG", func(c *redlock.Client, key string) {
+			ctx, cancel := context.WithTimeout(bg(), 20*time.Millisecond)
+			defer cancel()
+			_, _ = c.Lock(ctx, key, time.Minute)
+		}},
+		{"nodes down", "not_obtained", "free", "WARN", func(c *redlock.Client, key string) {
+			fn.faults[0].Fail(errDown)
+			fn.faults[1].Fail(errDown)
+			defer fn.faults[0].Fail(nil)
+			defer fn.faults[1].Fail(nil)
+			_, _ = c.TryLock(bg(), key, time.Minute)
+		}},
+		{"nodes silent", "not_obtained", "free", "WARN", func(c *redlock.Client, key string) {
+			fn.faults[0].Hang(true)
+			fn.faults[1].Hang(true)
+			defer fn.faults[0].Hang(false)
+			defer fn.faults[1].Hang(false)
+			_, _ = c.TryLock(bg(), key, time.Minute)
+		}},
+		{"release of an expired lock", "release_failed", "expired", "WARN", func(c *redlock.Client, key string) {
+			l, err := c.TryLock(bg(), key, time.Minute)
+			require.NoError(t, err)
+			c.WaitIdle()
+			for _, s := range fn.servers {
+				s.Del(key) // expired on the nodes
+			}
+			_ = l.Unlock(bg())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			line := logLine(t, fn, tc.kind, tc.key, func(c *redlock.Client) { tc.op(c, tc.key) })
+			assert.Contains(t, line, "level="+tc.level+" ", line)
+		})
+	}
 }

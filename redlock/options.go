@@ -18,6 +18,10 @@ const (
 	// a short one makes a loaded client time out, and go-redis then drops
 	// the connection, which makes the next call slower still.
 	MaxNodeTimeout = 500 * time.Millisecond
+	// MaxTTL is the longest TTL a lock accepts. A holder that dies keeps
+	// others out for its whole TTL, and a longer one is more often a unit
+	// mistake than an intent: keep long work alive with WithAutoExtend.
+	MaxTTL = 24 * time.Hour
 	// driftConstant is added to the drift for the granularity of Redis expiry.
 	driftConstant = 2 * time.Millisecond
 )
@@ -57,7 +61,9 @@ func WithNodeTimeout(d time.Duration) Option {
 
 // WithDriftFactor sets the share of the TTL subtracted from a lock's validity
 // to allow for clock-rate differences between this process and the nodes.
-// The default is DefaultDriftFactor; 2ms are always added on top.
+// The default is DefaultDriftFactor; 2ms are always added on top. The
+// shortest TTL a lock accepts is the first whole millisecond that outlasts
+// this allowance: 3ms with the default.
 func WithDriftFactor(f float64) Option {
 	return func(c *config) {
 		if f < 0 || f >= 1 || math.IsNaN(f) {
@@ -172,5 +178,34 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 
 // drift is the validity withheld for clock drift on a lock of ttl.
 func (c *Client) drift(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*c.cfg.driftFactor) + driftConstant
+	return driftOf(c.cfg.driftFactor, ttl)
+}
+
+func driftOf(factor float64, ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*factor) + driftConstant
+}
+
+// minTTL is the shortest TTL, in whole milliseconds (what Redis keeps),
+// that leaves some validity after the drift allowance of factor; ok is
+// false when even MaxTTL does not.
+func minTTL(factor float64) (ttl time.Duration, ok bool) {
+	est := float64(driftConstant) / (1 - factor)
+	if est >= float64(MaxTTL) {
+		return 0, false
+	}
+	ttl = max(time.Duration(est).Truncate(time.Millisecond)-time.Millisecond, time.Millisecond)
+	for ttl <= driftOf(factor, ttl) {
+		ttl += time.Millisecond
+	}
+	return ttl, ttl <= MaxTTL
+}
+
+// checkTTL refuses a TTL outside [c.minTTL, MaxTTL]. It counts whole
+// milliseconds, as Redis does: 2.9ms is 2ms, which the drift allowance
+// would leave without validity, so that the lock could never be obtained.
+func (c *Client) checkTTL(ttl time.Duration) error {
+	if ttl.Truncate(time.Millisecond) < c.minTTL || ttl > MaxTTL {
+		return fmt.Errorf("redlock: ttl must be between %v and %v, got %v", c.minTTL, MaxTTL, ttl)
+	}
+	return nil
 }

@@ -168,7 +168,7 @@ func (c *Client) held(ctx context.Context, key string, w *waiter, until time.Tim
 	l := c.newLock(key, w.token, w.ttl, lc.heal)
 	l.until = until
 	if until.Sub(c.cfg.clock.Now()) < w.ttl/2 {
-		if err := l.extendOnce(ctx, w.ttl); err != nil {
+		if err := l.extendOnce(ctx, w.ttl, c.nodeTimeout(w.ttl)); err != nil {
 			return nil, err
 		}
 	}

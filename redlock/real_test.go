@@ -196,7 +196,7 @@ func TestRealNoScriptAfterRestart(t *testing.T) {
 
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
 
-func TestRealNodeTimeoutIsDeadlineExceeded(t *testing.T) {
+func TestRealNodeTimeoutIsErrNodeTimeout(t *testing.T) {
 	servers, pools := realNodes(t, 3)
 	c, err := redlock.New(pools, redlock.WithNodeTimeout(100*time.Millisecond))
 	require.NoError(t, err)
@@ -210,7 +210,9 @@ func TestRealNodeTimeoutIsDeadlineExceeded(t *testing.T) {
 	}
 	_, err = c.TryLock(bg(), "res", time.Minute)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorIs(t, err, context.DeadlineExceeded, "a node that did not answer in time")
+	require.ErrorIs(t, err, redlock.ErrNodeTimeout, "a node that did not answer in time")
+	require.NotErrorIs(t, err, context.DeadlineExceeded, "the caller's context did not end")
 	var ne *redlock.NodeError
 	require.ErrorAs(t, err, &ne)
+	require.ErrorIs(t, ne, redlock.ErrNodeTimeout)
 }

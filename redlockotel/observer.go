@@ -206,7 +206,9 @@ type failedNode struct {
 
 // failedNodes lists the nodes that did not agree to the operation of e, from
 // its *redlock.QuorumError. A loss is left out: its error repeats the nodes
-// of the extension that failed, already counted with that event.
+// of the extension that failed, already counted with that event. So are
+// nodes whose answer was still pending at the decision (redlock.ErrPending):
+// they did not fail, the majority decided without them.
 func failedNodes(e redlock.Event) []failedNode {
 	var qe *redlock.QuorumError
 	if e.Kind == redlock.Lost || !errors.As(e.Err, &qe) {
@@ -214,6 +216,9 @@ func failedNodes(e redlock.Event) []failedNode {
 	}
 	out := make([]failedNode, 0, len(qe.Nodes))
 	for _, n := range qe.Nodes {
+		if errors.Is(n.Err, redlock.ErrPending) {
+			continue
+		}
 		attrs := append(address(n.Addr),
 			keyOperation.String(qe.Op), keyReason.String(nodeReason(n.Err)))
 		out = append(out, failedNode{attrs: attrs, err: n})

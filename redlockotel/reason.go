@@ -19,8 +19,8 @@ const (
 	reasonValidity = "validity"
 	// reasonTaken: nodes hold the key for another owner (ErrTaken).
 	reasonTaken = "taken"
-	// reasonTimeout: nodes did not answer within the node timeout, or the
-	// caller's deadline passed.
+	// reasonTimeout: nodes did not answer within the node timeout
+	// (redlock.ErrNodeTimeout), or the caller's deadline passed.
 	reasonTimeout = "timeout"
 	// reasonCanceled: the caller's context was canceled.
 	reasonCanceled = "canceled"
@@ -77,7 +77,7 @@ func nodeReason(err error) string {
 }
 
 func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+	if errors.Is(err, redlock.ErrNodeTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return true
 	}
 	var ne net.Error

@@ -27,6 +27,7 @@ func TestReason(t *testing.T) {
 		{"LostWithoutExtension", fmt.Errorf("%w: validity ends soon", redlock.ErrLockLost), reasonValidity, reasonError},
 		{"ExtendAfterValidity", fmt.Errorf("%w: validity ended 1s ago", redlock.ErrNotHeld), reasonValidity, reasonNotHeld},
 		{"Taken", redlock.ErrTaken, reasonTaken, reasonTaken},
+		{"NodeTimeout", redlock.ErrNodeTimeout, reasonTimeout, reasonTimeout},
 		{"Deadline", context.DeadlineExceeded, reasonTimeout, reasonTimeout},
 		{"SocketTimeout", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, reasonTimeout, reasonTimeout},
 		{"Canceled", context.Canceled, reasonCanceled, reasonCanceled},

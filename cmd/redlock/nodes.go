@@ -181,7 +181,7 @@ func (t tally) failures() string {
 // connect: connection refused" says the address twice in our messages.
 func shortErr(err error) string {
 	msg := err.Error()
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, redlock.ErrNodeTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		return "no answer in time"
 	}
 	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "dial ") {
@@ -202,7 +202,7 @@ func explain(err error) string {
 		}
 		return strings.ReplaceAll(err.Error(), "redlock: ", "")
 	}
-	var taken, notHeld, down []string
+	var taken, notHeld, pending, down []string
 	for _, n := range qe.Nodes {
 		name := fmt.Sprintf("node %d (%s)", n.Node, n.Addr)
 		switch {
@@ -210,6 +210,8 @@ func explain(err error) string {
 			taken = append(taken, name)
 		case errors.Is(n.Err, redlock.ErrNotHeld):
 			notHeld = append(notHeld, name)
+		case errors.Is(n.Err, redlock.ErrPending):
+			pending = append(pending, name)
 		default:
 			down = append(down, name+": "+shortErr(n.Err))
 		}
@@ -226,6 +228,9 @@ func explain(err error) string {
 	}
 	if len(down) > 0 {
 		parts = append(parts, "unreachable: "+strings.Join(down, "; "))
+	}
+	if len(pending) > 0 {
+		parts = append(parts, "no answer before the decision from "+strings.Join(pending, ", "))
 	}
 	parts = append(parts, fmt.Sprintf("%d of %d nodes agreed, %d needed", qe.Agreed, qe.Total, qe.Needed))
 	return strings.Join(parts, "; ")

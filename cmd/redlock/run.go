@@ -249,9 +249,9 @@ func (r *runner) acquire(ctx context.Context, c *redlock.Client) (*redlock.Lock,
 		// short to leave any validity).
 		return nil, usageError(r.stderr, "run", "%s", strings.TrimPrefix(err.Error(), "redlock: "))
 	}
-	// The error lists only the nodes that answered before the attempt was
-	// decided; a read of every node says who holds the key, or which nodes
-	// are down.
+	// The error says what each node answered before the attempt was
+	// decided (the slowest not at all); a read of every node says who holds
+	// the key, or which nodes are down.
 	t := tallyStates(probe(context.WithoutCancel(ctx), r.pools, r.key, probeTimeout))
 	msg, code := notObtained(err, t)
 	within := ""

@@ -150,9 +150,10 @@ func failedNodes(qe *redlock.QuorumError) map[int]error {
 	return out
 }
 
-// isTimeout reports an error caused by a deadline: the context's, or the
-// socket's that go-redis derives from it.
+// isTimeout reports an error caused by a deadline: a node's
+// (redlock.ErrNodeTimeout), the context's, or the socket's that go-redis
+// derives from it.
 func isTimeout(err error) bool {
 	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+	return errors.Is(err, redlock.ErrNodeTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
