@@ -256,7 +256,7 @@ func newToken() string { return rand.Text() }
 
 // newLock returns a Lock on key with token for ttl (whole milliseconds).
 func (c *Client) newLock(key, token string, ttl time.Duration, heal bool) *Lock {
-	return &Lock{c: c, key: key, token: token, ttl: ttl, heal: heal}
+	return &Lock{c: c, key: key, token: token, ttl: ttl, heal: heal, leave: ""}
 }
 
 // acquire is one attempt of the algorithm: SET NX PX on every node in
@@ -278,7 +278,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return c.order.call(ctx, key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+			return c.order.call(ctx, key, l.token, true, i, len(c.pools), func(ctx context.Context) (bool, error) {
 				if lc.fencing {
 					return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
 				}
@@ -292,7 +292,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 			// releases it.
 			<-decided
 			if (v.OK || v.Err != nil) && failed {
-				c.releaseAsync(key, l.token, []int{v.Node}, timeout)
+				c.releaseAsync(key, l.token, []int{v.Node}, timeout, "")
 			}
 		})
 
@@ -318,7 +318,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 			dirty = append(dirty, v.Node)
 		}
 	}
-	c.releaseAsync(key, l.token, dirty, timeout)
+	c.releaseAsync(key, l.token, dirty, timeout, "")
 	if fenceErr != nil {
 		return nil, fenceErr
 	}

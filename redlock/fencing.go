@@ -85,7 +85,7 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 	arg := strconv.FormatUint(fence, 10)
 	res2 := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return c.order.call(ctx, l.key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+			return c.order.call(ctx, l.key, l.token, false, i, len(c.pools), func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.FenceRaise, []string{l.key, FenceKey(l.key)}, l.token, arg)
 				if err != nil {
 					return false, err
@@ -110,7 +110,7 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 	timeout := c.nodeTimeout(l.ttl)
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return c.order.call(ctx, l.key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+			return c.order.call(ctx, l.key, l.token, false, i, len(c.pools), func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, FenceKey(l.key)}, l.token)
 				if err != nil || r == nil {
 					return false, err

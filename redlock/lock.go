@@ -24,6 +24,10 @@ type Lock struct {
 	token string
 	ttl   time.Duration
 	heal  bool
+	// leave is Release's ARGV[2] for this lock: for a lock that came
+	// through the queue, how long its token may not queue again (a round of
+	// its waiter may still be on its way); "" otherwise.
+	leave any
 	fence uint64
 	// acquiredAt is set before the Lock is returned, then only read.
 	acquiredAt time.Time
@@ -136,7 +140,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 	extended := false
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return c.order.call(ctx, l.key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+			return c.order.call(ctx, l.key, l.token, false, i, len(c.pools), func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.Extend, []string{l.key}, l.token, ttl.Milliseconds())
 				if err != nil {
 					return false, err
@@ -231,7 +235,7 @@ func (l *Lock) release(ctx context.Context) fanout.Result {
 	c := l.c
 	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
-			return c.release(ctx, i, l.key, l.token)
+			return c.release(ctx, i, l.key, l.token, l.leave)
 		}, nil)
 }
 
@@ -245,7 +249,7 @@ func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Dur
 	}
 	c := l.c
 	fanout.Each(context.WithoutCancel(ctx), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
-		return c.order.call(ctx, l.key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+		return c.order.call(ctx, l.key, l.token, false, i, len(c.pools), func(ctx context.Context) (bool, error) {
 			return c.pools[i].SetNX(ctx, l.key, l.token, ttl)
 		})
 	})

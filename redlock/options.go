@@ -106,15 +106,17 @@ type lockConfig struct {
 	err         error
 }
 
-// WithRetry sets how Lock waits between attempts. The default is
-// ExponentialBackoff(2ms, 100ms). TryLock ignores it.
+// WithRetry sets how Lock paces its retries: retry k is sent NextDelay(k)
+// after the attempt before it. The default is ExponentialBackoff(25ms,
+// 250ms). TryLock ignores it.
 //
-// The strategy is the fallback: a waiter is woken by the release it waits
-// for. While release messages reach its Client from a majority of the
-// nodes, a waiter that found the lock held sleeps the bound of
-// ExponentialBackoff or ConstantBackoff (about 100ms by default) unless woken
-// sooner, and one whose attempt won some nodes but no majority retries at
-// the first step. Other strategies are followed as they are.
+// A waiting Lock does not need its retries to get the lock: the release it
+// waits for hands it over. Its retries (rounds, see Lock) cover a lost
+// message and a holder whose lock expired without a release, so the
+// strategy's bound is how long those take at most to be noticed; a waiter
+// granted the key by some nodes asks the others within a few milliseconds
+// whatever the strategy. NoRetry makes Lock a single attempt, and
+// LimitRetry(s, n) stops after n retries.
 func WithRetry(s RetryStrategy) LockOption {
 	return func(c *lockConfig) {
 		if s == nil {

@@ -35,7 +35,7 @@ func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 		defer cancel()
 		r := reply{node: i, seq: seq}
-		_, r.err = c.order.call(ctx, q.key, i, len(c.pools), func(ctx context.Context) (bool, error) {
+		_, r.err = c.order.call(ctx, q.key, w.token, false, i, len(c.pools), func(ctx context.Context) (bool, error) {
 			v, err := c.pools[i].Eval(ctx, scripts.Enqueue, q.keys, w.token, w.ttl.Milliseconds(),
 				w.ticket, w.lease().Milliseconds(), seq, c.grants.channel, take)
 			if err != nil {
@@ -65,24 +65,36 @@ func parseEnqueue(v any, r *reply) error {
 		if len(arr) > 1 {
 			r.holder, _ = arr[1].(string)
 		}
+	case scripts.EnqueueLeft:
+		return errLeft
 	default:
 		return errMalformed
 	}
 	return nil
 }
 
-var errMalformed = errors.New("malformed reply from node")
+var (
+	errMalformed = errors.New("malformed reply from node")
+	errLeft      = errors.New("left the queue")
+)
 
-// giveBack implements queueNodes: the waiter's token leaves the queues of
-// nodes and any key they granted it, in the background.
+// giveBack implements queueNodes: the keys nodes granted the waiter pass
+// to the next waiters, in the background; the waiter stays queued.
 func (q *queueing) giveBack(w *waiter, nodes []int) {
-	q.c.releaseAsync(q.key, w.token, nodes, q.timeout)
+	q.c.releaseAsync(q.key, w.token, nodes, q.timeout, "")
+}
+
+// leave takes the waiter out of every queue, and gives back any key granted
+// to it, in the background. Its rounds still on their way cannot queue it
+// again for a lease.
+func (q *queueing) leave(w *waiter) {
+	q.c.releaseAsync(q.key, w.token, q.c.allNodes(), q.timeout, w.lease().Milliseconds())
 }
 
 // releaseAsync runs Release for token on nodes in the background, each call
 // bounded by timeout and ordered after this Client's earlier calls on the
-// key. Close waits for it.
-func (c *Client) releaseAsync(key, token string, nodes []int, timeout time.Duration) {
+// key; keep is Release's ARGV[2]. Close waits for it.
+func (c *Client) releaseAsync(key, token string, nodes []int, timeout time.Duration, keep any) {
 	if len(nodes) == 0 {
 		return
 	}
@@ -90,17 +102,19 @@ func (c *Client) releaseAsync(key, token string, nodes []int, timeout time.Durat
 	go func() {
 		defer c.wg.Done()
 		fanout.Each(context.Background(), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
-			return c.release(ctx, i, key, token)
+			return c.release(ctx, i, key, token, keep)
 		})
 	}()
 }
 
 // release runs Release for token on node i, in this Client's order of calls
-// on key. It reports whether the key held token there; when the node handed
-// the key on to a waiter of this Client, that waiter hears of it at once.
-func (c *Client) release(ctx context.Context, i int, key, token string) (bool, error) {
-	return c.order.call(ctx, key, i, len(c.pools), func(ctx context.Context) (bool, error) {
-		v, err := c.pools[i].Eval(ctx, scripts.Release, scripts.Keys(key), token)
+// on key; keep is how long, in ms, the token may not queue again ("": it
+// stays queued). It reports whether the key held token there; when the node
+// handed the key on to a waiter of this Client, that waiter hears of it at
+// once.
+func (c *Client) release(ctx context.Context, i int, key, token string, keep any) (bool, error) {
+	return c.order.call(ctx, key, token, true, i, len(c.pools), func(ctx context.Context) (bool, error) {
+		v, err := c.pools[i].Eval(ctx, scripts.Release, scripts.Keys(key), token, keep)
 		if err != nil {
 			return false, err
 		}
@@ -140,7 +154,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 	for {
 		until, err := w.wait(ctx, c.closing, delay, retry)
 		if err != nil {
-			q.giveBack(w, c.allNodes())
+			q.leave(w)
 			return nil, w.retries, c.waitError(w, err, ctx)
 		}
 		l, err := c.held(ctx, key, w, until, lc)
@@ -167,6 +181,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 func (c *Client) held(ctx context.Context, key string, w *waiter, until time.Time, lc lockConfig) (*Lock, error) {
 	l := c.newLock(key, w.token, w.ttl, lc.heal)
 	l.until = until
+	l.leave = w.lease().Milliseconds()
 	if until.Sub(c.cfg.clock.Now()) < w.ttl/2 {
 		if err := l.extendOnce(ctx, w.ttl, c.nodeTimeout(w.ttl)); err != nil {
 			return nil, err

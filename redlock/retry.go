@@ -19,7 +19,7 @@ type RetryFunc func(attempt int) (time.Duration, bool)
 // NextDelay calls f.
 func (f RetryFunc) NextDelay(attempt int) (time.Duration, bool) { return f(attempt) }
 
-var defaultRetry = ExponentialBackoff(2*time.Millisecond, 100*time.Millisecond)
+var defaultRetry = ExponentialBackoff(25*time.Millisecond, 250*time.Millisecond)
 
 // ExponentialBackoff doubles the delay from lo up to hi, and picks each delay
 // at random in its upper half, so that competing clients spread out. Bad

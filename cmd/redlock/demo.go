@@ -63,7 +63,7 @@ const (
 // demoRetry is how a waiting worker retries: soon at first, then backing
 // off to a few sale times, so that seven waiters do not swamp the nodes (and
 // slow the holder) on a busy machine.
-var demoRetry = redlock.ExponentialBackoff(2*time.Millisecond, 32*time.Millisecond)
+var demoRetry = redlock.ExponentialBackoff(25*time.Millisecond, 250*time.Millisecond)
 
 // demoFlags registers demo's flags on fs.
 func demoFlags(fs *flag.FlagSet) (nodes *urlList, workers, tickets *int) {

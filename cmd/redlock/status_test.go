@@ -141,10 +141,22 @@ func TestStatusShowsRunHolder(t *testing.T) {
 		require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", out, stderr)
 		assert.Regexp(t, fmt.Sprintf(`\nholder: pid %d on %s since \S+ \(\d+s ago\), running "sh"\n`,
 			p.cmd.Process.Pid, regexp.QuoteMeta(host)), out)
-		token := nodes.values(t, key)[0]
-		assert.Equal(t, []string{token, token, token}, nodes.values(t, key), "the lock key holds one token")
+		// A node whose SET or extension timed out on a loaded machine may
+		// lack the key: a majority holds it, and no node another token.
+		values := nodes.values(t, key)
+		token, held := "", 0
+		for _, v := range values {
+			if v != "" && (token == "" || v == token) {
+				token, held = v, held+1
+			}
+		}
+		assert.GreaterOrEqual(t, held, 2, "the lock key holds one token on a majority: %q", values)
+		assert.Subset(t, []string{token, ""}, values, "no other token")
 		assert.NotContains(t, token, "{", "the lock key holds the bare token")
-		for _, s := range nodes.servers {
+		for i, s := range nodes.servers {
+			if values[i] == "" {
+				continue
+			}
 			c := s.Client(t)
 			lockTTL, recordTTL := c.PTTL(context.Background(), key).Val(), c.PTTL(context.Background(), holderKey(key)).Val()
 			assert.True(t, recordTTL > 0 && recordTTL <= lockTTL+expiryJitter, "the record expires with the lock: %v, lock %v", recordTTL, lockTTL)

@@ -3,7 +3,8 @@
 -- KEYS[1] the lock key; KEYS[2] the queue (zset: waiter token -> ticket);
 -- KEYS[3] the leases (zset: waiter token -> deadline, server ms); KEYS[4]
 -- the entries (hash: waiter token -> "seq ttl channel"; field "." holds
--- "ticket seq token" of the last waiter the queue gave the lock to).
+-- "ticket seq token" of the last waiter the queue gave the lock to);
+-- KEYS[5] the waiters that left (zset: token -> until when, server ms).
 -- ARGV[1] the waiter's token; ARGV[2] its TTL in ms; ARGV[3] its ticket
 -- (arrival time, the same on every node); ARGV[4] the lease in ms; ARGV[5]
 -- the round's sequence number; ARGV[6] the channel on which the waiter
@@ -15,7 +16,8 @@
 -- Returns {1} when this call set the key; {2, seq} when the key already
 -- holds the waiter's token (granted after the waiter's round seq, 0 if
 -- unknown); {0, ticket} when queued, ticket being the holder's if the queue
--- gave it the lock, '' otherwise.
+-- gave it the lock, '' otherwise; {3} when the waiter has left the queue
+-- (release.lua) and this round arrived late: it is not queued again.
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
   local seq = 0
@@ -28,6 +30,10 @@ if v == ARGV[1] then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local gone = redis.call('ZSCORE', KEYS[5], ARGV[1])
+if gone and tonumber(gone) > now then
+  return {3}
+end
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[3], id)

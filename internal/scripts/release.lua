@@ -1,7 +1,11 @@
 -- release: compare-and-delete, then hand the lock to the next waiter.
--- KEYS[1] the lock key; KEYS[2..4] its queue, leases and entries (see
--- enqueue.lua); ARGV[1] the caller's token.
--- Removes the caller from the queue (a waiter giving up), then deletes the
+-- KEYS[1] the lock key; KEYS[2..5] its queue, leases, entries and departed
+-- waiters (see enqueue.lua); ARGV[1] the caller's token; ARGV[2] how long,
+-- in ms, to keep the caller from queueing again ('' for a waiter that only
+-- gives a grant back and stays).
+-- Removes the caller from the queue (a waiter leaving: it is remembered as
+-- departed for ARGV[2] ms, so that a round of its still on its way cannot
+-- queue it again, to be handed a key nobody will release), then deletes the
 -- key only while it holds the caller's token, so a lock that expired and now
 -- belongs to someone else is never touched. After a delete the first
 -- waiter whose lease has not run out gets the key at once, for its TTL, and
@@ -10,15 +14,23 @@
 -- woken.
 -- Returns {0} when the key did not hold the caller's token, {1} when deleted
 -- and nobody waits, {1, token, seq} when deleted and handed to that waiter.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1])
+if ARGV[2] ~= '' then
+  local keep = tonumber(ARGV[2])
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+  redis.call('ZADD', KEYS[5], now + keep, ARGV[1])
+  if redis.call('PTTL', KEYS[5]) < keep then
+    redis.call('PEXPIRE', KEYS[5], keep)
+  end
+end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return {0}
 end
 redis.call('DEL', KEYS[1])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[3], id)

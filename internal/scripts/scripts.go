@@ -50,6 +50,7 @@ const (
 	EnqueueQueued  = 0
 	EnqueueSet     = 1
 	EnqueueGranted = 2
+	EnqueueLeft    = 3
 )
 
 // Extend's replies.
@@ -60,9 +61,10 @@ const (
 )
 
 // Keys returns the KEYS of Enqueue and Release for the lock key: the key,
-// then its queue, the queue's leases and its entries. The companion keys
-// are named after the key, so that a key with a hash tag keeps them in its
-// slot.
+// then its queue, the queue's leases, its entries and the waiters that left
+// it. The companion keys are named after the key, so that a key with a hash
+// tag keeps them in its slot.
 func Keys(key string) []string {
-	return []string{key, key + ":queue", key + ":queue:leases", key + ":queue:entries"}
+	q := key + ":queue"
+	return []string{key, q, q + ":leases", q + ":entries", q + ":left"}
 }
