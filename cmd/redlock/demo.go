@@ -50,7 +50,7 @@ const (
 	demoNodes   = 5
 	demoLockKey = "redlock-demo:box-office"
 	demoLockTTL = 2 * time.Second
-	// demoNodeTimeout is above the library's default (TTL/20, here
+	// demoNodeTimeout is above the library's default (min(TTL/20, 500ms), here
 	// 100ms): the in-process nodes share the CPUs with everything else on
 	// the machine, and under load slow answers would turn into failed
 	// releases and TTL-long stalls. It still leaves most of the TTL as

@@ -65,6 +65,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	name, rest := args[0], args[1:]
 	switch name {
+	case reaperCommand: // hidden: run starts it, see reaper_unix.go
+		return reaperMain(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(rest) == 0 {
 			fmt.Fprint(stdout, usageText)

@@ -32,6 +32,10 @@ not answer, loss is declared a margin before the lock expires: the larger of
 TTL/10 and twice the node timeout, at most TTL/4 (TTL/10 with the default
 node timeout).
 
+If redlock itself dies (kill -9, a crash), a helper process that leads
+COMMAND's group sends the group SIGTERM, then SIGKILL after --grace, so that
+COMMAND does not run on without the lock (on Unix; not on Windows).
+
 Flags:
   --nodes URLS        comma-separated node URLs: redis://host:port,
                       rediss://host:port (TLS), or a bare host:port
@@ -41,10 +45,11 @@ Flags:
                       every D/3 while COMMAND runs; if redlock dies, the lock
                       frees itself at most D after the last extension.
   --wait D            how long to wait for the lock (default 0: try once)
-  --grace D           time from SIGTERM to SIGKILL when the lock is lost
-                      (default: half the loss margin, which is TTL/20 with
-                      the default node timeout: 500ms for a 10s TTL). A grace
-                      longer than the margin lets COMMAND outlive the lock.
+  --grace D           time from SIGTERM to SIGKILL when the lock is lost or
+                      redlock dies (default: half the loss margin, which is
+                      TTL/20 with the default node timeout: 500ms for a 10s
+                      TTL). A grace longer than the margin lets COMMAND
+                      outlive the lock.
   --node-timeout D    bound on each call to one node
                       (default: min(TTL/20, 500ms))
 
@@ -54,7 +59,8 @@ Exit codes:
   69     a majority of the nodes cannot be reached
   70     the lock was lost while COMMAND ran; COMMAND was stopped
   75     the lock is held by another owner, or was not obtained in --wait
-  126    COMMAND could not be started
+  126    COMMAND, or the helper that stops it if redlock dies, could not
+         be started
   127    COMMAND was not found
   128+n  redlock got signal n while waiting for the lock
 `

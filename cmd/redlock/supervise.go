@@ -31,65 +31,13 @@ func (r *runner) supervise(ctx context.Context, l *redlock.Lock) int {
 		return l.Unlock(context.WithoutCancel(ctx))
 	}
 
-	cmd := exec.Command(r.argv[0], r.argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.stdin, r.stdout, r.stderr
-	cmd.WaitDelay = time.Second // for pipes a background child keeps open
-	restore := ownProcessGroup(cmd, r.stdin)
-	if err := cmd.Start(); err != nil {
+	g, err := startGroup(r.argv, r.stdin, r.stdout, r.stderr, r.grace)
+	if err != nil {
 		_ = release()
-		code := exitCannotExec
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			code = exitNotFound
-		}
-		fmt.Fprintf(r.stderr, "redlock: cannot run %q: %v\n", r.argv[0], unwrapExec(err))
-		return code
+		return r.notStarted(err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // the exit status is in cmd.ProcessState
-		close(exited)
-	}()
-
-	var (
-		lockDone  = l.Done()
-		ctxDone   = ctx.Done()
-		lostErr   error
-		killTimer *time.Timer
-		kill      <-chan time.Time
-	)
-	// terminate asks the command to stop, and kills it after the grace time.
-	terminate := func() {
-		if killTimer == nil {
-			_ = signalGroup(cmd, syscall.SIGTERM)
-			killTimer = time.NewTimer(r.grace)
-			kill = killTimer.C
-		}
-	}
-wait:
-	for {
-		select {
-		case s := <-r.sigs:
-			_ = signalGroup(cmd, s)
-		case <-lockDone:
-			lockDone = nil
-			lostErr = l.Err()
-			r.lost(lostErr, "while the command ran")
-			fmt.Fprintf(r.stderr, "redlock: stopping the command: SIGTERM now, SIGKILL in %v\n", r.grace)
-			terminate()
-		case <-ctxDone:
-			ctxDone = nil
-			terminate()
-		case <-kill:
-			kill = nil
-			_ = signalGroup(cmd, syscall.SIGKILL)
-		case <-exited:
-			break wait
-		}
-	}
-	if killTimer != nil {
-		killTimer.Stop()
-	}
-	restore()
+	lostErr := r.watch(ctx, l, g)
+	g.finish()
 
 	if lostErr == nil && errors.Is(l.Err(), redlock.ErrLockLost) {
 		// Lost as the command finished: its last moments may have run
@@ -105,7 +53,72 @@ wait:
 		fmt.Fprintf(r.stderr, "redlock: warning: lock %q not released everywhere (%s); it expires within %v\n",
 			r.key, explain(unlockErr), r.ttl)
 	}
-	return exitStatus(cmd.ProcessState)
+	return exitStatus(g.cmd.ProcessState)
+}
+
+// watch waits for the command to exit, passing the forwarded signals on to
+// its group, and stopping the group when the lock is lost or ctx ends:
+// SIGTERM, then SIGKILL after the grace time. It returns the loss, if any.
+func (r *runner) watch(ctx context.Context, l *redlock.Lock, g *group) (lostErr error) {
+	exited := make(chan struct{})
+	go func() {
+		_ = g.cmd.Wait() // the exit status is in cmd.ProcessState
+		close(exited)
+	}()
+	var (
+		lockDone  = l.Done()
+		ctxDone   = ctx.Done()
+		killTimer *time.Timer
+		kill      <-chan time.Time
+	)
+	defer func() {
+		if killTimer != nil {
+			killTimer.Stop()
+		}
+	}()
+	// terminate asks the command to stop, and kills it after the grace time.
+	terminate := func() {
+		if killTimer == nil {
+			_ = g.signal(syscall.SIGTERM)
+			killTimer = time.NewTimer(r.grace)
+			kill = killTimer.C
+		}
+	}
+	for {
+		select {
+		case s := <-r.sigs:
+			_ = g.signal(s)
+		case <-lockDone:
+			lockDone = nil
+			lostErr = l.Err()
+			r.lost(lostErr, "while the command ran")
+			fmt.Fprintf(r.stderr, "redlock: stopping the command: SIGTERM now, SIGKILL in %v\n", r.grace)
+			terminate()
+		case <-ctxDone:
+			ctxDone = nil
+			terminate()
+		case <-kill:
+			kill = nil
+			_ = g.signal(syscall.SIGKILL)
+		case <-exited:
+			return lostErr
+		}
+	}
+}
+
+// notStarted reports a command that could not be started and returns the
+// exit code: 127 when it was not found, 126 otherwise.
+func (r *runner) notStarted(err error) int {
+	if errors.Is(err, errNoReaper) {
+		fmt.Fprintf(r.stderr, "redlock: %v; not running %q\n", err, r.argv[0])
+		return exitCannotExec
+	}
+	code := exitCannotExec
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		code = exitNotFound
+	}
+	fmt.Fprintf(r.stderr, "redlock: cannot run %q: %v\n", r.argv[0], unwrapExec(err))
+	return code
 }
 
 // lost reports the loss of the lock, naming the nodes.
