@@ -99,8 +99,8 @@ func TestFromURLQueryBounds(t *testing.T) {
 		{"?db=-1", "option db: -1 is out of range: want 0 to 2147483646"},
 		{"?db=2147483647", "option db: 2147483647 is out of range"},
 		{"/1?db=1", "the database is given both in the path and as option db"},
-		{"/-1", `path "/-1": want /db, a database number from 0 to 2147483646`},
-		{"/1/2", `path "/1/2": want /db`},
+		{"/-1", `invalid database number in path "/-1": want 0 to 2147483646`},
+		{"/1/2", `invalid URL path "/1/2": want /db`},
 		{"?nope=1", `unknown option "nope"`},
 		{"?password=x", `unknown option "password"`},
 		{"?addr=127.0.0.2:6379", `unknown option "addr"`},
@@ -125,8 +125,8 @@ func TestFromURLQueryBounds(t *testing.T) {
 
 func TestFromURLShape(t *testing.T) {
 	tests := []struct{ url, want string }{
-		{"", "pool: invalid URL: no scheme: want redis://host or rediss://host"},
-		{"127.0.0.1:6379", "pool: invalid URL: no scheme"},
+		{"", "pool: invalid URL: scheme must be redis or rediss: want redis://host or rediss://host"},
+		{"127.0.0.1:6379", "pool: invalid URL: scheme must be redis or rediss"},
 		{"http://127.0.0.1", `pool: invalid URL: scheme must be redis or rediss, not "http"`},
 		{"unix:///tmp/redis.sock", `scheme must be redis or rediss, not "unix"`},
 		{"redis://", "pool: invalid URL: no host"},

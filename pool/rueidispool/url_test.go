@@ -47,7 +47,7 @@ func TestFromURLQueryBounds(t *testing.T) {
 		{"?skip_verify=true", "option skip_verify: needs a rediss:// URL"},
 		{"?db=-1", "option db: -1 is out of range: want 0 to 2147483646"},
 		{"/1?db=1", "the database is given both in the path and as option db"},
-		{"/x", `path "/x": want /db`},
+		{"/x", `invalid database number in path "/x"`},
 		{"?pool_size=-1", `unknown option "pool_size"`},
 		{"?db=1&db=2", "option db given 2 times"},
 		{"?db=", "option db: empty value"},

@@ -205,13 +205,13 @@ func (q *Query) DB(u *url.URL) int {
 	case path == "":
 		return q.Int("db", 0, hi, 0)
 	case strings.Contains(path, "/"):
-		q.fail(fmt.Errorf("path %s: want /db, a database number", Quote(u.Path)))
+		q.fail(fmt.Errorf("invalid URL path %s: want /db, a database number", Quote(u.Path)))
 	case q.Has("db"):
 		q.fail(errors.New("the database is given both in the path and as option db"))
 	default:
 		n, err := strconv.Atoi(path)
 		if err != nil || n < 0 || n > hi {
-			q.fail(fmt.Errorf("path %s: want /db, a database number from 0 to %d", Quote(u.Path), hi))
+			q.fail(fmt.Errorf("invalid database number in path %s: want 0 to %d", Quote(u.Path), hi))
 			return 0
 		}
 		return n

@@ -35,7 +35,7 @@ var errUserinfo = errors.New("malformed user name or password: percent-encode " 
 func Parse(rawURL string) (*url.URL, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok || !validScheme(scheme) {
-		return nil, errors.New("no scheme: want redis://host or rediss://host")
+		return nil, errors.New("scheme must be redis or rediss: want redis://host or rediss://host")
 	}
 	if s := strings.ToLower(scheme); s != "redis" && s != "rediss" {
 		return nil, fmt.Errorf("scheme must be redis or rediss, not %q", scheme)
