@@ -29,8 +29,7 @@ If the lock is lost while COMMAND runs (a majority of the nodes no longer
 hold it, or cannot be reached before it expires), COMMAND's process group
 gets SIGTERM, then SIGKILL after --grace, and redlock exits 70. When nodes do
 not answer, loss is declared a margin before the lock expires: the larger of
-TTL/10 and twice the node timeout, at most TTL/4 (TTL/10 with the default
-node timeout).
+TTL/10 and twice the node timeout (TTL/10 with the default node timeout).
 
 If redlock itself dies (kill -9, a crash), a helper process that leads
 COMMAND's group sends the group SIGTERM, then SIGKILL after --grace, so that
@@ -80,11 +79,11 @@ func defaultNodeTimeout(ttl time.Duration) time.Duration {
 
 // lossMargin is how long before its validity ends the library gives up an
 // auto-extended lock whose extensions do not get through (redlock
-// WithAutoExtend): the larger of ttl/10 and twice the node timeout, at most
-// ttl/4. COMMAND gets SIGTERM then; a SIGKILL within the margin stops it
-// while the lock still excludes everyone else.
+// WithAutoExtend): the larger of ttl/10 and twice the node timeout. COMMAND
+// gets SIGTERM then; a SIGKILL within the margin stops it while the lock
+// still excludes everyone else.
 func lossMargin(ttl, nodeTimeout time.Duration) time.Duration {
-	return min(max(ttl/10, 2*nodeTimeout), ttl/4)
+	return max(ttl/10, 2*nodeTimeout)
 }
 
 // runner is one "redlock run": its settings, streams and signals.

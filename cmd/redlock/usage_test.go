@@ -169,7 +169,8 @@ func TestRunDefaults(t *testing.T) {
 		assert.Equal(t, tt.nodeTimeout, nt, "node timeout for a %v TTL", tt.ttl)
 		assert.Equal(t, tt.margin, lossMargin(tt.ttl, nt), "margin for a %v TTL", tt.ttl)
 	}
-	// A node timeout above TTL/20 widens the margin, up to TTL/4.
+	// A node timeout above TTL/20 widens the margin (the library refuses a
+	// TTL that leaves no validity beyond it).
 	assert.Equal(t, 2*time.Second, lossMargin(10*time.Second, time.Second))
-	assert.Equal(t, 2500*time.Millisecond, lossMargin(10*time.Second, 5*time.Second))
+	assert.Equal(t, 4*time.Second, lossMargin(10*time.Second, 2*time.Second))
 }
