@@ -250,3 +250,20 @@ func TestEachAttemptHasItsOwnToken(t *testing.T) {
 		require.NoError(t, l.Unlock(bg()))
 	}
 }
+
+// The cleanup of a failed attempt runs in the background: a TryLock that
+// fails because a majority hangs returns after one node timeout, not two.
+func TestFailedTryLockDoesNotWaitForItsCleanup(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	const nodeTimeout = 500 * time.Millisecond
+	c := newClient(t, fn.pools, redlock.WithNodeTimeout(nodeTimeout))
+	fn.faults[1].Hang(true)
+	fn.faults[2].Hang(true)
+	start := time.Now()
+	_, err := c.TryLock(bg(), "k", time.Minute)
+	took := time.Since(start)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	assert.Less(t, took, 2*nodeTimeout, "the cleanup of the hanging nodes is the Client's, in the background")
+	c.WaitIdle()
+	assert.Zero(t, fn.present("k"), "the cleanup released node 0")
+}
