@@ -38,6 +38,10 @@ type Client struct {
 	done     func() // c.wg.Done, bound once
 	waiters  waiters
 	releases releases
+
+	closeMu  sync.Mutex  // serialises Close and Shutdown
+	draining atomic.Bool // set by Shutdown: acquisitions are refused
+	held     heldLocks   // locks handed out and not unlocked, for Shutdown
 }
 
 // New returns a Client over pools, one per independent Redis master. A lock
@@ -102,22 +106,32 @@ func (c *Client) Quorum() int {
 
 // Close stops new operations and auto-extensions (their locks report
 // ErrLockLost), and waits for the Client's background node calls to end; each
-// is bounded by the node timeout. Locks still held expire by their TTL. Close
-// does not close the pools. It is safe to call twice; on a nil Client it
-// returns an error.
+// is bounded by the node timeout. Locks still held expire by their TTL: to
+// release them, call Shutdown instead. Close does not close the pools. It is
+// safe to call twice; on a nil Client it returns an error.
 func (c *Client) Close() error {
 	if c == nil {
 		return errNilClient
 	}
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	c.stop()
+	return nil
+}
+
+// stop refuses new operations, ends waits and auto-extensions, and waits
+// for every operation and background call of the Client to end.
+func (c *Client) stop() {
 	c.mu.Lock()
-	if !c.closed {
-		c.closed = true
+	c.closed = true
+	select {
+	case <-c.closing: // Shutdown stops twice
+	default:
 		close(c.closing)
 	}
 	c.mu.Unlock()
 	c.waiters.close()
 	c.wg.Wait()
-	return nil
 }
 
 // begin registers an operation so that Close waits for it. The returned
@@ -392,6 +406,7 @@ func (c *Client) obtained(ctx context.Context, key string, l *Lock, err error, s
 		return nil, err
 	}
 	l.acquiredAt = c.cfg.clock.Now()
+	c.held.add(l, l.acquiredAt)
 	e.Fence = l.fence
 	c.emit(ctx, e)
 	if lc.autoExtend {
@@ -407,6 +422,9 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 	}
 	if key == "" {
 		return lockConfig{}, errors.New("redlock: empty key")
+	}
+	if c.draining.Load() {
+		return lockConfig{}, ErrClosed // Shutdown has begun
 	}
 	if err := c.checkTTL(ttl); err != nil {
 		return lockConfig{}, err

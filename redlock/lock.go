@@ -223,6 +223,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if l.released.Swap(true) {
 		return fmt.Errorf("%w: already unlocked", ErrNotHeld)
 	}
+	c.held.remove(l)
 	start := c.cfg.clock.Now()
 	var res fanout.Result
 	if o := c.offerNext(l); o != nil {
