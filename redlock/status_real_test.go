@@ -62,6 +62,7 @@ func TestRealStatus(t *testing.T) {
 	st, err = c.Status(bg(), "res")
 	require.ErrorIs(t, err, redlock.ErrNoMajority)
 	require.NotErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "redlock: no majority answered: 2 of 5 nodes answered, 3 needed (node 0 ")
 	var qe *redlock.QuorumError
 	require.ErrorAs(t, err, &qe)
 	assert.Len(t, qe.Nodes, 3)
