@@ -38,16 +38,26 @@ func TestShutdownReleasesLocksObtainedByCallsInFlight(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	c := newClient(t, fn.pools)
 	open0, open1 := fn.faults[0].Hold(), fn.faults[1].Hold()
+	arrived := make(chan struct{}, 1)
+	fn.faults[0].Before(func(string) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+	})
 	inflight := make(chan error, 1)
 	go func() { // joined through inflight
 		_, err := c.TryLock(bg(), "k", time.Minute)
 		inflight <- err
 	}()
+	<-arrived // the acquisition is in flight, held at node 0
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- c.Shutdown(bg()) }() // joined through shutdown
-	// Shutdown has begun once new acquisitions are refused.
+	// Shutdown has begun once new acquisitions are refused. The probe's ttl
+	// is invalid, so that it never reaches the held nodes: it is refused
+	// for that until Shutdown refuses it first.
 	require.Eventually(t, func() bool {
-		_, err := c.TryLock(bg(), "probe", time.Minute)
+		_, err := c.TryLock(bg(), "probe", 0)
 		return errors.Is(err, redlock.ErrClosed)
 	}, 5*time.Second, time.Millisecond)
 	open0()
