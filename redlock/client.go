@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlockgo/redlock/clock"
@@ -34,6 +35,10 @@ type Client struct {
 	done    func() // c.wg.Done, bound once
 	order   order  // this Client's node calls per key, in order
 	grants  grants // grants heard for this Client's waiters
+
+	closeMu  sync.Mutex  // serialises Close and Shutdown
+	draining atomic.Bool // set by Shutdown: acquisitions are refused
+	held     heldLocks   // locks handed out and not unlocked, for Shutdown
 }
 
 // New returns a Client over pools, one per independent Redis master. A lock
@@ -99,21 +104,32 @@ func (c *Client) Quorum() int {
 // auto-extensions (their locks report ErrLockLost), closes the listeners,
 // and waits for the Client's background node calls to end; each is bounded
 // by the node timeout, so Close returns within two node timeouts. Locks
-// still held expire by their TTL. Close does not close the pools. It is
+// still held expire by their TTL: to release them, call Shutdown instead.
+// Close does not close the pools. It is
 // safe to call twice; on a nil Client it returns an error.
 func (c *Client) Close() error {
 	if c == nil {
 		return errNilClient
 	}
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	c.stop()
+	return nil
+}
+
+// stop refuses new operations, ends waits and auto-extensions, and waits
+// for every operation and background call of the Client to end.
+func (c *Client) stop() {
 	c.mu.Lock()
-	if !c.closed {
-		c.closed = true
+	c.closed = true
+	select {
+	case <-c.closing: // Shutdown stops twice
+	default:
 		close(c.closing)
 	}
 	c.mu.Unlock()
 	c.grants.close()
 	c.wg.Wait()
-	return nil
 }
 
 // begin registers an operation so that Close waits for it. The returned
@@ -225,6 +241,7 @@ func (c *Client) obtained(ctx context.Context, key string, l *Lock, err error, s
 		return nil, err
 	}
 	l.acquiredAt = c.cfg.clock.Now()
+	c.held.add(l, l.acquiredAt)
 	e.Fence = l.fence
 	c.emit(ctx, e)
 	if lc.autoExtend {
@@ -240,6 +257,9 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 	}
 	if key == "" {
 		return lockConfig{}, errors.New("redlock: empty key")
+	}
+	if c.draining.Load() {
+		return lockConfig{}, ErrClosed // Shutdown has begun
 	}
 	if err := c.checkTTL(ttl); err != nil {
 		return lockConfig{}, err

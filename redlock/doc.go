@@ -15,17 +15,32 @@
 // lock's random token, so a failure never releases or overwrites another
 // owner's lock.
 //
-// Basic use:
+// The simple way is Do: it takes the lock, keeps it alive while fn runs,
+// cancels fn's context (with the reason, from context.Cause) before the
+// lock's validity ends if the lock is lost, and releases it when fn returns:
 //
 //	pools := []pool.Pool{p1, p2, p3, p4, p5} // pool.FromURL("redis://host:6379")
 //	c, err := redlock.New(pools)
 //	...
-//	l, err := c.Lock(ctx, "orders:42", 10*time.Second)
+//	defer c.Shutdown(context.Background()) // on exit: releases what is still held
+//	err = c.Do(ctx, "orders:42", 10*time.Second, func(ctx context.Context) error {
+//		return process(ctx) // stop when ctx is done
+//	})
+//	// errors.Is(err, redlock.ErrNotObtained): not obtained before ctx ended
+//
+// Lock and TryLock hand out the Lock itself, for work that does not fit in
+// a function:
+//
+//	l, err := c.Lock(ctx, "orders:42", 10*time.Second) // waits; TryLock does not
 //	if err != nil {
-//		return err // errors.Is(err, redlock.ErrNotObtained)
+//		return err
 //	}
 //	defer l.Unlock(ctx)
-//	// work until l.Until(), or extend with l.Extend
+//	// work until l.Until(), or extend with l.Extend, or take it
+//	// WithAutoExtend and watch l.Done()
+//
+// Status tells whether a key is locked, and Shutdown releases every lock a
+// Client holds when the process stops.
 //
 // The guarantees hold under stated assumptions: bounded clock drift between
 // this process and the nodes, nodes that persist with appendfsync always or

@@ -67,10 +67,10 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // ErrNotReleased), the context's error when the context ended the call, and
 // one *NodeError per node that did not agree.
 type QuorumError struct {
-	// Op is the operation: "lock", "extend" or "unlock".
+	// Op is the operation: "lock", "extend", "unlock" or "status".
 	Op string
-	// Agreed counts the nodes that said yes; Needed is the majority; Total
-	// the number of nodes.
+	// Agreed counts the nodes that said yes (for "status": that answered);
+	// Needed is the majority; Total the number of nodes.
 	Agreed, Needed, Total int
 	// Nodes lists every node that did not agree, in node order, and why;
 	// a node that had not answered when the call decided is listed with
@@ -90,7 +90,11 @@ func (e *QuorumError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Reason)
 	}
-	fmt.Fprintf(&b, ": %d of %d nodes agreed, %d needed", e.Agreed, e.Total, e.Needed)
+	verb := "agreed"
+	if e.Op == "status" {
+		verb = "answered"
+	}
+	fmt.Fprintf(&b, ": %d of %d nodes %s, %d needed", e.Agreed, e.Total, verb, e.Needed)
 	if e.ctxErr != nil {
 		fmt.Fprintf(&b, ": %v", e.ctxErr)
 	}

@@ -13,44 +13,104 @@ import (
 	"github.com/redlockgo/redlock/redlock"
 )
 
-// exampleNodes starts three in-memory Redis nodes for the examples. In
-// production each pool points at an independent Redis master.
-func exampleNodes() (pools []pool.Pool, stop func()) {
-	var servers []*miniredis.Miniredis
+// Do runs a function under the lock: the simple way.
+func Example() {
+	// Three in-memory Redis servers stand in for independent masters.
+	var pools []pool.Pool
 	for range 3 {
-		s, err := miniredis.Run()
+		srv, err := miniredis.Run()
 		if err != nil {
 			log.Fatal(err)
 		}
-		p, err := pool.FromURL("redis://" + s.Addr())
+		defer srv.Close()
+		p, err := pool.FromURL("redis://" + srv.Addr())
 		if err != nil {
 			log.Fatal(err)
 		}
-		servers = append(servers, s)
+		defer p.Close()
 		pools = append(pools, p)
 	}
-	return pools, func() {
-		for i := range pools {
-			_ = pools[i].Close()
-			servers[i].Close()
-		}
-	}
-}
-
-func Example() {
-	pools, stop := exampleNodes()
-	defer stop()
-
-	// The per-node timeout defaults to min(ttl/20, 500ms), right for a LAN;
-	// the examples run on busy test machines, so they give nodes longer.
-	c, err := redlock.New(pools, redlock.WithNodeTimeout(time.Second))
+	c, err := redlock.New(pools)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Shutdown(context.Background())
 
+	err = c.Do(context.Background(), "invoice:42", 10*time.Second, func(ctx context.Context) error {
+		fmt.Println("billing invoice 42 under the lock")
+		return nil // on a lost lock ctx is canceled: stop, and return context.Cause(ctx)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("done, lock released")
+	// Output:
+	// billing invoice 42 under the lock
+	// done, lock released
+}
+
+func ExampleClient_Do() {
+	var pools []pool.Pool
+	for range 3 {
+		srv, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer srv.Close()
+		p, err := pool.FromURL("redis://" + srv.Addr())
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer p.Close()
+		pools = append(pools, p)
+	}
+	c, err := redlock.New(pools)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Shutdown(context.Background())
 	ctx := context.Background()
-	l, err := c.Lock(ctx, "invoice:42", 10*time.Second)
+
+	err = c.Do(ctx, "report", time.Minute, func(ctx context.Context) error {
+		// While fn runs the lock is held, and kept alive.
+		_, err := c.TryLock(ctx, "report", time.Minute)
+		fmt.Println("a second caller is refused:", errors.Is(err, redlock.ErrNotObtained))
+		return errors.New("report failed")
+	})
+	fmt.Println("Do returns fn's error:", err)
+
+	l, err := c.TryLock(ctx, "report", time.Minute)
+	fmt.Println("released after fn:", err == nil)
+	_ = l.Unlock(ctx)
+	// Output:
+	// a second caller is refused: true
+	// Do returns fn's error: report failed
+	// released after fn: true
+}
+
+func ExampleClient_Lock() {
+	var pools []pool.Pool
+	for range 3 {
+		srv, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer srv.Close()
+		p, err := pool.FromURL("redis://" + srv.Addr())
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer p.Close()
+		pools = append(pools, p)
+	}
+	c, err := redlock.New(pools)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Shutdown(context.Background())
+	ctx := context.Background()
+
+	l, err := c.Lock(ctx, "invoice:42", 10*time.Second) // waits until obtained or ctx ends
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -67,45 +127,99 @@ func Example() {
 }
 
 func ExampleClient_TryLock() {
-	pools, stop := exampleNodes()
-	defer stop()
-	c, _ := redlock.New(pools, redlock.WithNodeTimeout(time.Second))
-	defer c.Close()
+	var pools []pool.Pool
+	for range 3 {
+		srv, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer srv.Close()
+		p, err := pool.FromURL("redis://" + srv.Addr())
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer p.Close()
+		pools = append(pools, p)
+	}
+	c, err := redlock.New(pools)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Shutdown(context.Background())
 	ctx := context.Background()
 
-	first, _ := c.TryLock(ctx, "report", time.Minute)
+	first, err := c.TryLock(ctx, "report", time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer first.Unlock(ctx)
 
-	_, err := c.TryLock(ctx, "report", time.Minute)
+	_, err = c.TryLock(ctx, "report", time.Minute) // one attempt, no waiting
 	fmt.Println(errors.Is(err, redlock.ErrNotObtained), errors.Is(err, redlock.ErrTaken))
 	// Output: true true
 }
 
 func ExampleClient_Lock_timeout() {
-	pools, stop := exampleNodes()
-	defer stop()
-	c, _ := redlock.New(pools, redlock.WithNodeTimeout(time.Second))
-	defer c.Close()
+	var pools []pool.Pool
+	for range 3 {
+		srv, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer srv.Close()
+		p, err := pool.FromURL("redis://" + srv.Addr())
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer p.Close()
+		pools = append(pools, p)
+	}
+	c, err := redlock.New(pools)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Shutdown(context.Background())
 
-	held, _ := c.TryLock(context.Background(), "report", time.Minute)
+	held, err := c.TryLock(context.Background(), "report", time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer held.Unlock(context.Background())
 
 	// Wait at most 50ms for the lock.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := c.Lock(ctx, "report", time.Minute)
+	_, err = c.Lock(ctx, "report", time.Minute)
 	fmt.Println(errors.Is(err, redlock.ErrNotObtained), errors.Is(err, context.DeadlineExceeded))
 	// Output: true true
 }
 
 func ExampleLock_Extend() {
-	pools, stop := exampleNodes()
-	defer stop()
-	c, _ := redlock.New(pools, redlock.WithNodeTimeout(time.Second))
-	defer c.Close()
+	var pools []pool.Pool
+	for range 3 {
+		srv, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer srv.Close()
+		p, err := pool.FromURL("redis://" + srv.Addr())
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer p.Close()
+		pools = append(pools, p)
+	}
+	c, err := redlock.New(pools)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Shutdown(context.Background())
 	ctx := context.Background()
 
-	l, _ := c.TryLock(ctx, "batch", 2*time.Second)
+	l, err := c.TryLock(ctx, "batch", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer l.Unlock(ctx)
 	before := l.Until()
 	if err := l.Extend(ctx, time.Minute); err != nil {
@@ -113,4 +227,84 @@ func ExampleLock_Extend() {
 	}
 	fmt.Println("validity moved forward:", l.Until().After(before))
 	// Output: validity moved forward: true
+}
+
+func ExampleClient_Status() {
+	var pools []pool.Pool
+	for range 3 {
+		srv, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer srv.Close()
+		p, err := pool.FromURL("redis://" + srv.Addr())
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer p.Close()
+		pools = append(pools, p)
+	}
+	c, err := redlock.New(pools)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Shutdown(context.Background())
+	ctx := context.Background()
+
+	l, err := c.TryLock(ctx, "batch", time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	st, err := c.Status(ctx, "batch")
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, redlock.ErrNoMajority): too many nodes down
+	}
+	fmt.Println("held:", st.Held, "by our token:", st.Token == l.Token())
+	fmt.Println("on at least", st.Needed, "of", st.Total, "nodes:", st.Holders >= st.Needed)
+	fmt.Println("for most of a minute:", st.TTL > 50*time.Second)
+	// Output:
+	// held: true by our token: true
+	// on at least 2 of 3 nodes: true
+	// for most of a minute: true
+}
+
+func ExampleClient_Shutdown() {
+	var pools []pool.Pool
+	for range 3 {
+		srv, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer srv.Close()
+		p, err := pool.FromURL("redis://" + srv.Addr())
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer p.Close()
+		pools = append(pools, p)
+	}
+	replica, err := redlock.New(pools) // the process being stopped
+	if err != nil {
+		log.Fatal(err)
+	}
+	next, err := redlock.New(pools) // the replica that takes over
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer next.Close()
+	ctx := context.Background()
+
+	if _, err := replica.TryLock(ctx, "leader", time.Minute); err != nil {
+		log.Fatal(err)
+	}
+	// On SIGTERM, once the work has stopped: release rather than let the
+	// lock run out its minute.
+	if err := replica.Shutdown(ctx); err != nil {
+		log.Print(err) // errors.Is(err, redlock.ErrNotReleased): left to expire
+	}
+	l, err := next.TryLock(ctx, "leader", time.Minute)
+	fmt.Println("taken over at once:", err == nil)
+	_ = l.Unlock(ctx)
+	// Output: taken over at once: true
 }

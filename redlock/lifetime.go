@@ -30,10 +30,11 @@ var errUnlocked = fmt.Errorf("%w: unlocked", ErrNotHeld)
 // call with WithAutoExtend returns an error, and touches no node, when the
 // ttl cannot hold the margin plus one node timeout: ttl less the drift
 // allowance must exceed max(ttl/10, 2×node timeout) + node timeout. With
-// the default node timeout that is every ttl from 6ms.
+// the default node timeout and drift factor that is every ttl from 6ms.
 //
-// The background goroutine belongs to the Lock: Unlock stops it, and so does
-// Client.Close (the lock is then reported lost with ErrClosed).
+// The background goroutine belongs to the Lock: Unlock stops it, and so do
+// Client.Close and Client.Shutdown (the lock is then reported lost with
+// ErrClosed).
 func WithAutoExtend(interval time.Duration) LockOption {
 	return func(c *lockConfig) {
 		if interval < 0 {
@@ -252,8 +253,9 @@ func (l *Lock) lose(err error) {
 // guaranteed, it is canceled with a cause, from context.Cause, that wraps
 // ErrLockLost and the per-node detail, at the latest the loss margin before
 // Until() (see WithAutoExtend, which also says which ttls Do refuses); fn
-// must stop touching the protected resource then. Cancellation alone cannot stop a
-// write already on its way: pair the lock with fencing tokens for that.
+// must stop touching the protected resource then. Cancellation alone cannot
+// stop a write already on its way: pair the lock with fencing tokens for
+// that.
 //
 // Do returns the acquisition error if the lock was not obtained; otherwise
 // fn's error joined with the loss (errors.Is(err, ErrLockLost)) or with the

@@ -215,6 +215,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if l.released.Swap(true) {
 		return fmt.Errorf("%w: already unlocked", ErrNotHeld)
 	}
+	c.held.remove(l)
 	start := c.cfg.clock.Now()
 	res := l.release(ctx)
 	e := Event{Kind: Released, Key: l.key, Start: start, Duration: c.cfg.clock.Since(start), Held: start.Sub(l.acquiredAt), Fence: l.fence}

@@ -46,9 +46,12 @@ func (c *config) fail(format string, args ...any) {
 }
 
 // WithNodeTimeout bounds every call to a single node (acquire, extend,
-// release) by d. By default each call uses ttl/20 (5% of the TTL), at least
-// 1ms and at most MaxNodeTimeout: small against the TTL, as the algorithm
-// requires, so that a dead node cannot eat the lock's validity.
+// release, status) by d. By default each call uses min(ttl/20, 500ms): 5%
+// of the TTL, at least 1ms and at most MaxNodeTimeout, small against the
+// TTL as the algorithm requires, so that a dead node cannot eat the lock's
+// validity. Status, which concerns no TTL, uses MaxNodeTimeout by default.
+// A d above about a third of a TTL leaves no time to extend that lock: see
+// WithAutoExtend.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {

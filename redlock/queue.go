@@ -157,7 +157,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			q.leave(w)
 			return nil, w.retries, c.waitError(w, err, ctx)
 		}
-		l, err := c.held(ctx, key, w, until, lc)
+		l, err := c.granted(ctx, key, w, until, lc)
 		if err == nil {
 			return l, w.retries, nil
 		}
@@ -174,11 +174,11 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 	}
 }
 
-// held turns the grants of a waiter into a Lock valid until until. A lock
+// granted turns the grants of a waiter into a Lock valid until until. A lock
 // left with less than half its TTL of validity (the waiter's rounds were
 // far apart) is extended once before it is returned; a fenced one gets its
 // fence.
-func (c *Client) held(ctx context.Context, key string, w *waiter, until time.Time, lc lockConfig) (*Lock, error) {
+func (c *Client) granted(ctx context.Context, key string, w *waiter, until time.Time, lc lockConfig) (*Lock, error) {
 	l := c.newLock(key, w.token, w.ttl, lc.heal)
 	l.until = until
 	l.leave = w.lease().Milliseconds()

@@ -1,0 +1,72 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/redlock"
+)
+
+func TestRealStatus(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	holder := newClient(t, pools)
+	c := newClient(t, pools, redlock.WithNodeTimeout(200*time.Millisecond))
+	const ttl = time.Minute
+
+	st, err := c.Status(bg(), "res")
+	require.NoError(t, err)
+	assert.False(t, st.Held)
+	assert.Empty(t, st.Token)
+	assert.Equal(t, 0, st.Holders)
+	assert.Equal(t, 5, st.Answered)
+	assert.Equal(t, 3, st.Needed)
+	assert.Zero(t, st.TTL)
+
+	l, err := holder.TryLock(bg(), "res", ttl)
+	require.NoError(t, err)
+	holder.WaitIdle()
+	st, err = c.Status(bg(), "res")
+	require.NoError(t, err)
+	assert.True(t, st.Held)
+	assert.Equal(t, l.Token(), st.Token)
+	assert.Equal(t, 5, st.Holders)
+	assert.Greater(t, st.TTL, ttl-10*time.Second)
+	assert.LessOrEqual(t, st.TTL, ttl)
+	for i, n := range st.Nodes {
+		assert.Equal(t, i, n.Node)
+		assert.Equal(t, servers[i].Addr(), n.Addr)
+		assert.Equal(t, l.Token(), n.Token)
+		require.NoError(t, n.Err)
+	}
+
+	// A minority down, one of them silent: still told, within the node
+	// timeout (the silent node would otherwise hold the call forever).
+	servers[0].Kill()
+	servers[1].Pause()
+	defer servers[1].Resume()
+	st, err = c.Status(bg(), "res")
+	require.NoError(t, err)
+	assert.True(t, st.Held)
+	assert.Equal(t, 3, st.Holders)
+	assert.Equal(t, 3, st.Answered)
+	require.Error(t, st.Nodes[0].Err)
+	require.ErrorIs(t, st.Nodes[1].Err, redlock.ErrNodeTimeout)
+	require.NoError(t, st.Nodes[2].Err)
+
+	// A majority down: no answer, but what the others said.
+	servers[2].Kill()
+	st, err = c.Status(bg(), "res")
+	require.ErrorIs(t, err, redlock.ErrNoMajority)
+	require.NotErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "redlock: no majority answered: 2 of 5 nodes answered, 3 needed (node 0 ")
+	var qe *redlock.QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.Len(t, qe.Nodes, 3)
+	assert.False(t, st.Held)
+	assert.Equal(t, 2, st.Holders)
+	assert.Equal(t, 2, st.Answered)
+}
