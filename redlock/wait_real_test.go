@@ -150,6 +150,7 @@ func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
 			for round := range 3 { // a fresh Client, then one that has waited before
 				l, err := holder.TryLock(bg(), "k", faultTTL)
 				require.NoError(t, err)
+				holder.WaitIdle() // its SETs have all landed (or timed out on the silent node)
 				got := lockIn(t, waiter, "k", time.Minute)
 				other := lockIn(t, defaultClient(t, pools), "other", time.Minute)
 				o := <-other
