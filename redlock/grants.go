@@ -130,8 +130,10 @@ func (g *grants) close() {
 	open := g.open
 	g.open = nil
 	g.mu.Unlock()
+	var closing sync.WaitGroup // in parallel: one node's Close never delays another's
 	for _, l := range open {
-		_ = l.Close()
+		closing.Go(func() { _ = l.Close() })
 	}
+	closing.Wait()
 	g.readers.Wait()
 }

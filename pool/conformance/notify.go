@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -215,6 +216,65 @@ func (s *suite) testNotifier(t *testing.T) {
 			require.NoError(t, err)
 		case <-time.After(notifyWait):
 			t.Fatal("Close waits for a node that does not answer")
+		}
+	})
+
+	// A node that accepts connections but never answers (SIGSTOPped before
+	// the listener connects, or a listener that never reads): Listen,
+	// Subscribe, Unsubscribe and Close all return by their bound.
+	t.Run("BoundedWhileNodeSilent", func(t *testing.T) {
+		for _, silent := range []struct {
+			name string
+			url  func(t *testing.T) string
+		}{
+			{"paused", func(t *testing.T) string {
+				srv := redistest.Start(t, redistest.NoPersistence)
+				srv.Pause()
+				t.Cleanup(srv.Resume)
+				return srv.URL()
+			}},
+			{"never reads", func(t *testing.T) string {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				require.NoError(t, err)
+				t.Cleanup(func() { ln.Close() })
+				return "redis://" + ln.Addr().String()
+			}},
+		} {
+			t.Run(silent.name, func(t *testing.T) {
+				n, ok := s.open(t, silent.url(t), nil).(pool.Notifier)
+				require.True(t, ok)
+				within := func(what string, f func() error) {
+					t.Helper()
+					done := make(chan struct{})
+					go func() { _ = f(); close(done) }()
+					select {
+					case <-done:
+					case <-time.After(time.Second):
+						t.Fatalf("%s did not return within 1s on a silent node", what)
+					}
+				}
+				var l pool.Listener
+				within("Listen", func() (err error) {
+					c, cancel := context.WithTimeout(ctx(t), 100*time.Millisecond)
+					defer cancel()
+					l, err = n.Listen(c)
+					return err
+				})
+				if l == nil {
+					return // refused: bounded, which is all this asks
+				}
+				for _, op := range []struct {
+					name string
+					f    func(context.Context, ...string) error
+				}{{"Subscribe", l.Subscribe}, {"Unsubscribe", l.Unsubscribe}} {
+					within(op.name, func() error {
+						c, cancel := context.WithTimeout(ctx(t), 100*time.Millisecond)
+						defer cancel()
+						return op.f(c, "n:silent")
+					})
+				}
+				within("Close", l.Close)
+			})
 		}
 	})
 

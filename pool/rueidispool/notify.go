@@ -333,14 +333,13 @@ func (l *listener) Unsubscribe(ctx context.Context, channels ...string) error {
 func (l *listener) Messages() <-chan pool.Message { return l.out }
 
 // Close ends the subscription: it closes Messages(), closes the connection
-// and waits for the listener's goroutine. If that goroutine is opening a
-// connection, Close waits for the attempt, which the client's dial timeout
-// bounds. Calls after the first return nil.
+// and waits for the listener's goroutine, but not for a connection attempt
+// in progress (see closeWait), so that it returns promptly whatever the node
+// does. Calls after the first return nil.
 func (l *listener) Close() error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		<-l.done
 		return nil
 	}
 	l.closed = true
@@ -352,6 +351,17 @@ func (l *listener) Close() error {
 	if conn != nil {
 		conn.Close()
 	}
-	<-l.done
+	select {
+	case <-l.done:
+	case <-time.After(closeWait):
+		// The goroutine is opening a connection: rueidis's Dedicate takes
+		// no context. It sees the listener closed when the attempt ends,
+		// bounded by the client's dial and write timeouts (or at once when
+		// the client is closed), closes the connection and returns.
+	}
 	return nil
 }
+
+// closeWait is how long Close waits for the listener's goroutine before it
+// leaves it to finish a connection attempt on its own.
+const closeWait = 100 * time.Millisecond
