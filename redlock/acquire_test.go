@@ -224,17 +224,17 @@ func TestLockRetriesUntilReleased(t *testing.T) {
 
 func TestRetryStrategyStops(t *testing.T) {
 	fn := newFakeNodes(t, 3)
-	c := newClient(t, fn.pools)
+	observe, attempts := attemptsOf()
+	c := newClient(t, fn.pools, observe)
 	_, err := c.TryLock(bg(), "k", time.Minute)
 	require.NoError(t, err)
-	c.WaitIdle()
-	calls := fn.faults[0].Calls()
+	<-attempts
 	_, err = c.Lock(bg(), "k", time.Minute, redlock.WithRetry(redlock.LimitRetry(redlock.ConstantBackoff(time.Millisecond), 2)))
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	c.WaitIdle()
-	assert.Equal(t, int64(3), fn.faults[0].Calls()-calls, "LimitRetry(s, 2) makes three attempts")
+	assert.Equal(t, 3, <-attempts, "LimitRetry(s, 2) makes three attempts")
 	_, err = c.Lock(bg(), "k", time.Minute, redlock.WithRetry(redlock.NoRetry()))
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	assert.Equal(t, 1, <-attempts, "NoRetry makes one")
 }
 
 func TestEachAttemptHasItsOwnToken(t *testing.T) {
