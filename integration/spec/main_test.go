@@ -141,11 +141,15 @@ func quorumError(t *testing.T, err error) *redlock.QuorumError {
 	return qe
 }
 
-// failedNodes maps each node a quorum error names to its cause.
+// failedNodes maps each node a quorum error names as failed to its cause; a
+// node that had not answered when the call decided (redlock.ErrPending) has
+// not failed.
 func failedNodes(qe *redlock.QuorumError) map[int]error {
 	out := make(map[int]error)
 	for _, n := range qe.Nodes {
-		out[n.Node] = n.Err
+		if !errors.Is(n.Err, redlock.ErrPending) {
+			out[n.Node] = n.Err
+		}
 	}
 	return out
 }
