@@ -211,6 +211,52 @@ func TestQuorumVotesBeforeDecisionAreReported(t *testing.T) {
 	})
 }
 
+// hookCtx runs hook, once, the next time its Done method is called.
+type hookCtx struct {
+	context.Context
+	mu   sync.Mutex
+	hook func()
+}
+
+func (c *hookCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	h := c.hook
+	c.hook = nil
+	c.mu.Unlock()
+	if h != nil {
+		h()
+	}
+	return c.Context.Done()
+}
+
+func TestQuorumVotesInBufferAtDecision(t *testing.T) {
+	// A vote sent while Quorum is deciding belongs in Votes, not to late. To
+	// put one there deterministically, the test steps in when Quorum reads
+	// ctx.Done() for its next round: nodes 1 and 2 both answer then, Quorum
+	// decides on one of them and must find the other in the buffer. (If
+	// Quorum stops reading ctx.Done() each round, this test deadlocks.)
+	synctest.Test(t, func(t *testing.T) {
+		g := newGated(yes, yes, yes)
+		ctx := &hookCtx{Context: t.Context()}
+		var wg sync.WaitGroup
+		out := start(ctx, &wg, g, 2, g.onLate)
+		ctx.mu.Lock()
+		ctx.hook = func() {
+			close(g.gates[1])
+			close(g.gates[2])
+			synctest.Wait() // both votes are in the buffer
+		}
+		ctx.mu.Unlock()
+		close(g.gates[0])
+		res := <-out
+		wg.Wait()
+		if !res.Reached || res.Yes != 3 || len(res.Votes) != 3 || len(g.late) != 0 {
+			t.Errorf("got %+v and late %v; want reached with all 3 yes in Votes", res, g.late)
+		}
+		checkEachSeenOnce(t, g, res)
+	})
+}
+
 func TestQuorumContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGated(yes, yes, yes, yes, yes)
