@@ -443,3 +443,14 @@ func TestEachTimeout(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkQuorum is the fan-out of one lock round on five nodes that answer
+// at once, without the network: the cost of Quorum itself.
+func BenchmarkQuorum(b *testing.B) {
+	var wg sync.WaitGroup
+	op := func(context.Context, int) (bool, error) { return true, nil }
+	for b.Loop() {
+		fanout.Quorum(b.Context(), &wg, 5, 3, time.Second, op, nil)
+	}
+	wg.Wait()
+}
