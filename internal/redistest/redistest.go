@@ -67,7 +67,7 @@ func Start(t testing.TB, p Persistence) *Server {
 	s := &Server{Dir: t.TempDir(), Persistence: p}
 	var err error
 	for range 5 { // a port picked free can be taken before redis binds it
-		if s.Port, err = freePort(); err != nil {
+		if s.Port, err = FreePort(); err != nil {
 			continue
 		}
 		if err = s.start(bin); err == nil {
@@ -84,9 +84,16 @@ func Start(t testing.TB, p Persistence) *Server {
 // StartN runs n redis-servers with the same persistence.
 func StartN(t testing.TB, n int, p Persistence) []*Server {
 	t.Helper()
-	out := make([]*Server, n)
+	return StartMany(t, n, func(t testing.TB) *Server { return Start(t, p) })
+}
+
+// StartMany calls start n times, one server after the other, and returns the
+// servers in order: StartN for any kind of server (redistls uses it too).
+func StartMany[S any](t testing.TB, n int, start func(testing.TB) S) []S {
+	t.Helper()
+	out := make([]S, n)
 	for i := range out {
-		out[i] = Start(t, p)
+		out[i] = start(t)
 	}
 	return out
 }
@@ -200,7 +207,9 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 	return c
 }
 
-func freePort() (int, error) {
+// FreePort returns a loopback TCP port that was free a moment ago: another
+// process may take it before the caller binds it, so callers retry.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

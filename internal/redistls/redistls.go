@@ -139,7 +139,7 @@ func Start(t testing.TB, opts Options) *Server {
 	dir := t.TempDir()
 	var lastErr error
 	for range 5 { // a port picked free can be taken before redis binds it
-		port, err := freePort()
+		port, err := redistest.FreePort()
 		if err != nil {
 			lastErr = err
 			continue
@@ -164,11 +164,7 @@ func Start(t testing.TB, opts Options) *Server {
 // StartN runs n servers with the same options.
 func StartN(t testing.TB, n int, opts Options) []*Server {
 	t.Helper()
-	out := make([]*Server, n)
-	for i := range out {
-		out[i] = Start(t, opts)
-	}
-	return out
+	return redistest.StartMany(t, n, func(t testing.TB) *Server { return Start(t, opts) })
 }
 
 // Kill stops the process at once (SIGKILL). Safe to call twice.
@@ -247,13 +243,4 @@ func writePEM(t testing.TB, path, typ string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
