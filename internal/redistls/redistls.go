@@ -3,8 +3,8 @@
 // authority made for the test, a server certificate for 127.0.0.1 signed by
 // it, and users given on the command line.
 //
-// Like internal/redistest, it skips a test when redis-server is missing,
-// unless CI or REDLOCK_REQUIRE_REDIS is set, in which case it fails.
+// It finds redis-server with redistest.Binary, so a missing one fails the
+// test unless REDLOCK_SKIP_REDIS=1 opts out (see internal/redistest).
 package redistls
 
 import (
