@@ -96,7 +96,7 @@ func Start(t testing.TB, p Persistence) *Server {
 // StartN runs n redis-servers with the same persistence.
 func StartN(t testing.TB, n int, p Persistence) []*Server {
 	t.Helper()
-	return StartMany(t, n, func(t testing.TB) *Server { return Start(t, p) })
+	return StartMany(t, n, func(t testing.TB) *Server { t.Helper(); return Start(t, p) })
 }
 
 // StartMany calls start n times, one server after the other, and returns the

@@ -164,7 +164,7 @@ func Start(t testing.TB, opts Options) *Server {
 // StartN runs n servers with the same options.
 func StartN(t testing.TB, n int, opts Options) []*Server {
 	t.Helper()
-	return redistest.StartMany(t, n, func(t testing.TB) *Server { return Start(t, opts) })
+	return redistest.StartMany(t, n, func(t testing.TB) *Server { t.Helper(); return Start(t, opts) })
 }
 
 // Kill stops the process at once (SIGKILL). Safe to call twice.
