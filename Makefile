@@ -10,6 +10,8 @@ MODULES := pool/rueidispool redlockotel
 
 ## test: unit and real-Redis tests with the race detector, the adapter and
 ## telemetry modules, then the integration suite on five Redis nodes.
+## Without redis-server on the PATH the real-Redis tests fail with an install
+## hint; REDLOCK_SKIP_REDIS=1 make test skips them instead (never in CI).
 test: unit modules integration
 
 unit:

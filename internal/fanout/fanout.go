@@ -5,6 +5,7 @@ package fanout
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,89 +37,84 @@ type Op func(ctx context.Context, node int) (bool, error)
 type Late func(v Vote, reached bool)
 
 // Quorum runs op on nodes 0..n-1 concurrently, each bounded by timeout (one
-// deadline shared by all, derived from ctx), and returns as soon as need nodes said yes or need can no
-// longer be reached, or ctx ends. It never waits for a node once the outcome is
-// decided; a node that answers afterwards is handed to late (which may be nil).
+// deadline shared by all, derived from ctx), and returns as soon as need nodes
+// said yes or need can no longer be reached, or ctx ends. It never waits for a
+// node once the outcome is decided; a node that answers afterwards is handed
+// to late (which may be nil).
 //
 // Every goroutine it starts is counted in wg before Quorum returns and ends
 // within timeout plus the time late takes, so the owner of wg can wait for
 // them.
 func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.Duration, op Op, late Late) Result {
+	// All nodes start together, so one deadline serves them all: one context
+	// per fan-out rather than one per node. The last node call to end
+	// releases it (and its timer) without waiting for the deadline.
+	nctx, cancel := context.WithTimeout(ctx, timeout)
+	var running atomic.Int64
+	running.Store(int64(n))
+	release := func() {
+		if running.Add(-1) == 0 {
+			cancel()
+		}
+	}
+	if n == 0 {
+		cancel()
+	}
 	var (
 		mu      sync.Mutex
 		decided bool
 		reached bool
-		votes   = make(chan Vote, n)
-		running = int32(n) // node goroutines still in op; the last cancels nctx
+		votes   = make(chan Vote, n) // one slot per node: a send never blocks
 	)
-	// All nodes start together, so one deadline serves them all: one context
-	// per fan-out rather than one per node.
-	nctx, cancel := withTimeout(ctx, timeout)
-	if n == 0 {
-		cancel()
-	}
 	wg.Add(n)
 	for i := range n {
 		go func() {
 			defer wg.Done()
 			ok, err := op(nctx, i)
-			mu.Lock()
-			running--
-			if running == 0 {
-				cancel()
-			}
-			mu.Unlock()
+			release()
 			v := Vote{Node: i, OK: ok, Err: err}
 			mu.Lock()
-			if !decided {
-				votes <- v // cannot block: one slot per node
-				mu.Unlock()
-				return
+			d, r := decided, reached
+			if !d {
+				votes <- v
 			}
-			r := reached
 			mu.Unlock()
-			if late != nil {
+			if d && late != nil {
 				late(v, r)
 			}
 		}()
 	}
-
 	res := Result{Votes: make([]Vote, 0, n)}
-	no := 0
-	record := func(v Vote) {
-		res.Votes = append(res.Votes, v)
-		if v.OK {
-			res.Yes++
-		} else {
-			no++
-		}
-	}
-	for res.Yes < need && n-no >= need {
+wait:
+	for res.Yes < need && n-res.no() >= need {
 		select {
 		case v := <-votes:
-			record(v)
+			res.add(v)
 		case <-ctx.Done():
-			// Node calls derive from ctx and are ending too; stop waiting.
-			no = n
+			break wait // node calls derive from ctx and are ending too
 		}
 	}
-
 	mu.Lock()
-	decided = true
-	reached = res.Yes >= need
+	decided, reached = true, res.Yes >= need
 	mu.Unlock()
+	// Votes sent before the decision are ours to report, not late's; none
+	// is sent after it.
+	for len(votes) > 0 {
+		res.add(<-votes)
+	}
 	res.Reached = reached
-	// Votes sent before the decision are in the buffer; they are ours to
-	// report, not the late callback's.
-	for {
-		select {
-		case v := <-votes:
-			record(v)
-		default:
-			return res
-		}
+	return res
+}
+
+func (r *Result) add(v Vote) {
+	r.Votes = append(r.Votes, v)
+	if v.OK {
+		r.Yes++
 	}
 }
+
+// no counts the votes that were not a yes: noes and errors.
+func (r *Result) no() int { return len(r.Votes) - r.Yes }
 
 // Each runs op on the given nodes concurrently, each bounded by timeout, and
 // waits for all of them. It returns the votes in the order of nodes.
@@ -142,10 +138,4 @@ func Each(ctx context.Context, wg *sync.WaitGroup, nodes []int, timeout time.Dur
 	}
 	local.Wait()
 	return out
-}
-
-// withTimeout is context.WithTimeout, for a cancel that the last of several
-// goroutines calls (which vet cannot follow).
-func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d)
 }

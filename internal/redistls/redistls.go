@@ -3,8 +3,8 @@
 // authority made for the test, a server certificate for 127.0.0.1 signed by
 // it, and users given on the command line.
 //
-// Like internal/redistest, it skips a test when redis-server is missing,
-// unless CI or REDLOCK_REQUIRE_REDIS is set, in which case it fails.
+// It finds redis-server with redistest.Binary, so a missing one fails the
+// test unless REDLOCK_SKIP_REDIS=1 opts out (see internal/redistest).
 package redistls
 
 import (
@@ -139,7 +139,7 @@ func Start(t testing.TB, opts Options) *Server {
 	dir := t.TempDir()
 	var lastErr error
 	for range 5 { // a port picked free can be taken before redis binds it
-		port, err := freePort()
+		port, err := redistest.FreePort()
 		if err != nil {
 			lastErr = err
 			continue
@@ -164,11 +164,7 @@ func Start(t testing.TB, opts Options) *Server {
 // StartN runs n servers with the same options.
 func StartN(t testing.TB, n int, opts Options) []*Server {
 	t.Helper()
-	out := make([]*Server, n)
-	for i := range out {
-		out[i] = Start(t, opts)
-	}
-	return out
+	return redistest.StartMany(t, n, func(t testing.TB) *Server { t.Helper(); return Start(t, opts) })
 }
 
 // Kill stops the process at once (SIGKILL). Safe to call twice.
@@ -247,13 +243,4 @@ func writePEM(t testing.TB, path, typ string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
