@@ -19,8 +19,8 @@
 //		})
 //	}
 //
-// redis-server must be installed; without it the suite is skipped, or fails
-// when the environment variable CI or REDLOCK_REQUIRE_REDIS is set.
+// redis-server must be installed; without it the suite fails with the
+// install hint, or is skipped when REDLOCK_SKIP_REDIS=1 (outside CI).
 package conformance
 
 import (
