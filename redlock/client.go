@@ -32,9 +32,10 @@ type Client struct {
 	closed  bool
 	closing chan struct{} // closed by Close: stops waiters and auto-extensions
 	wg      sync.WaitGroup
-	done    func() // c.wg.Done, bound once
-	order   order  // this Client's node calls per key, in order
-	grants  grants // grants heard for this Client's waiters
+	done    func()    // c.wg.Done, bound once
+	order   order     // this Client's node calls per key, in order
+	grants  grants    // grants heard for this Client's waiters
+	busy    contended // keys its Lock calls recently found held
 
 	closeMu  sync.Mutex  // serialises Close and Shutdown
 	draining atomic.Bool // set by Shutdown: acquisitions are refused
@@ -200,8 +201,11 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // error once the last round has answered.
 //
 // WithFairness skips the first try: the caller's first attempt is to join
-// the queue, so it never overtakes a waiter. With NoRetry, Lock makes one
-// attempt and leaves the queue again.
+// the queue, so it never overtakes a waiter. So does a Lock call on a key
+// that this Client's Lock calls found held within the last second: under
+// contention a release hands the key straight to a waiter, so the try could
+// only be refused. With NoRetry, Lock makes one attempt, and leaves the
+// queue again if it joined it.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	done, err := c.begin()
 	if err != nil {
@@ -214,19 +218,15 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
-	if !lc.fair {
+	// NextDelay(1) is asked once, before the first attempt's end is known.
+	delay, retry := lc.retry.NextDelay(1)
+	if !lc.fair && (!retry || !c.busy.is(key, start)) {
 		l, err := c.acquire(ctx, key, ttl, lc)
-		if err == nil || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil || !retry {
 			return c.obtained(ctx, key, l, withContext(err, ctx.Err()), start, 1, lc)
 		}
-		delay, retry := lc.retry.NextDelay(1)
-		if !retry {
-			return c.obtained(ctx, key, nil, err, start, 1, lc)
-		}
-		l, retries, err := c.wait(ctx, key, ttl, lc, delay, true)
-		return c.obtained(ctx, key, l, err, start, 1+retries, lc)
+		c.busy.mark(key, start)
 	}
-	delay, retry := lc.retry.NextDelay(1)
 	l, retries, err := c.wait(ctx, key, ttl, lc, delay, retry)
 	return c.obtained(ctx, key, l, err, start, 1+retries, lc)
 }
@@ -296,9 +296,10 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	}
 	start := c.cfg.clock.Now()
 
+	slots := c.order.takeAll(key, l.token, true, nil, len(c.pools))
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return c.order.call(ctx, key, l.token, true, i, len(c.pools), func(ctx context.Context) (bool, error) {
+			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				if lc.fencing {
 					return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
 				}

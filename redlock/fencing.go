@@ -83,9 +83,10 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 	}
 	fence := top + 1
 	arg := strconv.FormatUint(fence, 10)
+	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
 	res2 := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return c.order.call(ctx, l.key, l.token, false, i, len(c.pools), func(ctx context.Context) (bool, error) {
+			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.FenceRaise, []string{l.key, FenceKey(l.key)}, l.token, arg)
 				if err != nil {
 					return false, err
@@ -108,9 +109,10 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 	counters := make([]uint64, len(c.pools))
 	timeout := c.nodeTimeout(l.ttl)
+	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return c.order.call(ctx, l.key, l.token, false, i, len(c.pools), func(ctx context.Context) (bool, error) {
+			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, FenceKey(l.key)}, l.token)
 				if err != nil || r == nil {
 					return false, err

@@ -138,9 +138,10 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 	absent := make([]bool, len(c.pools)) // each written only by its node's goroutine
 	decided := make(chan struct{})       // closed once extended is final
 	extended := false
+	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return c.order.call(ctx, l.key, l.token, false, i, len(c.pools), func(ctx context.Context) (bool, error) {
+			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.Extend, []string{l.key}, l.token, ttl.Milliseconds())
 				if err != nil {
 					return false, err
@@ -234,9 +235,10 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // Each node hands the key straight to the first waiter in its queue.
 func (l *Lock) release(ctx context.Context) fanout.Result {
 	c := l.c
+	slots := c.order.takeAll(l.key, l.token, true, nil, len(c.pools))
 	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
-			return c.release(ctx, i, l.key, l.token, l.leave)
+			return c.release(ctx, slots[i], i, l.key, l.token, l.leave)
 		}, nil)
 }
 
@@ -249,8 +251,9 @@ func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Dur
 		return
 	}
 	c := l.c
+	slots := c.order.takeAll(l.key, l.token, false, nodes, len(c.pools))
 	fanout.Each(context.WithoutCancel(ctx), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
-		return c.order.call(ctx, l.key, l.token, false, i, len(c.pools), func(ctx context.Context) (bool, error) {
+		return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 			return c.pools[i].SetNX(ctx, l.key, l.token, ttl)
 		})
 	})

@@ -117,9 +117,9 @@ type lockConfig struct {
 // waits for hands it over. Its retries (rounds, see Lock) cover a lost
 // message and a holder whose lock expired without a release, so the
 // strategy's bound is how long those take at most to be noticed; a waiter
-// granted the key by some nodes asks the others within a few milliseconds
-// whatever the strategy. NoRetry makes Lock a single attempt, and
-// LimitRetry(s, n) stops after n retries.
+// granted the key by some nodes asks the others after a quarter of the node
+// timeout (at most 50ms) whatever the strategy. NoRetry makes Lock a single
+// attempt, and LimitRetry(s, n) stops after n retries.
 func WithRetry(s RetryStrategy) LockOption {
 	return func(c *lockConfig) {
 		if s == nil {

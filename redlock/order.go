@@ -48,18 +48,18 @@ type turn struct {
 	mine chan struct{}
 }
 
-// enter takes the next places on (id, node i) among n nodes, for each id,
-// at once: two calls never take places in two chains in opposite orders.
-// The caller must call done on each turn once the node has answered or
-// timed out.
-func (o *order) enter(i, n int, ids ...string) []turn {
+// enter takes the next place on (id, node i) among n nodes in each chain
+// named (key "" for none), at once: two calls never take places in two
+// chains in opposite orders. The caller must call done on each turn taken
+// once the node has answered or timed out.
+func (o *order) enter(i, n int, token, key string) (t, k turn) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	turns := make([]turn, len(ids))
-	for j, id := range ids {
-		turns[j] = o.enterLocked(id, i, n)
+	t = o.enterLocked("t"+token, i, n)
+	if key != "" {
+		k = o.enterLocked("k"+key, i, n)
 	}
-	return turns
+	return t, k
 }
 
 func (o *order) enterLocked(id string, i, n int) turn {
@@ -108,24 +108,55 @@ func (t turn) done() {
 	}
 }
 
-// call runs op on node i of n for key and token, in this Client's order of
-// calls with token, and, for a write, of writes of key (see order). Every
-// node call on a lock key goes through it.
-func (o *order) call(ctx context.Context, key, token string, write bool, i, n int, op func(context.Context) (bool, error)) (bool, error) {
-	ids := []string{"t" + token}
+// slot is one call's places in the chains of order, taken by the goroutine
+// that makes the call, before it starts the goroutine that sends it: the
+// order of calls is the order in which they were made, whatever the order
+// in which their goroutines run.
+type slot struct {
+	t, k  turn
+	write bool
+}
+
+// take takes the places of a call on node i of n for key and token: in
+// token's chain, and for a write in key's chain too. The caller must run
+// the slot, exactly once.
+func (o *order) take(key, token string, write bool, i, n int) slot {
+	var keyChain string
 	if write {
-		ids = append(ids, "k"+key)
+		keyChain = key
 	}
-	turns := o.enter(i, n, ids...)
-	defer func() {
-		for _, t := range turns {
-			t.done()
+	t, k := o.enter(i, n, token, keyChain)
+	return slot{t: t, k: k, write: write}
+}
+
+// takeAll takes the places of one call per node of nodes (nil: all n
+// nodes), indexed by node.
+func (o *order) takeAll(key, token string, write bool, nodes []int, n int) []slot {
+	slots := make([]slot, n)
+	if nodes == nil {
+		for i := range n {
+			slots[i] = o.take(key, token, write, i, n)
 		}
-	}()
-	for _, t := range turns {
-		if err := t.wait(ctx); err != nil {
+		return slots
+	}
+	for _, i := range nodes {
+		slots[i] = o.take(key, token, write, i, n)
+	}
+	return slots
+}
+
+// run sends the call: it waits for the calls before it in its chains (or
+// for ctx to end), runs op, and frees its places.
+func (s slot) run(ctx context.Context, op func(context.Context) (bool, error)) (bool, error) {
+	defer s.t.done()
+	if s.write {
+		defer s.k.done()
+		if err := s.k.wait(ctx); err != nil {
 			return false, err
 		}
+	}
+	if err := s.t.wait(ctx); err != nil {
+		return false, err
 	}
 	return op(ctx)
 }

@@ -29,13 +29,14 @@ func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
 		take = "1"
 	}
 	c := q.c
+	s := c.order.take(q.key, w.token, false, i, len(c.pools))
 	c.wg.Add(1) // inside the waiter's registered operation: safe against Close
 	go func() {
 		defer c.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 		defer cancel()
 		r := reply{node: i, seq: seq}
-		_, r.err = c.order.call(ctx, q.key, w.token, false, i, len(c.pools), func(ctx context.Context) (bool, error) {
+		_, r.err = s.run(ctx, func(ctx context.Context) (bool, error) {
 			v, err := c.pools[i].Eval(ctx, scripts.Enqueue, q.keys, w.token, w.ttl.Milliseconds(),
 				w.ticket, w.lease().Milliseconds(), seq, c.grants.channel, take)
 			if err != nil {
@@ -98,22 +99,23 @@ func (c *Client) releaseAsync(key, token string, nodes []int, timeout time.Durat
 	if len(nodes) == 0 {
 		return
 	}
+	slots := c.order.takeAll(key, token, true, nodes, len(c.pools))
 	c.wg.Add(1) // callers run inside a registered operation
 	go func() {
 		defer c.wg.Done()
 		fanout.Each(context.Background(), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
-			return c.release(ctx, i, key, token, keep)
+			return c.release(ctx, slots[i], i, key, token, keep)
 		})
 	}()
 }
 
-// release runs Release for token on node i, in this Client's order of calls
-// on key; keep is how long, in ms, the token may not queue again ("": it
-// stays queued). It reports whether the key held token there; when the node
-// handed the key on to a waiter of this Client, that waiter hears of it at
-// once.
-func (c *Client) release(ctx context.Context, i int, key, token string, keep any) (bool, error) {
-	return c.order.call(ctx, key, token, true, i, len(c.pools), func(ctx context.Context) (bool, error) {
+// release runs Release for token on node i in its slot of this Client's
+// order of calls; keep is how long, in ms, the token may not queue again
+// ("": it stays queued). It reports whether the key held token there; when
+// the node handed the key on to a waiter of this Client, that waiter hears
+// of it at once.
+func (c *Client) release(ctx context.Context, s slot, i int, key, token string, keep any) (bool, error) {
+	return s.run(ctx, func(ctx context.Context) (bool, error) {
 		v, err := c.pools[i].Eval(ctx, scripts.Release, scripts.Keys(key), token, keep)
 		if err != nil {
 			return false, err
@@ -153,6 +155,9 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 	c.grants.start(c.pools, c.nodeTimeout(0))
 	for {
 		until, err := w.wait(ctx, c.closing, delay, retry)
+		if w.waited {
+			c.busy.mark(key, c.cfg.clock.Now())
+		}
 		if err != nil {
 			q.leave(w)
 			return nil, w.retries, c.waitError(w, err, ctx)

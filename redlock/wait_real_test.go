@@ -169,17 +169,25 @@ func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
 	}
 }
 
-// requireQueued waits until a waiter has queued for key on every live node.
+// requireQueued waits until a waiter has queued for key on every live node,
+// and shows the nodes if it never does.
 func requireQueued(t *testing.T, live []*redistest.Server, key string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		for _, s := range live {
-			if s.Client(t).ZCard(bg(), queueKey(key)).Val() != 1 {
+			if s.Client(t).ZCard(bg(), queueKey(key)).Val() < 1 {
 				return false
 			}
 		}
 		return true
-	}, 10*time.Second, time.Millisecond)
+	}, 10*time.Second, time.Millisecond) {
+		for i, s := range live {
+			c := s.Client(t)
+			t.Logf("node %d: %s=%q queue %v entries %v", i, key, c.Get(bg(), key).Val(),
+				c.ZRangeWithScores(bg(), queueKey(key), 0, -1).Val(), c.HGetAll(bg(), queueKey(key)+":entries").Val())
+		}
+		t.FailNow()
+	}
 }
 
 func TestRealSixteenContendersAllGetTheLock(t *testing.T) {

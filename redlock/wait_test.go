@@ -151,6 +151,7 @@ func TestAReleaseWakesNobodyElse(t *testing.T) {
 	for _, r := range results {
 		require.NoError(t, <-r)
 	}
+	c.WaitIdle() // the last releases have reached every node
 	// Node 0 sees the holder's release and each waiter's release: 11
 	// calls, each of which hands the key to the next waiter. A waiter
 	// granted by one node first may ask the others after a few ms (the

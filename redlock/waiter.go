@@ -56,7 +56,9 @@ type waiter struct {
 	heartbeat time.Duration
 	// check is how long a waiter granted by a minority waits for the other
 	// grants before asking the nodes that have not granted it: a message
-	// may be lost, and a silent node announces nothing.
+	// may be lost, and a silent node announces nothing. A quarter of the
+	// node timeout, at most 50ms: the others' grants normally follow within
+	// a round trip, and the answer to the check comes within a node timeout.
 	check time.Duration
 
 	replies chan reply // one slot per node: at most one round in flight per node
@@ -71,6 +73,7 @@ type waiter struct {
 	// only answers to later rounds tell who holds a node now.
 	grantMark int
 	heard     bool // the last event was news of a grant
+	waited    bool // a node answered "queued": the key was held
 	last      bool // the retry strategy said stop: fail once the last round is in
 }
 
@@ -141,7 +144,7 @@ func newWaiter(nodes queueNodes, clk clock.Clock, n, quorum int, token string, t
 		quorum:    quorum,
 		retry:     retry,
 		heartbeat: max(min(lease/3, ttl/3), time.Millisecond),
-		check:     max(min(nodeTimeout/8, 5*time.Millisecond), time.Millisecond),
+		check:     max(min(nodeTimeout/4, 50*time.Millisecond), time.Millisecond),
 		replies:   make(chan reply, n),
 		grants:    make(chan grant, 2*n),
 		view:      make([]nodeView, n),
@@ -276,6 +279,7 @@ func (w *waiter) onReply(r reply) {
 	case scripts.EnqueueGranted:
 		v.granted, v.seq, w.grantMark, w.heard = true, r.grantSeq, w.seq, true
 	default:
+		w.waited = true
 		if v.granted && v.seq >= r.seq {
 			return // a grant that followed this round, heard first
 		}
