@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Model-check docs/model/redlock.pml in every configuration (see docs/model.md).
+# Model-check docs/model/redlock.pml and docs/model/handoff.pml in every
+# configuration (see docs/model.md).
 #
 #   docs/model/run.sh                  run all checks; exit 1 if any verdict is wrong
 #   docs/model/run.sh --update-trails  also rewrite docs/model/trails/ from this run
@@ -11,7 +12,14 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-model=${MODEL_PML:-$here/redlock.pml}   # MODEL_PML: check another copy (for testing the checks)
+# MODEL_PML, MODEL_HANDOFF_PML: check another copy (for testing the checks)
+model_src() {
+  case $1 in
+    redlock.pml) echo "${MODEL_PML:-$here/redlock.pml}" ;;
+    handoff.pml) echo "${MODEL_HANDOFF_PML:-$here/handoff.pml}" ;;
+    *) echo "$here/$1" ;;
+  esac
+}
 trails=$here/trails
 update=0
 only=()
@@ -30,10 +38,11 @@ jobs=${MODEL_JOBS:-$(nproc 2>/dev/null || echo 2)}
 work=$(mktemp -d "${TMPDIR:-/tmp}/redlock-model.XXXXXX")
 if [ "${MODEL_KEEP:-0}" = 1 ]; then echo "work dir: $work"; else trap 'rm -rf "$work"' EXIT; fi
 
-# name | expected verdict | spin -D switches | pan compile flags | pan run flags
+# name | expected verdict | spin -D switches | pan compile flags | pan run flags [| model]
 #   expected: "ok" (no error: assertions hold, or the LTL property holds under
-#   weak fairness), "mutex" or "fence" (a counterexample violating that
-#   property), "livelock" (an acceptance cycle against the LTL property)
+#   weak fairness), "mutex", "fence" or "claim" (a counterexample violating
+#   that property), "livelock" (an acceptance cycle against the LTL property)
+#   model: the Promela file, redlock.pml unless given
 configs=(
   "safe-fence-history|ok|-DSYMM -DGENCTR=1 -DTTL=2 -DLOSS=0|-O2 -DSAFETY|-m20000 -w23"
   "safe-core|ok|-DSYMM|-O2 -DSAFETY|-m20000 -w22"
@@ -46,12 +55,22 @@ configs=(
   "unsafe-b-drift|mutex|-DDRIFT_BOUND=2 -DFENCE=0 -DLOSS=0|-O0 -DSAFETY|-m10000 -w20"
   "unsafe-c-naive-fence|fence|-DFENCE=2 -DMAXATT=2 -DTTL=2 -DLOSS=0|-O2 -DSAFETY|-m10000 -w20"
   "unsafe-d-delay-no-persist|fence|-DMAXCRASH=1 -DPERSIST=0 -DDELAY=1 -DLOSS=0|-O0 -DSAFETY|-m10000 -w20"
+  # the waiting protocol: queues and hand-off (handoff.pml)
+  "safe-node-waiters|ok|-DN=1 -DC=3 -DMAXR=2 -DLOSS=1 -DLEASE=1 -DMAYTAKE=2 -DATT1=0 -DWAITS1=1|-O1 -DSAFETY|-m20000 -w21|handoff.pml"
+  "safe-node-first-try|ok|-DN=1 -DMAXR=3 -DLOSS=1 -DLEASE=1 -DMAYTAKE=2 -DATT0=1|-O0 -DSAFETY|-m20000 -w20|handoff.pml"
+  "safe-handoff-grant|ok|-DSYMM -DTTL=2 -DMAXR=1|-O2 -DSAFETY|-m20000 -w22|handoff.pml"
+  "safe-handoff-seq|ok|-DSYMM -DMAXR=2 -DATT1=1|-O2 -DSAFETY|-m20000 -w22|handoff.pml"
+  "safe-handoff-waiters|ok|-DSYMM -DTTL=2 -DMAXR=1 -DATT1=0 -DWAITS1=1 -DLOSS=1 -DLEASE=1 -DMAYTAKE=2|-O1 -DSAFETY|-m20000 -w21|handoff.pml"
+  "unsafe-e-grant-arrival|mutex|-DBROKEN=1 -DCLAIM=0 -DTTL=2 -DMAXR=1 -DTIMEOUTS=0 -DGIVEUP=0|-O0 -DSAFETY|-m10000 -w20|handoff.pml"
+  "unsafe-f-granted-seq|mutex|-DBROKEN=2 -DCLAIM=0 -DTTL=2 -DDRIFT=0 -DDRIFT_BOUND=0 -DMAXR=2 -DATT1=1 -DTIMEOUTS=0 -DGIVEUP=0|-O2 -DSAFETY|-m10000 -w21|handoff.pml"
+  "unsafe-g-same-token|claim|-DSAMETOKEN=1 -DN=1 -DMAXR=3 -DLOSS=1 -DLEASE=1 -DMAYTAKE=2 -DATT0=1 -DATT1=0|-O0 -DSAFETY|-m10000 -w18|handoff.pml"
 )
 
 # property violated by a trail, from its replay
 classify() {
   if grep -q 'acceptance cycle' pan.out; then echo livelock
   elif grep -q 'assertion violated.*lastFence' pan.out; then echo fence
+  elif grep -q 'assertion violated.*krem' pan.out; then echo claim
   elif grep -q 'assertion violated.*vrem' pan.out; then echo mutex
   elif grep -q 'assertion violated\|error' pan.out; then echo other-error
   else echo none
@@ -59,16 +78,16 @@ classify() {
 }
 
 run_one() {
-  local name=$1 expect=$2 defs=$3 cflags=$4 rflags=$5
+  local name=$1 expect=$2 defs=$3 cflags=$4 rflags=$5 pml=${6:-redlock.pml}
   local d=$work/$name
   mkdir -p "$d"
-  cp "$model" "$d/redlock.pml"
+  cp "$(model_src "$pml")" "$d/$pml"
   (
     cd "$d"
     local t0 t1 verdict status states trans depth secs
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
-    spin -a $defs redlock.pml >spin.out 2>&1
+    spin -a $defs "$pml" >spin.out 2>&1
     # shellcheck disable=SC2086
     $CC -w $cflags -o pan pan.c >cc.out 2>&1
     # shellcheck disable=SC2086
@@ -87,9 +106,9 @@ run_one() {
         if grep -q 'max search depth too small' pan.out; then verdict="$verdict, depth limit hit"; status=FAIL; fi
         ;;
       *)
-        if [ -f redlock.pml.trail ]; then
+        if [ -f "$pml.trail" ]; then
           # shellcheck disable=SC2086
-          spin -t $defs redlock.pml >replay.out 2>&1 || true
+          spin -t $defs "$pml" >replay.out 2>&1 || true
           verdict="counterexample: $(classify)"
         else
           verdict="no counterexample"
@@ -97,10 +116,10 @@ run_one() {
         if [ "$verdict" != "counterexample: $expect" ]; then status=FAIL; fi
         if [ "$update" = 1 ] && [ "$status" = PASS ]; then
           mkdir -p "$trails"
-          cp redlock.pml.trail "$trails/$name.trail"
+          cp "$pml.trail" "$trails/$name.trail"
           { echo "verdict: $verdict"
-            echo "found by: spin -a $defs redlock.pml && cc $cflags -o pan pan.c && ./pan $rflags"
-            echo "replay:   cp $name.trail redlock.pml.trail && spin -t [-p -g] $defs redlock.pml"
+            echo "found by: spin -a $defs $pml && cc $cflags -o pan pan.c && ./pan $rflags"
+            echo "replay:   cp $name.trail $pml.trail && spin -t [-p -g] $defs $pml"
             echo
             # the narration (printf lines), without the final variable dump
             # (for a cycle, its first 40 lines)
@@ -134,8 +153,8 @@ done
 start=$(date +%s.%N)
 running=0
 for c in "${selected[@]}"; do
-  IFS='|' read -r name expect defs cflags rflags <<<"$c"
-  run_one "$name" "$expect" "$defs" "$cflags" "$rflags" &
+  IFS='|' read -r name expect defs cflags rflags pml <<<"$c"
+  run_one "$name" "$expect" "$defs" "$cflags" "$rflags" "$pml" &
   running=$((running + 1))
   if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
 done
