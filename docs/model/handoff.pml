@@ -99,6 +99,9 @@
 #ifndef GIVEUP
 #define GIVEUP 1            /* a waiter may give up at any moment */
 #endif
+#ifndef RELEASES
+#define RELEASES 1          /* a holder may release at any moment */
+#endif
 #ifndef CLAIM
 #define CLAIM 1             /* check the per-node claim (see "properties") */
 #endif
@@ -535,7 +538,7 @@ end:
        printf("%c: gives up; RELEASE(%d) to all nodes\n", NAME(c), ctok[c]);
        releaseAll(c); endWait(c); ph[c] = IDLE; CANON }
   /* release at any time, whether or not the validity has run out */
-  :: atomic { ph[c] == HOLD ->
+  :: atomic { RELEASES && ph[c] == HOLD ->
        printf("%c: release: RELEASE(%d) to all nodes\n", NAME(c), ctok[c]);
        releaseAll(c); vrem[c] = 0; ph[c] = IDLE; CANON }
   od

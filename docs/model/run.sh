@@ -58,11 +58,11 @@ configs=(
   # the waiting protocol: queues and hand-off (handoff.pml)
   "safe-node-waiters|ok|-DN=1 -DC=3 -DMAXR=2 -DLOSS=1 -DLEASE=1 -DMAYTAKE=2 -DATT1=0 -DWAITS1=1|-O1 -DSAFETY|-m20000 -w21|handoff.pml"
   "safe-node-first-try|ok|-DN=1 -DMAXR=3 -DLOSS=1 -DLEASE=1 -DMAYTAKE=2 -DATT0=1|-O0 -DSAFETY|-m20000 -w20|handoff.pml"
-  "safe-handoff-grant|ok|-DSYMM -DTTL=2 -DMAXR=1|-O2 -DSAFETY|-m20000 -w22|handoff.pml"
-  "safe-handoff-seq|ok|-DSYMM -DMAXR=2 -DATT1=1|-O2 -DSAFETY|-m20000 -w22|handoff.pml"
+  "safe-handoff-grant|ok|-DSYMM -DTTL=2 -DMAXR=1|-O1 -DSAFETY|-m20000 -w22|handoff.pml"
+  "safe-handoff-seq|ok|-DSYMM -DMAXR=2 -DATT1=1|-O1 -DSAFETY|-m20000 -w22|handoff.pml"
   "safe-handoff-waiters|ok|-DSYMM -DTTL=2 -DMAXR=1 -DATT1=0 -DWAITS1=1 -DLOSS=1 -DLEASE=1 -DMAYTAKE=2|-O1 -DSAFETY|-m20000 -w21|handoff.pml"
   "unsafe-e-grant-arrival|mutex|-DBROKEN=1 -DCLAIM=0 -DTTL=2 -DMAXR=1 -DTIMEOUTS=0 -DGIVEUP=0|-O0 -DSAFETY|-m10000 -w20|handoff.pml"
-  "unsafe-f-granted-seq|mutex|-DBROKEN=2 -DCLAIM=0 -DTTL=2 -DDRIFT=0 -DDRIFT_BOUND=0 -DMAXR=2 -DATT1=1 -DTIMEOUTS=0 -DGIVEUP=0|-O2 -DSAFETY|-m10000 -w21|handoff.pml"
+  "unsafe-f-granted-seq|mutex|-DBROKEN=2 -DCLAIM=0 -DTTL=2 -DDRIFT=0 -DDRIFT_BOUND=0 -DMAXR=2 -DATT1=1 -DTIMEOUTS=0 -DGIVEUP=0 -DRELEASES=0|-O1 -DSAFETY|-m10000 -w20|handoff.pml"
   "unsafe-g-same-token|claim|-DSAMETOKEN=1 -DN=1 -DMAXR=3 -DLOSS=1 -DLEASE=1 -DMAYTAKE=2 -DATT0=1 -DATT1=0|-O0 -DSAFETY|-m10000 -w18|handoff.pml"
 )
 
