@@ -189,16 +189,17 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // and a lock it returns is valid (Until() in the future).
 //
 // It tries once at once. If the lock is held, it joins the queue of waiters
-// kept next to the key on every node (part of the same attempt). A release hands the key to the first waiter on each
-// node and tells it: the waiter holds the lock once a majority of nodes
-// have, without a new attempt and without waking anyone else. Waiters are
-// served in the order they queued, across Clients and processes. Retry k
-// (k = 1, 2, ...) of the retry strategy (WithRetry) is one round of calls
-// to the nodes, sent NextDelay(k) after the attempt before it, or sooner to
-// keep the waiter's place (at least every third of the TTL): it refreshes the waiter's place and takes
-// the key if it is free and the waiter is first, which covers a lost
-// message and an expiry. When the strategy stops, Lock returns the last
-// error once the last round has answered.
+// kept next to the key on every node (part of the same attempt). A release
+// hands the key to the first waiter on each node and tells it: the waiter
+// holds the lock once a majority of nodes have, without a new attempt and
+// without waking anyone else. Waiters are served in the order they queued,
+// across Clients and processes. Retry k (k = 1, 2, ...) of the retry
+// strategy (WithRetry) is one round of calls to the nodes, sent NextDelay(k)
+// after the attempt before it, or sooner to keep the waiter's place (at
+// least every third of the TTL): it refreshes the waiter's place and takes
+// the key if it is free and the waiter is first, which covers a lost message
+// and an expiry. When the strategy stops, Lock returns the last error once
+// the last round has answered.
 //
 // WithFairness skips the first try: the caller's first attempt is to join
 // the queue, so it never overtakes a waiter. So does a Lock call on a key

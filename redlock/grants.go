@@ -13,7 +13,7 @@ import (
 // grants delivers to a Client's waiters the grants that the nodes' queues
 // make them. A release on a node hands the key to the first waiter there and
 // publishes "<token> <seq>" on the channel of that waiter's Client
-// (grantChannel), where the Client listens: one subscription per node per
+// (grantChannelPrefix and its id), where the Client listens: one subscription per node per
 // Client, made once, whatever the keys. The releasing Client also reads the
 // grant from its release's reply and delivers it directly when the waiter is
 // its own, without the round trip through pub/sub.

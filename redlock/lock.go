@@ -188,8 +188,10 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 	return withContext(qe, ctx.Err())
 }
 
-// Unlock stops the auto-extension, if any, and releases the lock on every node that holds our token, and returns
-// once a majority confirmed. Each node call is bounded by the node timeout
+// Unlock stops the auto-extension, if any, releases the lock on every node
+// that holds our token, and returns once a majority confirmed. A node that
+// deletes our token hands the key at once to the first waiter in its queue
+// (see Client.Lock). Each node call is bounded by the node timeout
 // even when ctx is already canceled, so that a deferred Unlock still frees
 // the lock after the work was canceled; nodes that do not answer keep their
 // copy until its TTL runs out.

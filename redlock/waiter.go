@@ -184,10 +184,8 @@ func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, delay time.D
 		select {
 		case r := <-w.replies:
 			w.onReply(r)
-
 		case g := <-w.grants:
 			w.onGrant(g)
-
 		case <-roundT.C():
 			roundT = w.onRoundTimer()
 		case <-checkC:
