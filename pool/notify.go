@@ -37,6 +37,16 @@ type Listener interface {
 	Close() error
 }
 
+// SubscriptionState is implemented by a Listener that can tell whether its
+// subscriptions are in force, for adapters. The lock asks it before it
+// skips a round it would otherwise send to the node: a waiter that will hear
+// of a release there need not ask.
+type SubscriptionState interface {
+	// Subscribed reports whether the node confirmed the subscription to
+	// channel on the connection open now. It never blocks on I/O.
+	Subscribed(channel string) bool
+}
+
 // Message is one message received by a Listener.
 type Message struct {
 	Channel string
@@ -154,6 +164,15 @@ type listener struct {
 	closed   bool
 	channels map[string]bool // what the caller subscribed to
 	conn     net.Conn        // the usable connection; nil while there is none
+	// confirmed holds the channels the node confirmed on conn.
+	confirmed map[string]bool
+}
+
+// Subscribed implements SubscriptionState.
+func (l *listener) Subscribed(channel string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.confirmed[channel]
 }
 
 func (l *listener) Messages() <-chan Message { return l.out }
@@ -265,7 +284,7 @@ func (l *listener) session() bool {
 	l.read(conn, r)
 	l.mu.Lock()
 	if l.conn == conn {
-		l.conn = nil
+		l.conn, l.confirmed = nil, nil
 	}
 	l.mu.Unlock()
 	conn.Close()
@@ -329,6 +348,9 @@ func (l *listener) read(conn net.Conn, r *reader) {
 			return
 		}
 		pinged = false
+		if l.confirm(conn, v) {
+			continue
+		}
 		if m, ok := asMessage(v); ok {
 			select {
 			case l.out <- m:
@@ -336,6 +358,34 @@ func (l *listener) read(conn net.Conn, r *reader) {
 			}
 		}
 	}
+}
+
+// confirm records a node's answer to SUBSCRIBE or UNSUBSCRIBE on conn, and
+// reports whether v was one.
+func (l *listener) confirm(conn net.Conn, v any) bool {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != 3 {
+		return false
+	}
+	kind, _ := arr[0].(string)
+	ch, ok := arr[1].(string)
+	if !ok || (kind != "subscribe" && kind != "unsubscribe") {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn != conn {
+		return true
+	}
+	if kind == "unsubscribe" {
+		delete(l.confirmed, ch)
+		return true
+	}
+	if l.confirmed == nil {
+		l.confirmed = make(map[string]bool)
+	}
+	l.confirmed[ch] = l.channels[ch]
+	return true
 }
 
 // asMessage reads a pub/sub push ["message", channel, payload].

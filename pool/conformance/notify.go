@@ -319,6 +319,34 @@ func (s *suite) testNotifier(t *testing.T) {
 			notifyWait, 10*time.Millisecond, "one subscription per channel after reconnecting")
 	})
 
+	t.Run("ReportsSubscription", func(t *testing.T) {
+		srv := redistest.Start(t, redistest.NoPersistence)
+		l := s.open(t, srv.URL(), nil).(pool.Notifier)
+		lis, err := l.Listen(ctx(t))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = lis.Close() })
+		st, ok := lis.(pool.SubscriptionState)
+		if !ok {
+			t.Skipf("%T does not implement pool.SubscriptionState", lis)
+		}
+		rc := srv.Client(t)
+		subscribed := func(want bool, why string) {
+			t.Helper()
+			require.Eventually(t, func() bool { return st.Subscribed("n:s") == want }, notifyWait, 5*time.Millisecond, why)
+		}
+		require.False(t, st.Subscribed("n:s"), "nothing subscribed yet")
+		require.NoError(t, lis.Subscribe(ctx(t), "n:s"))
+		subscribed(true, "the node confirmed the subscription")
+		require.False(t, st.Subscribed("n:other"), "a channel never subscribed")
+		srv.Kill()
+		subscribed(false, "the connection is gone")
+		srv.Restart(t)
+		await(t, rc, lis, "n:s", "after the restart")
+		subscribed(true, "confirmed again on the new connection")
+		require.NoError(t, lis.Unsubscribe(ctx(t), "n:s"))
+		subscribed(false, "unsubscribed")
+	})
+
 	t.Run("ListenWhileNodeDown", func(t *testing.T) {
 		srv := redistest.Start(t, redistest.NoPersistence)
 		srv.Kill()

@@ -112,6 +112,8 @@ type listener struct {
 	closed   bool
 	channels map[string]struct{}     // what the caller subscribed to
 	conn     rueidis.DedicatedClient // the usable connection; nil while there is none
+	// confirmed holds the channels the node confirmed on conn.
+	confirmed map[string]bool
 	dialing  chan struct{}           // closed when the connection attempt under way ends; nil when none is
 }
 
@@ -162,7 +164,10 @@ func (l *listener) connect() (rueidis.DedicatedClient, <-chan error, error) {
 	// Dedicate dials with no context, bounded by the client's dial timeout.
 	// Its release func is not needed: conn.Close releases the connection.
 	conn, _ := l.client.Dedicate()
-	lost := conn.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: l.deliver})
+	lost := conn.SetPubSubHooks(rueidis.PubSubHooks{
+		OnMessage:      l.deliver,
+		OnSubscription: func(s rueidis.PubSubSubscription) { l.confirm(conn, s) },
+	})
 	var err error
 	select {
 	case err = <-lost: // a connection that could not be opened reports it at once
@@ -224,12 +229,39 @@ func (l *listener) drop(conn rueidis.DedicatedClient) {
 	l.mu.Lock()
 	mine := l.conn == conn
 	if mine {
-		l.conn = nil
+		l.conn, l.confirmed = nil, nil
 	}
 	l.mu.Unlock()
 	if mine {
 		conn.Close()
 	}
+}
+
+// confirm is the connection's subscription hook: it records what the node
+// confirmed on conn, for Subscribed.
+func (l *listener) confirm(conn rueidis.DedicatedClient, s rueidis.PubSubSubscription) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn != conn {
+		return
+	}
+	switch s.Kind {
+	case "subscribe":
+		if l.confirmed == nil {
+			l.confirmed = make(map[string]bool)
+		}
+		_, wanted := l.channels[s.Channel]
+		l.confirmed[s.Channel] = wanted
+	case "unsubscribe":
+		delete(l.confirmed, s.Channel)
+	}
+}
+
+// Subscribed implements pool.SubscriptionState.
+func (l *listener) Subscribed(channel string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.confirmed[channel]
 }
 
 // deliver is the connection's message hook. rueidis calls it from the
