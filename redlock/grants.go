@@ -32,6 +32,7 @@ type grants struct {
 	closed  bool
 	cancel  context.CancelFunc
 	open    []pool.Listener
+	byNode  []pool.Listener // node i's listener once open; nil before and after
 	readers sync.WaitGroup
 }
 
@@ -76,6 +77,7 @@ func (g *grants) start(pools []pool.Pool, subscribeTimeout time.Duration) {
 		return
 	}
 	g.started = true
+	g.byNode = make([]pool.Listener, len(pools))
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	for i, p := range pools {
@@ -105,6 +107,7 @@ func (g *grants) listen(ctx context.Context, i int, n pool.Notifier, timeout tim
 		return
 	}
 	g.open = append(g.open, l)
+	g.byNode[i] = l
 	g.mu.Unlock()
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	_ = l.Subscribe(sctx, g.channel) // the listener subscribes again on reconnect
@@ -120,6 +123,20 @@ func (g *grants) listen(ctx context.Context, i int, n pool.Notifier, timeout tim
 	}
 }
 
+// listening reports whether node i confirmed the subscription to the
+// Client's channel on the connection open now: a release there will be
+// heard. Only listeners that implement pool.SubscriptionState can tell.
+func (g *grants) listening(i int) bool {
+	g.mu.Lock()
+	var l pool.Listener
+	if i < len(g.byNode) {
+		l = g.byNode[i]
+	}
+	g.mu.Unlock()
+	st, ok := l.(pool.SubscriptionState)
+	return ok && st.Subscribed(g.channel)
+}
+
 // close ends the listeners and waits for their goroutines.
 func (g *grants) close() {
 	g.mu.Lock()
@@ -128,7 +145,7 @@ func (g *grants) close() {
 		g.cancel()
 	}
 	open := g.open
-	g.open = nil
+	g.open, g.byNode = nil, nil
 	g.mu.Unlock()
 	var closing sync.WaitGroup // in parallel: one node's Close never delays another's
 	for _, l := range open {

@@ -66,6 +66,9 @@ func parseEnqueue(v any, r *reply) error {
 		if len(arr) > 1 {
 			r.holder, _ = arr[1].(string)
 		}
+		if len(arr) > 2 {
+			r.holderTTL = time.Duration(max(asInt(arr[2]), 0)) * time.Millisecond
+		}
 	case scripts.EnqueueLeft:
 		return errLeft
 	default:
@@ -78,6 +81,9 @@ var (
 	errMalformed = errors.New("malformed reply from node")
 	errLeft      = errors.New("left the queue")
 )
+
+// listening implements queueNodes.
+func (q *queueing) listening(i int) bool { return q.c.grants.listening(i) }
 
 // giveBack implements queueNodes: the keys nodes granted the waiter pass
 // to the next waiters, in the background; the waiter stays queued.
@@ -113,10 +119,10 @@ func (c *Client) releaseAsync(key, token string, nodes []int, timeout time.Durat
 // order of calls; keep is how long, in ms, the token may not queue again
 // ("": it stays queued). It reports whether the key held token there; when
 // the node handed the key on to a waiter of this Client, that waiter hears
-// of it at once.
+// of it from the reply, at once, and the node publishes nothing.
 func (c *Client) release(ctx context.Context, s slot, i int, key, token string, keep any) (bool, error) {
 	return s.run(ctx, func(ctx context.Context) (bool, error) {
-		v, err := c.pools[i].Eval(ctx, scripts.Release, scripts.Keys(key), token, keep)
+		v, err := c.pools[i].Eval(ctx, scripts.Release, scripts.Keys(key), token, keep, c.grants.channel)
 		if err != nil {
 			return false, err
 		}

@@ -34,10 +34,21 @@ import (
 //	          a queue holder with an earlier ticket                  passes each to the next waiter)
 //	yielding  a round sees no earlier holder any more       queued    take a free key again
 //	queued,   round timer (retry strategy, lease refresh)  same      send a round to every idle node
-//	yielding  grant on a minority                           same      arm the check timer
+//	yielding                                                         that is not quiet (below)
+//	          grant on a minority                           same      arm the check timer
 //	          check timer                                   same      send a round to idle, ungranted nodes
 //	          retries exhausted and no round in flight      failed    return the last error
 //	          ctx ended, or the Client closed               failed    return at once
+//
+// Quiet nodes. A retry round asks a node what the waiter would hear of
+// anyway. It is not sent to a node that is quiet: its last answer found the
+// key held, with time to live left, the waiter's place there was refreshed
+// within the heartbeat, and the Client's listener on the node has its
+// subscription confirmed, so a release there will be announced. The retry
+// still counts. Rounds on a busy key stay about one per holder's TTL and per
+// heartbeat instead of one per backoff step; a holder that vanishes is
+// noticed when its key expires, as before, and a lost announcement costs at
+// most a heartbeat.
 //
 // The caller gives back whatever the waiter may hold on failure (the
 // waiter's token leaves every queue and every key it was granted).
@@ -101,6 +112,9 @@ type queueNodes interface {
 	// giveBack releases w's token on nodes: it leaves their queues, and a
 	// key granted to it passes to the next waiter.
 	giveBack(w *waiter, nodes []int)
+	// listening reports whether a grant by node i would be announced to
+	// w now. It never blocks on I/O.
+	listening(i int) bool
 }
 
 // nodeView is what a waiter knows of one node.
@@ -111,7 +125,11 @@ type nodeView struct {
 	queued  int  // the latest round the node answered with "queued"
 	floor   int  // grants following a round before it are stale: we gave them back
 	holder  string
-	err     error // the latest round's error, nil once answered
+	// heldUntil is when the key, found held by the latest "queued"
+	// answer, runs out unless extended (zero: unknown).
+	heldUntil time.Time
+	lastSent  time.Time // when the latest round went to the node
+	err       error     // the latest round's error, nil once answered
 }
 
 // reply is a node's answer to a round.
@@ -124,7 +142,9 @@ type reply struct {
 	// holder is the ticket of the waiter the queue gave the key to, when
 	// queued behind it.
 	holder string
-	err    error
+	// holderTTL is the key's time to live when queued (0: free or unknown).
+	holderTTL time.Duration
+	err       error
 }
 
 // grant is a release message: node handed us the key after our round seq.
@@ -169,7 +189,7 @@ func (w *waiter) deliver(i, seq int) {
 // retry 1 follows after the delay the caller got from NextDelay(1), when
 // retry says so. It returns the end of validity, or the reason it failed.
 func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, delay time.Duration, retry bool) (time.Time, error) {
-	w.sendRound()
+	w.sendRound(false)
 	roundT := w.nextRound(delay, retry)
 	defer func() { roundT.Stop() }()
 	var checkT clock.Timer
@@ -190,7 +210,7 @@ func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, delay time.D
 			roundT = w.onRoundTimer()
 		case <-checkC:
 			checkT, checkC = nil, nil
-			w.sendRound()
+			w.sendRound(false)
 		case <-ctx.Done():
 			w.state = waitFailed
 			return time.Time{}, ctx.Err()
@@ -219,11 +239,11 @@ func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, delay time.D
 func (w *waiter) onRoundTimer() clock.Timer {
 	if w.last {
 		// The last round is still in flight: refresh the place meanwhile.
-		w.sendRound()
+		w.sendRound(true)
 		return w.nextRound(0, false)
 	}
 	w.retries++
-	w.sendRound()
+	w.sendRound(true)
 	return w.nextRound(w.retry.NextDelay(w.retries + 1))
 }
 
@@ -239,8 +259,9 @@ func (w *waiter) nextRound(delay time.Duration, retry bool) clock.Timer {
 }
 
 // sendRound sends a round to every node without one in flight that has not
-// granted us the key within validity.
-func (w *waiter) sendRound() {
+// granted us the key within validity, and, when skipQuiet, is not quiet
+// (see waiter).
+func (w *waiter) sendRound(skipQuiet bool) {
 	w.seq++
 	now := w.clk.Now()
 	w.sent[w.seq] = now
@@ -252,12 +273,20 @@ func (w *waiter) sendRound() {
 	mayTake := w.state != waitYielding
 	for i := range w.view {
 		v := &w.view[i]
-		if v.busy || (v.granted && w.live(*v, now)) {
+		if v.busy || (v.granted && w.live(*v, now)) || (skipQuiet && w.quiet(i, now)) {
 			continue
 		}
-		v.busy = true
+		v.busy, v.lastSent = true, now
 		w.nodes.round(w, i, w.seq, mayTake)
 	}
+}
+
+// quiet reports whether a round to node i at now would only tell what the
+// waiter will hear anyway (see waiter).
+func (w *waiter) quiet(i int, now time.Time) bool {
+	v := w.view[i]
+	return v.err == nil && !v.granted && now.Before(v.heldUntil) &&
+		now.Sub(v.lastSent) < w.heartbeat && w.nodes.listening(i)
 }
 
 // onReply records a node's answer to a round.
@@ -282,6 +311,10 @@ func (w *waiter) onReply(r reply) {
 			return // a grant that followed this round, heard first
 		}
 		v.granted, v.queued, v.holder = false, r.seq, r.holder
+		v.heldUntil = time.Time{}
+		if r.holderTTL > 0 {
+			v.heldUntil = w.clk.Now().Add(r.holderTTL)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -18,6 +19,7 @@ type fakeQueue struct {
 	mu     sync.Mutex
 	rounds []sentRound
 	given  [][]int
+	deaf   map[int]bool // nodes whose grants would not be announced
 }
 
 type sentRound struct {
@@ -35,6 +37,12 @@ func (f *fakeQueue) giveBack(w *waiter, nodes []int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.given = append(f.given, nodes)
+}
+
+func (f *fakeQueue) listening(i int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.deaf[i]
 }
 
 func (f *fakeQueue) take() []sentRound {
@@ -243,6 +251,110 @@ func TestWaiterReturnsAtOnceWhenItsContextEnds(t *testing.T) {
 		r := <-out
 		if r.err != context.DeadlineExceeded || time.Since(began) != 100*time.Millisecond {
 			t.Fatalf("got %v after %v", r.err, time.Since(began))
+		}
+	})
+}
+
+// every retries after exactly d, for tests that count time.
+func every(d time.Duration) RetryStrategy {
+	return RetryFunc(func(int) (time.Duration, bool) { return d, true })
+}
+
+func nodesOf(rounds []sentRound) []int {
+	var out []int
+	for _, r := range rounds {
+		out = append(out, r.node)
+	}
+	return out
+}
+
+func TestWaiterSkipsQuietNodesOnRetriesButNotForever(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{deaf: map[int]bool{2: true}}
+		w := newTestWaiter(f, every(100*time.Millisecond))
+		start(w, t.Context(), 100*time.Millisecond, true)
+		synctest.Wait()
+		for _, r := range f.take() {
+			w.replies <- reply{node: r.node, seq: r.seq, code: scripts.EnqueueQueued, holder: "1", holderTTL: 5 * time.Second}
+		}
+		synctest.Wait()
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		got := f.take()
+		if len(got) != 1 || got[0].node != 2 {
+			t.Fatalf("retry 1 must go to the node whose grants would not be announced only, got %v", nodesOf(got))
+		}
+		if w.retries != 1 {
+			t.Fatalf("a retry answered from what the waiter knows still counts: retries %d", w.retries)
+		}
+		w.replies <- reply{node: 2, seq: got[0].seq, code: scripts.EnqueueQueued, holder: "1", holderTTL: 5 * time.Second}
+		// Nodes 0 and 1 stay quiet until their lease needs a refresh: the
+		// heartbeat (a third of the lease) after their last round.
+		var quietUntil time.Duration
+		for elapsed := 100 * time.Millisecond; ; {
+			time.Sleep(100 * time.Millisecond)
+			elapsed += 100 * time.Millisecond
+			synctest.Wait()
+			got := f.take()
+			for _, r := range got {
+				w.replies <- reply{node: r.node, seq: r.seq, code: scripts.EnqueueQueued, holder: "1", holderTTL: 5 * time.Second}
+			}
+			if len(got) > 1 {
+				quietUntil = elapsed
+				break
+			}
+			if elapsed > w.heartbeat+time.Second {
+				t.Fatalf("no round to the quiet nodes within %v: the heartbeat is %v", elapsed, w.heartbeat)
+			}
+		}
+		if quietUntil < w.heartbeat || quietUntil > w.heartbeat+100*time.Millisecond {
+			t.Fatalf("quiet nodes asked again after %v, want at the heartbeat %v", quietUntil, w.heartbeat)
+		}
+	})
+}
+
+func TestWaiterAsksAgainOnceTheHoldersKeyRunsOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		w := newTestWaiter(f, every(100*time.Millisecond))
+		start(w, t.Context(), 100*time.Millisecond, true)
+		synctest.Wait()
+		for _, r := range f.take() {
+			w.replies <- reply{node: r.node, seq: r.seq, code: scripts.EnqueueQueued, holder: "1", holderTTL: 250 * time.Millisecond}
+		}
+		synctest.Wait()
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		if got := f.take(); len(got) != 0 {
+			t.Fatalf("the holder's key lives on and the nodes announce releases: no round expected, got %v", nodesOf(got))
+		}
+		time.Sleep(200 * time.Millisecond) // past the key's expiry: a free key must be taken
+		synctest.Wait()
+		if got := f.take(); len(got) != 3 {
+			t.Fatalf("the holder's key ran out: every node must be asked, got %v", nodesOf(got))
+		}
+	})
+}
+
+func TestWaiterGivesUpOnTimeWhenEveryNodeIsQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		w := newTestWaiter(f, LimitRetry(every(100*time.Millisecond), 2))
+		begun := time.Now()
+		out := start(w, t.Context(), 100*time.Millisecond, true)
+		synctest.Wait()
+		for _, r := range f.take() {
+			w.replies <- reply{node: r.node, seq: r.seq, code: scripts.EnqueueQueued, holder: "1", holderTTL: 5 * time.Second}
+		}
+		r := <-out
+		if !errors.Is(r.err, ErrNotObtained) {
+			t.Fatalf("err %v, want ErrNotObtained", r.err)
+		}
+		if took := time.Since(begun); took != 200*time.Millisecond {
+			t.Fatalf("gave up after %v, want the two retries' 200ms", took)
+		}
+		if got := f.take(); len(got) != 0 {
+			t.Fatalf("quiet nodes asked: %v", nodesOf(got))
 		}
 	})
 }

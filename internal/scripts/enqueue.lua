@@ -15,9 +15,10 @@
 -- that round, which this node processed before the grant.
 -- Returns {1} when this call set the key; {2, seq} when the key already
 -- holds the waiter's token (granted after the waiter's round seq, 0 if
--- unknown); {0, ticket} when queued, ticket being the holder's if the queue
--- gave it the lock, '' otherwise; {3} when the waiter has left the queue
--- (release.lua) and this round arrived late: it is not queued again.
+-- unknown); {0, ticket, pttl} when queued, ticket being the holder's if the
+-- queue gave it the lock ('' otherwise) and pttl the key's remaining time to
+-- live in ms (0 when the key is free); {3} when the waiter has left the
+-- queue (release.lua) and this round arrived late: it is not queued again.
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
   local seq = 0
@@ -59,12 +60,13 @@ if v == false and ARGV[7] == '1' then
     return {1}
   end
 end
-local holder = ''
+local holder, pttl = '', 0
 if v then
+  pttl = redis.call('PTTL', KEYS[1])
   local h = redis.call('HGET', KEYS[4], '.')
   if h then
     local tk, _, tok = string.match(h, '^(%S+) (%S+) (%S+)$')
     if tok == v then holder = tk end
   end
 end
-return {0, holder}
+return {0, holder, pttl}

@@ -2,7 +2,9 @@
 -- KEYS[1] the lock key; KEYS[2..5] its queue, leases, entries and departed
 -- waiters (see enqueue.lua); ARGV[1] the caller's token; ARGV[2] how long,
 -- in ms, to keep the caller from queueing again ('' for a waiter that only
--- gives a grant back and stays).
+-- gives a grant back and stays); ARGV[3] the caller's own channel, if any:
+-- a grant to a waiter listening there is not published, the caller reads
+-- it from the reply.
 -- Removes the caller from the queue (a waiter leaving: it is remembered as
 -- departed for ARGV[2] ms, so that a round of its still on its way cannot
 -- queue it again, to be handed a key nobody will release), then deletes the
@@ -50,7 +52,9 @@ while true do
     local seq, ttl, ch = string.match(e, '^(%S+) (%S+) (%S+)$')
     redis.call('SET', KEYS[1], id, 'PX', ttl)
     redis.call('HSET', KEYS[4], '.', head[2] .. ' ' .. seq .. ' ' .. id)
-    redis.call('PUBLISH', ch, id .. ' ' .. seq)
+    if ch ~= ARGV[3] then
+      redis.call('PUBLISH', ch, id .. ' ' .. seq)
+    end
     return {1, id, tonumber(seq)}
   end
 end
