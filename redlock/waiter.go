@@ -45,7 +45,10 @@ import (
 // key held, with time to live left, the waiter's place there was refreshed
 // within the heartbeat, and the Client's listener on the node has its
 // subscription confirmed, so a release there will be announced. The retry
-// still counts. Rounds on a busy key stay about one per holder's TTL and per
+// still counts. A waiter that holds grants on a minority asks every node
+// at each retry all the same: the split it is in is resolved only by what
+// the rounds tell of the other holders (see settle), and nothing is
+// announced while each waits for the other. Rounds on a busy key stay about one per holder's TTL and per
 // heartbeat instead of one per backoff step; a holder that vanishes is
 // noticed when its key expires, as before, and a lost announcement costs at
 // most a heartbeat.
@@ -285,7 +288,7 @@ func (w *waiter) sendRound(skipQuiet bool) {
 // waiter will hear anyway (see waiter).
 func (w *waiter) quiet(i int, now time.Time) bool {
 	v := w.view[i]
-	return v.err == nil && !v.granted && now.Before(v.heldUntil) &&
+	return v.err == nil && !v.granted && w.granted() == 0 && now.Before(v.heldUntil) &&
 		now.Sub(v.lastSent) < w.heartbeat && w.nodes.listening(i)
 }
 

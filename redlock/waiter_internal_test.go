@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -355,6 +356,35 @@ func TestWaiterGivesUpOnTimeWhenEveryNodeIsQuiet(t *testing.T) {
 		}
 		if got := f.take(); len(got) != 0 {
 			t.Fatalf("quiet nodes asked: %v", nodesOf(got))
+		}
+	})
+}
+
+func TestWaiterHoldingAMinorityAsksEveryNodeAtEachRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		w := newTestWaiter(f, every(100*time.Millisecond))
+		start(w, t.Context(), 100*time.Millisecond, true)
+		synctest.Wait()
+		for _, r := range f.take() {
+			if r.node == 0 {
+				w.replies <- reply{node: r.node, seq: r.seq, code: scripts.EnqueueSet}
+				continue
+			}
+			// Held by a waiter with a later ticket: no reason to yield.
+			w.replies <- reply{node: r.node, seq: r.seq, code: scripts.EnqueueQueued, holder: "9" + strconv.FormatInt(w.ticket, 10), holderTTL: 5 * time.Second}
+		}
+		synctest.Wait()
+		time.Sleep(w.check) // the check round after a grant on a minority
+		synctest.Wait()
+		for _, r := range f.take() {
+			w.replies <- reply{node: r.node, seq: r.seq, code: scripts.EnqueueQueued, holder: "9" + strconv.FormatInt(w.ticket, 10), holderTTL: 5 * time.Second}
+		}
+		synctest.Wait()
+		time.Sleep(100*time.Millisecond - w.check)
+		synctest.Wait()
+		if got := nodesOf(f.take()); len(got) != 2 {
+			t.Fatalf("a waiter in a split must ask the nodes it lacks at each retry, got %v", got)
 		}
 	})
 }
