@@ -29,47 +29,60 @@ import (
 // I/O.
 type order struct {
 	mu     sync.Mutex
-	chains map[string]*chain // by "k"+key for writes, "t"+token for tokens
+	chains map[chainID]*chain
+}
+
+// chainID names a chain: a key's writes, or a token's calls.
+type chainID struct {
+	write bool
+	name  string
 }
 
 // chain is one key's writes, or one token's calls, in flight: tail[i] is
-// closed once the latest one on node i has finished. refs counts the calls
-// not yet finished.
+// the latest one on node i. refs counts the calls not yet finished.
 type chain struct {
-	tail []chan struct{}
+	tail []*pending
 	refs int
+}
+
+// pending is one call on one node, until it finishes. Its channel is made
+// only when a later call has to wait for it: on a healthy node the call
+// has long finished by then, and nothing is allocated. Guarded by order.mu.
+type pending struct {
+	finished bool
+	ch       chan struct{} // closed when finished, if a later call waits
 }
 
 // turn is one call's place in a chain.
 type turn struct {
 	o    *order
-	id   string
-	prev chan struct{} // nil when no earlier call is in flight
-	mine chan struct{}
+	id   chainID
+	prev *pending // nil when no earlier call is in flight
+	mine *pending
 }
 
-// enter takes the next place on (id, node i) among n nodes in each chain
-// named (key "" for none), at once: two calls never take places in two
-// chains in opposite orders. The caller must call done on each turn taken
-// once the node has answered or timed out.
-func (o *order) enter(i, n int, token, key string) (t, k turn) {
+// enter takes the next place on node i among n nodes in token's chain and,
+// when key is not "", in key's chain, at once: two calls never take places
+// in two chains in opposite orders. mine holds the call's two places. The
+// caller must call done on each turn taken once the node has answered or
+// timed out.
+func (o *order) enter(i, n int, token, key string, mine *[2]pending) (t, k turn) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	t = o.enterLocked("t"+token, i, n)
+	t = o.enterLocked(chainID{name: token}, i, n, &mine[0])
 	if key != "" {
-		k = o.enterLocked("k"+key, i, n)
+		k = o.enterLocked(chainID{write: true, name: key}, i, n, &mine[1])
 	}
 	return t, k
 }
 
-func (o *order) enterLocked(id string, i, n int) turn {
-	mine := make(chan struct{})
+func (o *order) enterLocked(id chainID, i, n int, mine *pending) turn {
 	if o.chains == nil {
-		o.chains = make(map[string]*chain)
+		o.chains = make(map[chainID]*chain)
 	}
 	ch := o.chains[id]
 	if ch == nil {
-		ch = &chain{tail: make([]chan struct{}, n)}
+		ch = &chain{tail: make([]*pending, n)}
 		o.chains[id] = ch
 	}
 	prev := ch.tail[i]
@@ -84,13 +97,18 @@ func (t turn) wait(ctx context.Context) error {
 	if t.prev == nil {
 		return nil
 	}
-	select {
-	case <-t.prev:
+	t.o.mu.Lock()
+	if t.prev.finished {
+		t.o.mu.Unlock()
 		return nil
-	default:
 	}
+	if t.prev.ch == nil {
+		t.prev.ch = make(chan struct{})
+	}
+	ch := t.prev.ch
+	t.o.mu.Unlock()
 	select {
-	case <-t.prev:
+	case <-ch:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -99,9 +117,12 @@ func (t turn) wait(ctx context.Context) error {
 
 // done ends the call: the next call in the chain may go.
 func (t turn) done() {
-	close(t.mine)
 	t.o.mu.Lock()
 	defer t.o.mu.Unlock()
+	t.mine.finished = true
+	if t.mine.ch != nil {
+		close(t.mine.ch)
+	}
 	ch := t.o.chains[t.id]
 	if ch.refs--; ch.refs == 0 {
 		delete(t.o.chains, t.id)
@@ -121,11 +142,15 @@ type slot struct {
 // token's chain, and for a write in key's chain too. The caller must run
 // the slot, exactly once.
 func (o *order) take(key, token string, write bool, i, n int) slot {
+	return o.takeInto(key, token, write, i, n, new([2]pending))
+}
+
+func (o *order) takeInto(key, token string, write bool, i, n int, mine *[2]pending) slot {
 	var keyChain string
 	if write {
 		keyChain = key
 	}
-	t, k := o.enter(i, n, token, keyChain)
+	t, k := o.enter(i, n, token, keyChain, mine)
 	return slot{t: t, k: k, write: write}
 }
 
@@ -133,14 +158,15 @@ func (o *order) take(key, token string, write bool, i, n int) slot {
 // nodes), indexed by node.
 func (o *order) takeAll(key, token string, write bool, nodes []int, n int) []slot {
 	slots := make([]slot, n)
+	places := make([][2]pending, n)
 	if nodes == nil {
 		for i := range n {
-			slots[i] = o.take(key, token, write, i, n)
+			slots[i] = o.takeInto(key, token, write, i, n, &places[i])
 		}
 		return slots
 	}
 	for _, i := range nodes {
-		slots[i] = o.take(key, token, write, i, n)
+		slots[i] = o.takeInto(key, token, write, i, n, &places[i])
 	}
 	return slots
 }
