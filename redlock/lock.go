@@ -238,10 +238,10 @@ func (l *Lock) Unlock(ctx context.Context) error {
 func (l *Lock) release(ctx context.Context) fanout.Result {
 	c := l.c
 	slots := c.order.takeAll(l.key, l.token, true, nil, len(c.pools))
-	keys := scripts.Keys(l.key)
+	keys, args := scripts.Keys(l.key), c.releaseArgs(l.token, l.leave)
 	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
-			return c.release(ctx, slots[i], i, keys, l.token, l.leave)
+			return c.release(ctx, slots[i], i, keys, args)
 		}, nil)
 }
 

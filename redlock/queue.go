@@ -106,24 +106,31 @@ func (c *Client) releaseAsync(key, token string, nodes []int, timeout time.Durat
 		return
 	}
 	slots := c.order.takeAll(key, token, true, nodes, len(c.pools))
-	keys := scripts.Keys(key)
+	keys, args := scripts.Keys(key), c.releaseArgs(token, keep)
 	c.wg.Add(1) // callers run inside a registered operation
 	go func() {
 		defer c.wg.Done()
 		fanout.Each(context.Background(), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
-			return c.release(ctx, slots[i], i, keys, token, keep)
+			return c.release(ctx, slots[i], i, keys, args)
 		})
 	}()
 }
 
-// release runs Release for token on node i in its slot of this Client's
-// order of calls, with Release's keys (scripts.Keys); keep is how long, in
-// ms, the token may not queue again ("": it stays queued). It reports whether the key held token there; when
-// the node handed the key on to a waiter of this Client, that waiter hears
-// of it from the reply, at once, and the node publishes nothing.
-func (c *Client) release(ctx context.Context, s slot, i int, keys []string, token string, keep any) (bool, error) {
+// releaseArgs returns Release's arguments for token: keep is how long, in
+// ms, the token may not queue again ("": it stays queued). They are built
+// once per release, for every node.
+func (c *Client) releaseArgs(token string, keep any) []any {
+	return []any{token, keep, c.grants.channel}
+}
+
+// release runs Release on node i in its slot of this Client's order of
+// calls, with its keys (scripts.Keys) and args (releaseArgs). It reports
+// whether the key held the token there; when the node handed the key on to
+// a waiter of this Client, that waiter hears of it from the reply, at once,
+// and the node publishes nothing.
+func (c *Client) release(ctx context.Context, s slot, i int, keys []string, args []any) (bool, error) {
 	return s.run(ctx, func(ctx context.Context) (bool, error) {
-		v, err := c.pools[i].Eval(ctx, scripts.Release, keys, token, keep, c.grants.channel)
+		v, err := c.pools[i].Eval(ctx, scripts.Release, keys, args...)
 		if err != nil {
 			return false, err
 		}
