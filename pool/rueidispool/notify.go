@@ -114,7 +114,7 @@ type listener struct {
 	conn     rueidis.DedicatedClient // the usable connection; nil while there is none
 	// confirmed holds the channels the node confirmed on conn.
 	confirmed map[string]bool
-	dialing  chan struct{}           // closed when the connection attempt under way ends; nil when none is
+	dialing   chan struct{} // closed when the connection attempt under way ends; nil when none is
 }
 
 // run keeps a connection open until Close.
