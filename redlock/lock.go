@@ -21,6 +21,7 @@ import (
 type Lock struct {
 	c     *Client
 	key   string
+	keys  []string // every key of a multi-lock (TryLockAll), sorted; nil for one key
 	token string
 	ttl   time.Duration
 	heal  bool
@@ -142,7 +143,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				r, err := c.pools[i].Eval(ctx, scripts.Extend, []string{l.key}, l.token, ttl.Milliseconds())
+				r, err := l.extendOn(ctx, i, ttl)
 				if err != nil {
 					return false, err
 				}
@@ -236,7 +237,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // release deletes the lock on every node and returns at the majority.
 // Each node hands the key straight to the first waiter in its queue.
 func (l *Lock) release(ctx context.Context) fanout.Result {
+	if l.keys != nil {
+		return l.releaseAll(ctx)
+	}
 	c := l.c
+	defer c.released.wake([]string{l.key})
 	slots := c.order.takeAll(l.key, l.token, true, nil, len(c.pools))
 	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
@@ -256,7 +261,7 @@ func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Dur
 	slots := c.order.takeAll(l.key, l.token, false, nodes, len(c.pools))
 	fanout.Each(context.WithoutCancel(ctx), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
 		return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-			return c.pools[i].SetNX(ctx, l.key, l.token, ttl)
+			return l.setOn(ctx, i, ttl)
 		})
 	})
 }
