@@ -72,9 +72,15 @@ func (c *Client) acquireAll(ctx context.Context, keys []string, ttl time.Duratio
 	if res.Reached {
 		qe.Reason = fmt.Sprintf("validity used up after %v", c.cfg.clock.Since(start))
 	}
+	taken := make(map[int]string) // read only from the votes in: stragglers still write held
+	for _, v := range res.Votes {
+		if k := held[v.Node]; !v.OK && v.Err == nil && k > 0 && k <= len(keys) {
+			taken[v.Node] = keys[k-1]
+		}
+	}
 	for _, n := range qe.Nodes {
-		if k := held[n.Node]; k > 0 && errors.Is(n.Err, ErrTaken) {
-			n.Err = fmt.Errorf("%w: key %q", ErrTaken, keys[k-1])
+		if k, ok := taken[n.Node]; ok {
+			n.Err = fmt.Errorf("%w: key %q", ErrTaken, k)
 		}
 	}
 	return nil, qe
