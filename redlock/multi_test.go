@@ -167,3 +167,39 @@ func TestLockAllEndsWhenClientCloses(t *testing.T) {
 	}
 	require.NoError(t, held.Unlock(bg()))
 }
+
+func TestShutdownReleasesMultiLocks(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c, err := redlock.New(fn.pools, redlock.WithNodeTimeout(time.Second))
+	require.NoError(t, err)
+	l, err := c.TryLockAll(bg(), []string{"s1", "s2"}, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, c.Shutdown(bg()))
+	for _, k := range l.Keys() {
+		assert.Zero(t, fn.present(k), k)
+	}
+}
+
+func TestMultiLockHealsAnEmptiedNode(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c := newClient(t, fn.pools)
+	l, err := c.TryLockAll(bg(), []string{"h1", "h2"}, time.Minute, redlock.WithHeal())
+	require.NoError(t, err)
+	c.WaitIdle()
+	fn.servers[0].FlushAll() // a node restarted without its data
+	require.NoError(t, l.Extend(bg(), time.Minute))
+	c.WaitIdle()
+	assert.Equal(t, 3, fn.holders("h1", l.Token()))
+	assert.Equal(t, 3, fn.holders("h2", l.Token()))
+
+	// A node that kept one key of two does not hold the lock: extend_all
+	// leaves it alone, and healing never fills it in partially.
+	require.NoError(t, fn.servers[1].Set("h2", "other"))
+	fn.servers[1].Del("h1")
+	require.NoError(t, l.Extend(bg(), time.Minute))
+	c.WaitIdle()
+	assert.False(t, fn.servers[1].Exists("h1"))
+	v, _ := fn.servers[1].Get("h2")
+	assert.Equal(t, "other", v)
+	require.NoError(t, l.Unlock(bg()))
+}
