@@ -54,10 +54,11 @@ type Config struct {
 	// NodeTimeout of every client (redlock.WithNodeTimeout); default
 	// 150ms, a few percent of the TTL, with room for a loaded machine.
 	NodeTimeout time.Duration
-	// MultiEvery makes about one iteration in MultiEvery of a worker with
-	// two keys or more (the ordinary and the hot teams) a multi-lock: two of
-	// its keys taken together with LockAll, each counter updated under it;
-	// default 4, negative never.
+	// MultiEvery makes about one iteration in MultiEvery of an ordinary
+	// worker a multi-lock: two of its keys taken together with LockAll,
+	// each counter updated under it; default 4, negative never. The hot team
+	// takes none: a multi-lock does not queue, and would mostly time out
+	// behind the hot keys' queues.
 	MultiEvery int
 	// LongEvery makes about one hold in LongEvery work for 1.5 TTLs, kept
 	// alive by WithAutoExtend; default 400, negative never.
@@ -244,8 +245,12 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		keys    []string
 		workers []*worker
 	)
-	for _, tm := range cfg.teams() {
+	for t, tm := range cfg.teams() {
 		keys = append(keys, tm.keys...)
+		multiEvery := 0
+		if t == 0 { // the ordinary team
+			multiEvery = max(cfg.MultiEvery, 0)
+		}
 		for range tm.clients {
 			client := c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout))
 			for range tm.perClient {
@@ -253,7 +258,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 				workers = append(workers, &worker{id: i, client: client,
 					keys: tm.keys, ttl: cfg.TTL, fencing: cfg.Fencing, store: st, rec: &rec, stats: &stats,
 					faults: &faults, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), longEvery: max(cfg.LongEvery, 0),
-					multiEvery: max(cfg.MultiEvery, 0)})
+					multiEvery: multiEvery})
 			}
 		}
 	}
