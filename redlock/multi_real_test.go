@@ -186,6 +186,36 @@ func TestRealLockAllWokenByRelease(t *testing.T) {
 	})
 }
 
+func TestRealMultiLockReleaseHandsKeysToQueuedWaiters(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	holder := newClient(t, pools)
+	waiter := newClient(t, pools)
+	l, err := holder.TryLockAll(bg(), []string{"h", "i"}, 10*time.Second)
+	require.NoError(t, err)
+	holder.WaitIdle()
+
+	// A single-key Lock on "h" queues behind the multi-lock. Its retries
+	// an hour apart, it refreshes its place only every third of the TTL:
+	// only the hand-off by release_all.lua gets it the key within the bound.
+	got := make(chan outcome, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+		defer cancel()
+		wl, err := waiter.Lock(ctx, "h", 10*time.Second, redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
+		got <- outcome{wl, err, time.Now()}
+	}()
+	requireQueued(t, servers, "h", l.Token())
+	released := time.Now()
+	require.NoError(t, l.Unlock(bg()))
+	o := <-got
+	require.NoError(t, o.err)
+	assert.Less(t, o.at.Sub(released), time.Second, "handed over %v after the release", o.at.Sub(released))
+	holder.WaitIdle()
+	require.Equal(t, len(servers), realHolders(t, servers, "h", o.l.Token()), "every node handed h to the waiter")
+	requireAbsent(t, servers, "i")
+	require.NoError(t, o.l.Unlock(bg()))
+}
+
 func TestRealMultiLockExtendUnlockAndAutoExtend(t *testing.T) {
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools) // a node timeout of a second: every node answers
