@@ -134,6 +134,42 @@ func TestRealMultiLockWithMinorityDownOrPaused(t *testing.T) {
 	requireAbsent(t, servers[2:], "m", "n", "o")
 }
 
+func TestRealLockAllBoundedWithSilentNodes(t *testing.T) {
+	_, pools := faultyNodes(t) // one node paused, one that never answers
+	holder := defaultClient(t, pools)
+	c := defaultClient(t, pools)
+	keys := []string{"v1", "v2"}
+
+	start := time.Now()
+	l, err := holder.TryLockAll(bg(), keys, faultTTL)
+	require.NoError(t, err, "three of five nodes answer")
+	assert.Less(t, time.Since(start), bound, "decided at the majority, or at the node timeout")
+
+	// Held: LockAll ends with its context, within the bound past it.
+	ctx, cancel := context.WithTimeout(bg(), 300*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	_, err = c.LockAll(ctx, []string{"v2", "v3"}, faultTTL)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 300*time.Millisecond+bound)
+
+	// Released: the next retry (at most 250ms apart by default) takes it.
+	got := make(chan outcome, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+		defer cancel()
+		l, err := c.LockAll(ctx, []string{"v2", "v3"}, faultTTL)
+		got <- outcome{l, err, time.Now()}
+	}()
+	released := time.Now()
+	require.NoError(t, l.Unlock(bg()))
+	o := <-got
+	require.NoError(t, o.err)
+	assert.Less(t, o.at.Sub(released), bound+250*time.Millisecond)
+	require.NoError(t, o.l.Unlock(bg()))
+}
+
 func TestRealLockAllWokenByRelease(t *testing.T) {
 	_, pools := realNodes(t, 5)
 	// c's first node is watched, to know when LockAll made its first attempt.
