@@ -173,3 +173,13 @@ func normalKeys(keys []string) ([]string, error) {
 	}
 	return keys, nil
 }
+
+// DoAll is Do over several keys: it takes them all as LockAll does
+// (retrying on the retry strategy until ctx ends), runs fn while keeping
+// every key alive, and releases them all when fn returns or panics. fn's
+// context is canceled with a cause wrapping ErrLockLost when the set can no
+// longer be guaranteed (a majority of nodes no longer holds every key, or
+// extensions did not get through in time). Errors are as for Do.
+func (c *Client) DoAll(ctx context.Context, keys []string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) error {
+	return c.do(ctx, fn, opts, func(all []LockOption) (*Lock, error) { return c.LockAll(ctx, keys, ttl, all...) })
+}

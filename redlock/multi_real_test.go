@@ -396,3 +396,51 @@ func BenchmarkTryLockAllUnlock4(b *testing.B) {
 		}
 	}
 }
+
+func TestRealDoAllKeepsEveryKeyAndCancelsOnLoss(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
+	rival := newClient(t, pools)
+	const ttl = time.Second
+	keys := []string{"d1", "d2"}
+
+	err := c.DoAll(bg(), keys, ttl, func(ctx context.Context) error {
+		end := time.Now().Add(3 * ttl)
+		for time.Now().Before(end) {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("canceled mid-job: %w", context.Cause(ctx))
+			case <-time.After(100 * time.Millisecond): // pacing
+			}
+			for _, k := range keys {
+				_, err := rival.TryLock(bg(), k, ttl)
+				if !assert.ErrorIs(t, err, redlock.ErrNotObtained, "%s passed to a rival", k) {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	l, err := rival.TryLockAll(bg(), keys, ttl)
+	require.NoError(t, err, "both keys released after the job")
+	require.NoError(t, l.Unlock(bg()))
+
+	// One key taken by another owner on a majority: fn is canceled, with
+	// the loss as the cause, and DoAll reports it.
+	err = c.DoAll(bg(), keys, ttl, func(ctx context.Context) error {
+		for _, s := range servers[:3] {
+			require.NoError(t, s.Client(t).Set(bg(), "d1", "intruder", time.Minute).Err())
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(10 * time.Second):
+			return nil
+		}
+	})
+	require.ErrorIs(t, err, redlock.ErrLockLost)
+	for _, s := range servers[:3] {
+		assert.Equal(t, "intruder", s.Client(t).Get(bg(), "d1").Val(), "the other owner's key is untouched")
+	}
+}

@@ -203,3 +203,15 @@ func TestMultiLockHealsAnEmptiedNode(t *testing.T) {
 	assert.Equal(t, "other", v)
 	require.NoError(t, l.Unlock(bg()))
 }
+
+func TestDoAllRejectsBadInput(t *testing.T) {
+	fn := newFakeNodes(t, 3)
+	c := newClient(t, fn.pools)
+	ran := false
+	work := func(context.Context) error { ran = true; return nil }
+	require.ErrorContains(t, c.DoAll(bg(), nil, time.Second, work), "no keys")
+	require.ErrorContains(t, c.DoAll(bg(), []string{"a"}, time.Second, nil), "nil function")
+	assert.False(t, ran)
+	require.NoError(t, c.DoAll(bg(), []string{"b", "a"}, 10*time.Second, work))
+	assert.True(t, ran)
+}
