@@ -45,7 +45,8 @@ type Lock struct {
 // one a failed TryLock returns: there is no lock to act on.
 var errNilLock = fmt.Errorf("%w: nil lock", ErrNotHeld)
 
-// Key returns the Redis key of the lock, or "" for a nil Lock.
+// Key returns the Redis key of the lock (for a multi-lock, the first of
+// Keys()), or "" for a nil Lock.
 func (l *Lock) Key() string {
 	if l == nil {
 		return ""
@@ -53,8 +54,8 @@ func (l *Lock) Key() string {
 	return l.key
 }
 
-// Token returns the random value stored under Key() on the nodes (at least
-// 128 bits from crypto/rand), or "" for a nil Lock.
+// Token returns the random value stored under each of Keys() on the nodes
+// (at least 128 bits from crypto/rand), or "" for a nil Lock.
 func (l *Lock) Token() string {
 	if l == nil {
 		return ""
