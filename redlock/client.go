@@ -36,6 +36,8 @@ type Client struct {
 	order   order     // this Client's node calls per key, in order
 	grants  grants    // grants heard for this Client's waiters
 	busy    contended // keys its Lock calls recently found held
+	// released wakes LockAll calls when a lock on one of their keys is released
+	released releases
 
 	closeMu  sync.Mutex  // serialises Close and Shutdown
 	draining atomic.Bool // set by Shutdown: acquisitions are refused

@@ -308,3 +308,52 @@ func ExampleClient_Shutdown() {
 	_ = l.Unlock(ctx)
 	// Output: taken over at once: true
 }
+
+// LockAll takes several keys at once, or none: here a transfer between two
+// accounts, whichever order each caller names them in.
+func ExampleClient_LockAll() {
+	var pools []pool.Pool
+	for range 3 {
+		srv, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer srv.Close()
+		p, err := pool.FromURL("redis://" + srv.Addr())
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer p.Close()
+		pools = append(pools, p)
+	}
+	c, err := redlock.New(pools)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Shutdown(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	l, err := c.LockAll(ctx, []string{"account:bob", "account:alice"}, 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("holding", l.Keys())
+
+	// A set that shares a key is refused as a whole, and takes nothing.
+	_, err = c.TryLockAll(ctx, []string{"account:alice", "account:carol"}, 10*time.Second)
+	fmt.Println("overlapping set refused:", errors.Is(err, redlock.ErrNotObtained))
+	carol, err := c.TryLock(ctx, "account:carol", 10*time.Second)
+	fmt.Println("carol's key left free:", err == nil)
+
+	if err := carol.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// holding [account:alice account:bob]
+	// overlapping set refused: true
+	// carol's key left free: true
+}

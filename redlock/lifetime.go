@@ -261,7 +261,13 @@ func (l *Lock) lose(err error) {
 // fn's error joined with the loss (errors.Is(err, ErrLockLost)) or with the
 // release error. When fn returns the loss itself (context.Cause(ctx), maybe
 // wrapped), it is reported once.
-func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) (err error) {
+func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) error {
+	return c.do(ctx, fn, opts, func(all []LockOption) (*Lock, error) { return c.Lock(ctx, key, ttl, all...) })
+}
+
+// do is Do with the acquisition given: lock takes the lock with the
+// options Do adds to opts.
+func (c *Client) do(ctx context.Context, fn func(ctx context.Context) error, opts []LockOption, lock func([]LockOption) (*Lock, error)) (err error) {
 	if fn == nil {
 		return errors.New("redlock: nil function")
 	}
@@ -272,7 +278,7 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	defer cancel(nil)
 	all := append([]LockOption{WithAutoExtend(0)}, opts...)
 	all = append(all, forceAutoExtend, onLost(cancel))
-	l, err := c.Lock(ctx, key, ttl, all...)
+	l, err := lock(all)
 	if err != nil {
 		return err
 	}

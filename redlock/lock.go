@@ -21,6 +21,7 @@ import (
 type Lock struct {
 	c     *Client
 	key   string
+	keys  []string // every key of a multi-lock (TryLockAll), sorted; nil for one key
 	token string
 	ttl   time.Duration
 	heal  bool
@@ -44,7 +45,8 @@ type Lock struct {
 // one a failed TryLock returns: there is no lock to act on.
 var errNilLock = fmt.Errorf("%w: nil lock", ErrNotHeld)
 
-// Key returns the Redis key of the lock, or "" for a nil Lock.
+// Key returns the Redis key of the lock (for a multi-lock, the first of
+// Keys()), or "" for a nil Lock.
 func (l *Lock) Key() string {
 	if l == nil {
 		return ""
@@ -52,8 +54,8 @@ func (l *Lock) Key() string {
 	return l.key
 }
 
-// Token returns the random value stored under Key() on the nodes (at least
-// 128 bits from crypto/rand), or "" for a nil Lock.
+// Token returns the random value stored under each of Keys() on the nodes
+// (at least 128 bits from crypto/rand), or "" for a nil Lock.
 func (l *Lock) Token() string {
 	if l == nil {
 		return ""
@@ -142,7 +144,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				r, err := c.pools[i].Eval(ctx, scripts.Extend, []string{l.key}, l.token, ttl.Milliseconds())
+				r, err := l.extendOn(ctx, i, ttl)
 				if err != nil {
 					return false, err
 				}
@@ -236,7 +238,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // release deletes the lock on every node and returns at the majority.
 // Each node hands the key straight to the first waiter in its queue.
 func (l *Lock) release(ctx context.Context) fanout.Result {
+	if l.keys != nil {
+		return l.releaseAll(ctx)
+	}
 	c := l.c
+	defer c.released.wake([]string{l.key})
 	slots := c.order.takeAll(l.key, l.token, true, nil, len(c.pools))
 	keys, args := scripts.Keys(l.key), c.releaseArgs(l.token, l.leave)
 	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
@@ -257,7 +263,7 @@ func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Dur
 	slots := c.order.takeAll(l.key, l.token, false, nodes, len(c.pools))
 	fanout.Each(context.WithoutCancel(ctx), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
 		return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-			return c.pools[i].SetNX(ctx, l.key, l.token, ttl)
+			return l.setOn(ctx, i, ttl)
 		})
 	})
 }

@@ -41,7 +41,8 @@ func (k EventKind) String() string {
 // Event describes one outcome of an operation on a lock.
 type Event struct {
 	Kind EventKind
-	// Key is the lock's key.
+	// Key is the lock's key; for a multi-lock (LockAll), the first of its
+	// sorted keys.
 	Key string
 	// Start is when the operation began; Duration how long it took. For
 	// Acquired and NotObtained that is the whole wait, retries included;

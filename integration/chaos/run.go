@@ -54,6 +54,12 @@ type Config struct {
 	// NodeTimeout of every client (redlock.WithNodeTimeout); default
 	// 150ms, a few percent of the TTL, with room for a loaded machine.
 	NodeTimeout time.Duration
+	// MultiEvery makes about one iteration in MultiEvery of an ordinary
+	// worker a multi-lock: two of its keys taken together with LockAll,
+	// each counter updated under it; default 4, negative never. The hot team
+	// takes none: a multi-lock does not queue, and would mostly time out
+	// behind the hot keys' queues.
+	MultiEvery int
 	// LongEvery makes about one hold in LongEvery work for 1.5 TTLs, kept
 	// alive by WithAutoExtend; default 400, negative never.
 	LongEvery int
@@ -85,6 +91,7 @@ func (c Config) withDefaults(tb testing.TB) (Config, error) {
 	c.TTL = cmp.Or(c.TTL, 3*time.Second)
 	c.NodeTimeout = cmp.Or(c.NodeTimeout, 150*time.Millisecond)
 	c.LongEvery = cmp.Or(c.LongEvery, 400)
+	c.MultiEvery = cmp.Or(c.MultiEvery, defaultMultiEvery)
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
@@ -157,7 +164,9 @@ type Result struct {
 	// LongHolds counts the holds kept past the TTL by auto-extension, and
 	// LostLocks those reported lost (ErrLockLost) before the work was done.
 	LongHolds, LostLocks int64
-	Elapsed              time.Duration
+	// MultiLocks counts the multi-locks obtained (LockAll over two keys).
+	MultiLocks int64
+	Elapsed    time.Duration
 }
 
 // FaultCount is the number of faults injected, all kinds together.
@@ -219,9 +228,9 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	cfg.Logf("chaos: unsafe=%v fencing=%v seed=%d duration=%v clients=%d workers-per-client=%d keys=%d "+
-		"hot-clients=%d (one worker each) hot-keys=%d ttl=%v node-timeout=%v",
+		"hot-clients=%d (one worker each) hot-keys=%d ttl=%v node-timeout=%v multi-every=%d",
 		cfg.Unsafe, cfg.Fencing, cfg.Seed, cfg.Duration, cfg.Clients, cfg.PerClient, cfg.Keys,
-		cfg.HotClients, cfg.HotKeys, cfg.TTL, cfg.NodeTimeout)
+		cfg.HotClients, cfg.HotKeys, cfg.TTL, cfg.NodeTimeout, cfg.MultiEvery)
 	c := cluster.Start(tb, cfg.persistence()...)
 	storage := cluster.Start(tb, cluster.WithNodes(1)).Node(0).Client() // never faulted
 	var st store = plainStore{rdb: storage}
@@ -236,15 +245,20 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		keys    []string
 		workers []*worker
 	)
-	for _, tm := range cfg.teams() {
+	for t, tm := range cfg.teams() {
 		keys = append(keys, tm.keys...)
+		multiEvery := 0
+		if t == 0 { // the ordinary team
+			multiEvery = max(cfg.MultiEvery, 0)
+		}
 		for range tm.clients {
 			client := c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout))
 			for range tm.perClient {
 				i := len(workers)
 				workers = append(workers, &worker{id: i, client: client,
 					keys: tm.keys, ttl: cfg.TTL, fencing: cfg.Fencing, store: st, rec: &rec, stats: &stats,
-					faults: &faults, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), longEvery: max(cfg.LongEvery, 0)})
+					faults: &faults, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), longEvery: max(cfg.LongEvery, 0),
+					multiEvery: multiEvery})
 			}
 		}
 	}
@@ -281,7 +295,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 	}
 	res := Result{Report: Check(rec.history(final)), Config: cfg, Faults: faults.snapshot(),
 		Failed: stats.failed.Load(), Skipped: stats.skipped.Load(), ReadErrors: stats.readErrs.Load(),
-		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), Elapsed: time.Since(start)}
+		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), MultiLocks: stats.multi.Load(), Elapsed: time.Since(start)}
 	res.log(cfg.Logf)
 	if len(res.Overlaps) > 0 {
 		first := slices.MinFunc(res.Overlaps, func(a, b Overlap) int { return a.B.Start.Compare(b.B.Start) })
@@ -299,9 +313,9 @@ const maxListed = 20
 // log writes the report: faults by kind, counters, violations.
 func (r Result) log(logf func(string, ...any)) {
 	logf("chaos: %d acquisitions in %v (%.0f/s); %d Lock calls failed; %d writes skipped (validity over); "+
-		"%d store reads failed; %d holds past the TTL by auto-extension, %d of them lost",
+		"%d store reads failed; %d holds past the TTL by auto-extension, %d of them lost; %d multi-locks (LockAll)",
 		r.Acquisitions, r.Elapsed.Round(time.Millisecond), float64(r.Acquisitions)/r.Elapsed.Seconds(),
-		r.Failed, r.Skipped, r.ReadErrors, r.LongHolds, r.LostLocks)
+		r.Failed, r.Skipped, r.ReadErrors, r.LongHolds, r.LostLocks, r.MultiLocks)
 	for _, k := range kinds(r.Faults) {
 		logf("chaos: fault %-48s x%d", k, r.Faults[k])
 	}

@@ -31,6 +31,7 @@ type stats struct {
 	skipped  atomic.Int64 // writes not made: the validity check failed
 	long     atomic.Int64 // holds kept past the TTL by auto-extension
 	lost     atomic.Int64 // of those, locks reported lost (ErrLockLost)
+	multi    atomic.Int64 // multi-locks obtained (LockAll)
 }
 
 // worker is one client of the lock with its own redlock.Client, pools and
@@ -50,6 +51,9 @@ type worker struct {
 	// longEvery: about one hold in longEvery outlives the TTL, kept alive
 	// by WithAutoExtend; 0 never.
 	longEvery int
+	// multiEvery: about one iteration in multiEvery takes two keys with
+	// LockAll (see multiIteration); 0 never.
+	multiEvery int
 	// victim receives the nemesis' requests (victim role only).
 	victim <-chan amnesia
 }
@@ -77,6 +81,10 @@ func (w *worker) run(ctx context.Context) {
 
 // iteration is one hold of a random key.
 func (w *worker) iteration(ctx context.Context) {
+	if w.multiEvery > 0 && len(w.keys) >= 2 && w.rng.IntN(w.multiEvery) == 0 {
+		w.multiIteration(ctx)
+		return
+	}
 	key := w.keys[w.rng.IntN(len(w.keys))]
 	ttl := w.ttl
 	var opts []redlock.LockOption
@@ -159,7 +167,9 @@ func (w *worker) release(l *redlock.Lock, begin, start time.Time) {
 	if u := l.Until(); u.Before(end) {
 		end = u
 	}
-	w.rec.hold(Hold{Key: l.Key(), Client: w.id, Begin: begin, Start: start, End: end, Fence: l.Fence()})
+	for _, k := range l.Keys() { // one key, or every key of a multi-lock
+		w.rec.hold(Hold{Key: k, Client: w.id, Begin: begin, Start: start, End: end, Fence: l.Fence()})
+	}
 	_ = l.Unlock(context.Background()) // errors are expected under faults: copies expire
 }
 

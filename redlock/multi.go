@@ -1,0 +1,185 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/scripts"
+)
+
+// TryLockAll makes one attempt to take the locks on every key of keys at
+// once, for ttl: it returns one Lock over all of them, or takes none. Each
+// node runs one script that sets every key to the lock's token (SET PX) if
+// none of them exists, and otherwise sets nothing; the lock is obtained when
+// a majority of nodes did, within validity, by the same rule as TryLock.
+// A failed attempt is undone on every node where it may have landed, in the
+// background, each call bounded by the node timeout; nothing of it is left
+// once that cleanup has answered.
+//
+// keys are sorted and duplicates dropped, so the order of the caller's keys
+// does not matter and Keys() lists them sorted. An empty keys, an empty key,
+// or a key that names another key's companion (its FenceKey or its queue,
+// key+":queue...") is an error, and no node is called.
+//
+// On failure the error wraps ErrNotObtained (and ctx.Err() when ctx ended
+// the attempt), with one *NodeError per node that did not agree; a node
+// where one of the keys was held reports ErrTaken and names that key.
+// WithFencing gives the lock a fence greater than that of every earlier
+// fenced acquisition of any of the keys, single or multi. WithFairness has
+// no effect: a multi-lock does not join the keys' queues of waiters.
+//
+// The returned Lock extends, unlocks and auto-extends all keys together: a
+// node counts toward a majority only while it holds every key with the
+// lock's token. On Redis Cluster nodes every key of one multi-lock, and its
+// companion keys, must hash to one slot: give them the same hash tag, as in
+// "{order:42}:items" and "{order:42}:invoice"; otherwise each node answers
+// with a CROSSSLOT error, reported as that node's error.
+func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	done, err := c.begin()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	keys, lc, err := c.checkAll(ctx, keys, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	start := c.cfg.clock.Now()
+	ttl = ttl.Truncate(time.Millisecond)
+	l, err := c.acquireAll(ctx, keys, ttl, lc)
+	if err != nil {
+		err = withContext(err, ctx.Err())
+	}
+	return c.obtained(ctx, keys[0], l, err, start, 1, lc)
+}
+
+// LockAll takes the locks on every key of keys at once, as TryLockAll does,
+// waiting until it succeeds, the retry strategy stops, or ctx ends. Two
+// LockAll calls over overlapping sets never deadlock: each attempt takes all
+// its keys or none, on each node in one step, and holds nothing while it
+// waits.
+//
+// Waiting policy: a multi-lock does not queue. It tries again after each
+// delay of the retry strategy (WithRetry; retry k after NextDelay(k)), and
+// at once when a lock on any of its keys is released through the same
+// Client; releases made elsewhere are noticed at the next retry, so the
+// strategy's largest delay bounds how long a free set goes unnoticed
+// (250ms by default). There is no FIFO order across multi-locks, nor
+// between a multi-lock and single-key waiters: a release hands a key to a
+// waiting Lock call first, and a multi-lock may wait while its keys keep
+// passing among single-key holders.
+//
+// On failure the error wraps ErrNotObtained and, when ctx ended the wait,
+// ctx.Err() (ErrClosed when the Client closed), with the per-node detail of
+// the last attempt; it returns within ctx's deadline whatever the nodes do.
+func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	done, err := c.begin()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	keys, lc, err := c.checkAll(ctx, keys, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	start := c.cfg.clock.Now()
+	ttl = ttl.Truncate(time.Millisecond)
+	woken, stop := c.released.watch(keys)
+	defer stop()
+	for attempt := 1; ; attempt++ {
+		l, err := c.acquireAll(ctx, keys, ttl, lc)
+		if err == nil || ctx.Err() != nil {
+			return c.obtained(ctx, keys[0], l, withContext(err, ctx.Err()), start, attempt, lc)
+		}
+		delay, retry := lc.retry.NextDelay(attempt)
+		if !retry {
+			return c.obtained(ctx, keys[0], nil, err, start, attempt, lc)
+		}
+		if err := c.pause(ctx, delay, woken, err); err != nil {
+			return c.obtained(ctx, keys[0], nil, err, start, attempt, lc)
+		}
+	}
+}
+
+// pause waits delay, or less when woken fires. When ctx ends or the Client
+// closes first, it returns last, the error of the attempt before, joined
+// with the reason.
+func (c *Client) pause(ctx context.Context, delay time.Duration, woken <-chan struct{}, last error) error {
+	t := c.cfg.clock.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-woken:
+		return nil
+	case <-ctx.Done():
+		return withContext(last, ctx.Err())
+	case <-c.closing:
+		return errors.Join(last, ErrClosed)
+	}
+}
+
+// Keys returns every key of the lock, sorted: one for a lock taken by
+// TryLock or Lock, all of them for one taken by TryLockAll or LockAll. It
+// returns nil for a nil Lock. The slice is the caller's.
+func (l *Lock) Keys() []string {
+	switch {
+	case l == nil:
+		return nil
+	case l.keys == nil:
+		return []string{l.key}
+	}
+	return slices.Clone(l.keys)
+}
+
+// checkAll validates the arguments of a multi-lock and returns its keys
+// sorted, without duplicates.
+func (c *Client) checkAll(ctx context.Context, keys []string, ttl time.Duration, opts []LockOption) ([]string, lockConfig, error) {
+	keys, err := normalKeys(keys)
+	if err != nil {
+		return nil, lockConfig{}, err
+	}
+	lc, err := c.check(ctx, keys[0], ttl, opts)
+	return keys, lc, err
+}
+
+// normalKeys sorts keys and drops duplicates. It refuses no keys, an empty
+// key, and a key that is another key's companion (its fence counter or one
+// of its queue's keys): the lock would overwrite what that key keeps there.
+func normalKeys(keys []string) ([]string, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("redlock: no keys")
+	}
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	if keys[0] == "" {
+		return nil, errors.New("redlock: empty key")
+	}
+	companions := make(map[string]string, 5*len(keys))
+	for _, k := range keys {
+		companions[FenceKey(k)] = k
+		for _, q := range scripts.Keys(k)[1:] {
+			companions[q] = k
+		}
+	}
+	for _, k := range keys {
+		if base, ok := companions[k]; ok {
+			return nil, fmt.Errorf("redlock: key %q is a companion key of %q (its fence counter or queue) in the same lock", k, base)
+		}
+	}
+	return keys, nil
+}
+
+// DoAll is Do over several keys: it takes them all as LockAll does
+// (retrying on the retry strategy until ctx ends), runs fn while keeping
+// every key alive, and releases them all when fn returns or panics. fn's
+// context is canceled with a cause wrapping ErrLockLost when the set can no
+// longer be guaranteed (a majority of nodes no longer holds every key, or
+// extensions did not get through in time). Errors are as for Do.
+func (c *Client) DoAll(ctx context.Context, keys []string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) error {
+	return c.do(ctx, fn, opts, func(all []LockOption) (*Lock, error) { return c.LockAll(ctx, keys, ttl, all...) })
+}

@@ -1,0 +1,135 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/pooltest"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// Waiting for multi-locks on real redis-server processes: LockAll's bounds
+// and wake-ups, and the hand-off of a multi-lock's keys to queued waiters.
+
+func TestRealLockAllBoundedWithSilentNodes(t *testing.T) {
+	_, pools := faultyNodes(t) // one node paused, one that never answers
+	holder := defaultClient(t, pools)
+	c := defaultClient(t, pools)
+	keys := []string{"v1", "v2"}
+
+	start := time.Now()
+	l, err := holder.TryLockAll(bg(), keys, faultTTL)
+	require.NoError(t, err, "three of five nodes answer")
+	assert.Less(t, time.Since(start), bound, "decided at the majority, or at the node timeout")
+
+	// Held: LockAll ends with its context, within the bound past it.
+	ctx, cancel := context.WithTimeout(bg(), 300*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	_, err = c.LockAll(ctx, []string{"v2", "v3"}, faultTTL)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 300*time.Millisecond+bound)
+
+	// Released: the next retry (at most 250ms apart by default) takes it.
+	got := make(chan outcome, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+		defer cancel()
+		l, err := c.LockAll(ctx, []string{"v2", "v3"}, faultTTL)
+		got <- outcome{l, err, time.Now()}
+	}()
+	released := time.Now()
+	require.NoError(t, l.Unlock(bg()))
+	o := <-got
+	require.NoError(t, o.err)
+	assert.Less(t, o.at.Sub(released), bound+250*time.Millisecond)
+	require.NoError(t, o.l.Unlock(bg()))
+}
+
+func TestRealLockAllWokenByRelease(t *testing.T) {
+	_, pools := realNodes(t, 5)
+	// c's first node is watched, to know when LockAll made its first attempt.
+	watched := pooltest.Wrap(pools[0])
+	c := newClient(t, append([]pool.Pool{watched}, pools[1:]...))
+	other := newClient(t, pools)
+
+	t.Run("same client: at once, whatever the retry delay", func(t *testing.T) {
+		held, err := c.TryLock(bg(), "s", 10*time.Second)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+		defer cancel()
+		base := watched.Calls()
+		got := make(chan error, 1)
+		go func() {
+			// Retries an hour apart: only the wake-up can make it in time.
+			l, err := c.LockAll(ctx, []string{"s", "t"}, 10*time.Second, redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
+			if err == nil {
+				err = l.Unlock(bg())
+			}
+			got <- err
+		}()
+		// Once the attempt has its place in the order of c's calls on "s",
+		// the release below reaches each node after it: the attempt fails.
+		require.Eventually(t, func() bool { return watched.Calls() > base }, 5*time.Second, time.Millisecond)
+		require.NoError(t, held.Unlock(bg()))
+		require.NoError(t, <-got)
+	})
+
+	t.Run("other client: within the largest retry delay", func(t *testing.T) {
+		held, err := other.TryLockAll(bg(), []string{"t", "u"}, 10*time.Second)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+		defer cancel()
+		base := watched.Calls()
+		got := make(chan time.Time, 1)
+		go func() {
+			l, err := c.LockAll(ctx, []string{"s", "t"}, 10*time.Second, redlock.WithRetry(redlock.ConstantBackoff(100*time.Millisecond)))
+			if assert.NoError(t, err) {
+				assert.NoError(t, l.Unlock(bg()))
+			}
+			got <- time.Now()
+		}()
+		require.Eventually(t, func() bool { return watched.Calls() > base }, 5*time.Second, time.Millisecond)
+		released := time.Now()
+		require.NoError(t, held.Unlock(bg()))
+		// The promise: noticed at the next retry (100ms here); a second
+		// leaves room for a loaded machine.
+		assert.Less(t, (<-got).Sub(released), time.Second)
+	})
+}
+
+func TestRealMultiLockReleaseHandsKeysToQueuedWaiters(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	holder := newClient(t, pools)
+	waiter := newClient(t, pools)
+	l, err := holder.TryLockAll(bg(), []string{"h", "i"}, 10*time.Second)
+	require.NoError(t, err)
+	holder.WaitIdle()
+
+	// A single-key Lock on "h" queues behind the multi-lock. Its retries
+	// an hour apart, it refreshes its place only every third of the TTL:
+	// only the hand-off by release_all.lua gets it the key within the bound.
+	got := make(chan outcome, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+		defer cancel()
+		wl, err := waiter.Lock(ctx, "h", 10*time.Second, redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
+		got <- outcome{wl, err, time.Now()}
+	}()
+	requireQueued(t, servers, "h", l.Token())
+	released := time.Now()
+	require.NoError(t, l.Unlock(bg()))
+	o := <-got
+	require.NoError(t, o.err)
+	assert.Less(t, o.at.Sub(released), time.Second, "handed over %v after the release", o.at.Sub(released))
+	holder.WaitIdle()
+	require.Equal(t, len(servers), realHolders(t, servers, "h", o.l.Token()), "every node handed h to the waiter")
+	requireAbsent(t, servers, "i")
+	require.NoError(t, o.l.Unlock(bg()))
+}
