@@ -244,13 +244,15 @@ func (o *order) takeKeys(keys []string, token string, nodes []int, n int) []mult
 		}
 	}
 	slots := make([]multiSlot, n)
+	places := make([]pending, len(nodes)*(1+len(keys)))
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, i := range nodes {
-		s := multiSlot{t: o.enterLocked("t"+token, i, n), ks: make([]turn, len(keys))}
+		s := multiSlot{t: o.enterLocked(chainID{name: token}, i, n, &places[0]), ks: make([]turn, len(keys))}
 		for j, k := range keys {
-			s.ks[j] = o.enterLocked("k"+k, i, n)
+			s.ks[j] = o.enterLocked(chainID{write: true, name: k}, i, n, &places[1+j])
 		}
+		places = places[1+len(keys):]
 		slots[i] = s
 	}
 	return slots
