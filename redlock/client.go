@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,21 +42,21 @@ type Client struct {
 }
 
 // New returns a Client over pools, one per independent Redis master. A lock
-// needs len(pools)/2+1 of them. New fails on no pools, a nil pool, the same
-// pool or address twice, or an invalid option.
+// needs len(pools)/2+1 of them. New checks, in this order, and fails on the
+// first that does not hold: there is at least one pool; no pool is a nil
+// interface value; no two pools have the same Addr (the same pool given
+// twice included); every option is valid; and the drift factor leaves some
+// validity to a TTL of at most MaxTTL. It calls nothing on a pool but Addr,
+// and cannot tell two addresses of one server apart: that the pools are
+// independent masters is the caller's to ensure.
 func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	if len(pools) == 0 {
 		return nil, errors.New("redlock: no pools")
 	}
 	seen := make(map[string]int, len(pools))
 	for i, p := range pools {
-		if isNil(p) {
+		if p == nil {
 			return nil, fmt.Errorf("redlock: pool %d is nil", i)
-		}
-		for j := range i {
-			if samePool(pools[j], p) {
-				return nil, fmt.Errorf("redlock: pool %d is the same as pool %d", i, j)
-			}
 		}
 		if j, dup := seen[p.Addr()]; dup {
 			return nil, fmt.Errorf("redlock: pools %d and %d have the same address %s", j, i, p.Addr())
@@ -384,24 +383,4 @@ func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *Quor
 func asInt(v any) int64 {
 	n, _ := v.(int64)
 	return n
-}
-
-func isNil(p pool.Pool) bool {
-	if p == nil {
-		return true
-	}
-	v := reflect.ValueOf(p)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
-}
-
-// samePool compares two pools without panicking on uncomparable types.
-func samePool(a, b pool.Pool) bool {
-	if reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
-		return false
-	}
-	return a == b
 }
