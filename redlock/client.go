@@ -312,7 +312,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 			// is part of the lock and Unlock (ordered after this call)
 			// releases it.
 			<-decided
-			if (v.OK || v.Err != nil) && failed {
+			if mayHold(v) && failed {
 				c.releaseAsync(key, l.token, []int{v.Node}, timeout, "")
 			}
 		})
@@ -333,13 +333,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	// Failed: release everywhere our SET may have landed, in the background
 	// (Close waits for it); a straggler releases itself when it answers. A
 	// release passes the key to the first waiter in the node's queue.
-	var dirty []int
-	for _, v := range res.Votes {
-		if v.OK || v.Err != nil {
-			dirty = append(dirty, v.Node)
-		}
-	}
-	c.releaseAsync(key, l.token, dirty, timeout, "")
+	c.releaseAsync(key, l.token, mayHoldNodes(res), timeout, "")
 	if fenceErr != nil {
 		return nil, fenceErr
 	}
@@ -348,6 +342,22 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 		qe.Reason = fmt.Sprintf("validity used up after %v", c.cfg.clock.Since(start))
 	}
 	return nil, qe
+}
+
+// mayHold reports whether our write may have landed on the node of v: it
+// said yes, or its outcome is unknown.
+func mayHold(v fanout.Vote) bool { return v.OK || v.Err != nil }
+
+// mayHoldNodes returns the nodes of res's votes where our write may have
+// landed, in the order they voted.
+func mayHoldNodes(res fanout.Result) []int {
+	var nodes []int
+	for _, v := range res.Votes {
+		if mayHold(v) {
+			nodes = append(nodes, v.Node)
+		}
+	}
+	return nodes
 }
 
 // quorumError builds the error of an operation from its votes, with one
