@@ -175,8 +175,16 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 		return nil
 	}
 	l.setUntil(minTime(old, until))
+	return withContext(c.extendError(res, absent, !now.Before(old)), ctx.Err())
+}
+
+// extendError is the error of an extension that failed with res: ErrNotHeld
+// when the lock had expired or too many nodes refused for any majority to
+// remain, ErrNotExtended otherwise. A node that refused while the key was
+// there (not absent) reports ErrTaken.
+func (c *Client) extendError(res fanout.Result, absent []bool, expired bool) *QuorumError {
 	sentinel := ErrNotExtended
-	if !now.Before(old) || refusals(res) > len(c.pools)-c.quorum {
+	if expired || refusals(res) > len(c.pools)-c.quorum {
 		sentinel = ErrNotHeld
 	}
 	qe := c.quorumError("extend", sentinel, res)
@@ -185,7 +193,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 			n.Err = ErrTaken // the key is there, with another token
 		}
 	}
-	return withContext(qe, ctx.Err())
+	return qe
 }
 
 // Unlock stops the auto-extension, if any, releases the lock on every node
