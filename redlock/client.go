@@ -159,15 +159,11 @@ func (c *Client) begin() (func(), error) {
 // MaxTTL; outside that range TryLock and Lock return an error without
 // calling a node.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	done, err := c.begin()
+	done, lc, err := c.beginLock(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	lc, err := c.check(ctx, key, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
 	var l *Lock
@@ -207,15 +203,11 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // only be refused. With NoRetry, Lock makes one attempt, and leaves the
 // queue again if it joined it.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	done, err := c.begin()
+	done, lc, err := c.beginLock(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	lc, err := c.check(ctx, key, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
 	// NextDelay(1) is asked once, before the first attempt's end is known.
@@ -248,6 +240,22 @@ func (c *Client) obtained(ctx context.Context, key string, l *Lock, err error, s
 		l.startKeeper(lc)
 	}
 	return l, nil
+}
+
+// beginLock is the prologue of every acquisition: it registers the operation
+// (begin) and validates the arguments (check). On success the caller defers
+// done; on failure nothing is left registered.
+func (c *Client) beginLock(ctx context.Context, key string, ttl time.Duration, opts []LockOption) (func(), lockConfig, error) {
+	done, err := c.begin()
+	if err != nil {
+		return nil, lockConfig{}, err
+	}
+	lc, err := c.check(ctx, key, ttl, opts)
+	if err != nil {
+		done()
+		return nil, lockConfig{}, err
+	}
+	return done, lc, nil
 }
 
 // check validates the arguments common to every acquisition.
