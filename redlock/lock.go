@@ -89,15 +89,12 @@ func (l *Lock) setUntil(t time.Time) {
 // to be gone (validity ran out, or a majority holds no longer our token), or
 // ErrNotExtended when nodes did not answer in time.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	if l == nil || l.c == nil {
-		return errNilLock
-	}
-	c := l.c
-	done, err := c.begin()
+	done, err := l.begin()
 	if err != nil {
 		return err
 	}
 	defer done()
+	c := l.c
 	if ctx == nil {
 		return errors.New("redlock: nil context")
 	}
@@ -106,6 +103,15 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	ttl = ttl.Truncate(time.Millisecond)
 	return l.extend(ctx, ttl, c.nodeTimeout(ttl))
+}
+
+// begin registers an operation on the lock with its Client (Client.begin),
+// or fails for a nil Lock.
+func (l *Lock) begin() (func(), error) {
+	if l == nil || l.c == nil {
+		return nil, errNilLock
+	}
+	return l.c.begin()
 }
 
 // extend is Extend after argument checks, each node call bounded by
@@ -208,15 +214,12 @@ func (c *Client) extendError(res fanout.Result, absent []bool, expired bool) *Qu
 // wrapping ErrNotHeld (the lock had expired or passed to another owner, or
 // was already unlocked) or ErrNotReleased (nodes did not answer in time).
 func (l *Lock) Unlock(ctx context.Context) error {
-	if l == nil || l.c == nil {
-		return errNilLock
-	}
-	c := l.c
-	done, err := c.begin()
+	done, err := l.begin()
 	if err != nil {
 		return err
 	}
 	defer done()
+	c := l.c
 	if ctx == nil {
 		ctx = context.Background()
 	}
