@@ -50,20 +50,8 @@ func Example() {
 }
 
 func ExampleClient_Do() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
 	c, err := redlock.New(pools)
 	if err != nil {
 		log.Fatal(err)
@@ -89,20 +77,8 @@ func ExampleClient_Do() {
 }
 
 func ExampleClient_Lock() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
 	c, err := redlock.New(pools)
 	if err != nil {
 		log.Fatal(err)
@@ -127,20 +103,8 @@ func ExampleClient_Lock() {
 }
 
 func ExampleClient_TryLock() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
 	c, err := redlock.New(pools)
 	if err != nil {
 		log.Fatal(err)
@@ -160,20 +124,8 @@ func ExampleClient_TryLock() {
 }
 
 func ExampleClient_Lock_timeout() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
 	c, err := redlock.New(pools)
 	if err != nil {
 		log.Fatal(err)
@@ -195,20 +147,8 @@ func ExampleClient_Lock_timeout() {
 }
 
 func ExampleLock_Extend() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
 	c, err := redlock.New(pools)
 	if err != nil {
 		log.Fatal(err)
@@ -230,20 +170,8 @@ func ExampleLock_Extend() {
 }
 
 func ExampleClient_Status() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
 	c, err := redlock.New(pools)
 	if err != nil {
 		log.Fatal(err)
@@ -270,20 +198,8 @@ func ExampleClient_Status() {
 }
 
 func ExampleClient_Shutdown() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
 	replica, err := redlock.New(pools) // the process being stopped
 	if err != nil {
 		log.Fatal(err)
@@ -307,4 +223,29 @@ func ExampleClient_Shutdown() {
 	fmt.Println("taken over at once:", err == nil)
 	_ = l.Unlock(ctx)
 	// Output: taken over at once: true
+}
+
+// examplePools starts three in-memory Redis servers and returns a Pool on
+// each, as Example does, and a function that closes them all.
+func examplePools() ([]pool.Pool, func()) {
+	var pools []pool.Pool
+	var closers []func()
+	for range 3 {
+		srv, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		closers = append(closers, srv.Close)
+		p, err := pool.FromURL("redis://" + srv.Addr())
+		if err != nil {
+			log.Fatal(err)
+		}
+		closers = append(closers, func() { _ = p.Close() })
+		pools = append(pools, p)
+	}
+	return pools, func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]() // in reverse, as the defers of Example run
+		}
+	}
 }
