@@ -50,16 +50,11 @@ func Example() {
 }
 
 func ExampleClient_Do() {
-	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
 	defer stop()
-	c, err := redlock.New(pools)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Shutdown(context.Background())
 	ctx := context.Background()
 
-	err = c.Do(ctx, "report", time.Minute, func(ctx context.Context) error {
+	err := c.Do(ctx, "report", time.Minute, func(ctx context.Context) error {
 		// While fn runs the lock is held, and kept alive.
 		_, err := c.TryLock(ctx, "report", time.Minute)
 		fmt.Println("a second caller is refused:", errors.Is(err, redlock.ErrNotObtained))
@@ -103,13 +98,8 @@ func ExampleClient_Lock() {
 }
 
 func ExampleClient_TryLock() {
-	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
 	defer stop()
-	c, err := redlock.New(pools)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Shutdown(context.Background())
 	ctx := context.Background()
 
 	first, err := c.TryLock(ctx, "report", time.Minute)
@@ -124,13 +114,8 @@ func ExampleClient_TryLock() {
 }
 
 func ExampleClient_Lock_timeout() {
-	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
 	defer stop()
-	c, err := redlock.New(pools)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Shutdown(context.Background())
 
 	held, err := c.TryLock(context.Background(), "report", time.Minute)
 	if err != nil {
@@ -147,13 +132,8 @@ func ExampleClient_Lock_timeout() {
 }
 
 func ExampleLock_Extend() {
-	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
 	defer stop()
-	c, err := redlock.New(pools)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Shutdown(context.Background())
 	ctx := context.Background()
 
 	l, err := c.TryLock(ctx, "batch", 10*time.Second)
@@ -170,13 +150,8 @@ func ExampleLock_Extend() {
 }
 
 func ExampleClient_Status() {
-	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
 	defer stop()
-	c, err := redlock.New(pools)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Shutdown(context.Background())
 	ctx := context.Background()
 
 	l, err := c.TryLock(ctx, "batch", time.Minute)
@@ -247,5 +222,19 @@ func examplePools() ([]pool.Pool, func()) {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]() // in reverse, as the defers of Example run
 		}
+	}
+}
+
+// exampleClient returns a Client on examplePools, as Example makes it, and a
+// function that shuts it down and closes the nodes.
+func exampleClient() (*redlock.Client, func()) {
+	pools, stop := examplePools()
+	c, err := redlock.New(pools)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return c, func() {
+		_ = c.Shutdown(context.Background())
+		stop()
 	}
 }
