@@ -12,47 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Notifier is an optional interface of a Pool that can receive messages
-// published on channels. The lock uses it to tell waiters that a release
-// handed them the key: without it, waiters learn it at their next round.
-// It is an interface for adapters; users of the lock never call it.
-type Notifier interface {
-	// Listen returns a Listener with no channels yet. It must return at
-	// once or by ctx's end: a Listener connects in the background.
-	Listen(ctx context.Context) (Listener, error)
-}
-
-// Listener is one subscription connection to a node, for adapters.
-type Listener interface {
-	// Subscribe adds channels. It may return before the node confirmed
-	// them, and must return by ctx's end whatever the node does.
-	Subscribe(ctx context.Context, channels ...string) error
-	// Unsubscribe removes channels, with the same bound.
-	Unsubscribe(ctx context.Context, channels ...string) error
-	// Messages delivers the messages received; it is closed when the
-	// Listener is closed. Messages that find it full may be dropped.
-	Messages() <-chan Message
-	// Close ends the subscription and its goroutines, promptly whatever
-	// the node does.
-	Close() error
-}
-
-// SubscriptionState is implemented by a Listener that can tell whether its
-// subscriptions are in force, for adapters. The lock asks it before it
-// skips a round it would otherwise send to the node: a waiter that will hear
-// of a release there need not ask.
-type SubscriptionState interface {
-	// Subscribed reports whether the node confirmed the subscription to
-	// channel on the connection open now. It never blocks on I/O.
-	Subscribed(channel string) bool
-}
-
-// Message is one message received by a Listener.
-type Message struct {
-	Channel string
-	Payload string
-}
-
 // Listen implements Notifier for the go-redis adapter of a *redis.Client.
 //
 // go-redis's own PubSub is not used: its Subscribe, Unsubscribe and Close

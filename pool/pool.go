@@ -8,12 +8,15 @@
 // Every Pool handed to one redlock.Client must reach a different, independent
 // Redis master: two pools on the same server, or on a primary and its replica,
 // break the majority argument.
+//
+// The rest is for adapters of other Redis clients (see pool/rueidispool and
+// pool/conformance), not for users of the lock: [Script], which Pool.Eval runs,
+// and the optional [Notifier], with its [Listener] and [Message], through
+// which a release wakes the lock's waiters.
 package pool
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"time"
 )
 
@@ -39,21 +42,3 @@ type Pool interface {
 	// Close releases the node's connections, if the Pool owns them.
 	Close() error
 }
-
-// Script is a Lua script with its SHA1 digest computed once.
-type Script struct {
-	src  string
-	hash string
-}
-
-// NewScript returns a Script for src.
-func NewScript(src string) *Script {
-	sum := sha1.Sum([]byte(src))
-	return &Script{src: src, hash: hex.EncodeToString(sum[:])}
-}
-
-// Source returns the script's Lua source.
-func (s *Script) Source() string { return s.src }
-
-// Hash returns the hex SHA1 digest under which Redis caches the script.
-func (s *Script) Hash() string { return s.hash }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,26 +44,27 @@ type Client struct {
 }
 
 // New returns a Client over pools, one per independent Redis master. A lock
-// needs len(pools)/2+1 of them. New fails on no pools, a nil pool, the same
-// pool or address twice, or an invalid option.
+// needs len(pools)/2+1 of them. New checks, in this order, and fails on the
+// first that does not hold: there is at least one pool; no pool is nil (a
+// nil interface value, or a nil adapter whose Addr panics); no two pools have the same Addr (the same pool given
+// twice included); every option is valid; and the drift factor leaves some
+// validity to a TTL of at most MaxTTL. It calls nothing on a pool but Addr,
+// and cannot tell two addresses of one server apart: that the pools are
+// independent masters is the caller's to ensure.
 func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	if len(pools) == 0 {
 		return nil, errors.New("redlock: no pools")
 	}
 	seen := make(map[string]int, len(pools))
 	for i, p := range pools {
-		if isNil(p) {
+		addr, ok := addrOf(p)
+		if !ok {
 			return nil, fmt.Errorf("redlock: pool %d is nil", i)
 		}
-		for j := range i {
-			if samePool(pools[j], p) {
-				return nil, fmt.Errorf("redlock: pool %d is the same as pool %d", i, j)
-			}
+		if j, dup := seen[addr]; dup {
+			return nil, fmt.Errorf("redlock: pools %d and %d have the same address %s", j, i, addr)
 		}
-		if j, dup := seen[p.Addr()]; dup {
-			return nil, fmt.Errorf("redlock: pools %d and %d have the same address %s", j, i, p.Addr())
-		}
-		seen[p.Addr()] = i
+		seen[addr] = i
 	}
 	cfg := config{driftFactor: DefaultDriftFactor, clock: clock.Real{}}
 	for _, o := range opts {
@@ -89,6 +89,21 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	c.grants.channel = grantChannelPrefix + newToken()
 	c.done = c.wg.Done
 	return c, nil
+}
+
+// addrOf returns p's Addr, and false for a nil pool: a nil interface
+// value, or a nil pointer of an adapter whose Addr cannot take one (it
+// panics, which New turns into an error instead).
+func addrOf(p pool.Pool) (addr string, ok bool) {
+	if p == nil {
+		return "", false
+	}
+	defer func() {
+		if recover() != nil {
+			addr, ok = "", false
+		}
+	}()
+	return p.Addr(), true
 }
 
 // errNilClient is the error of every call on a nil Client.
@@ -162,15 +177,11 @@ func (c *Client) begin() (func(), error) {
 // MaxTTL; outside that range TryLock and Lock return an error without
 // calling a node.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	done, err := c.begin()
+	done, lc, err := c.beginLock(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	lc, err := c.check(ctx, key, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
 	var l *Lock
@@ -210,15 +221,11 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // only be refused. With NoRetry, Lock makes one attempt, and leaves the
 // queue again if it joined it.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	done, err := c.begin()
+	done, lc, err := c.beginLock(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	lc, err := c.check(ctx, key, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
 	// NextDelay(1) is asked once, before the first attempt's end is known.
@@ -251,6 +258,22 @@ func (c *Client) obtained(ctx context.Context, key string, l *Lock, err error, s
 		l.startKeeper(lc)
 	}
 	return l, nil
+}
+
+// beginLock is the prologue of every acquisition: it registers the operation
+// (begin) and validates the arguments (check). On success the caller defers
+// done; on failure nothing is left registered.
+func (c *Client) beginLock(ctx context.Context, key string, ttl time.Duration, opts []LockOption) (func(), lockConfig, error) {
+	done, err := c.begin()
+	if err != nil {
+		return nil, lockConfig{}, err
+	}
+	lc, err := c.check(ctx, key, ttl, opts)
+	if err != nil {
+		done()
+		return nil, lockConfig{}, err
+	}
+	return done, lc, nil
 }
 
 // check validates the arguments common to every acquisition.
@@ -315,7 +338,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 			// is part of the lock and Unlock (ordered after this call)
 			// releases it.
 			<-decided
-			if (v.OK || v.Err != nil) && failed {
+			if mayHold(v) && failed {
 				c.releaseAsync(key, l.token, []int{v.Node}, timeout, "")
 			}
 		})
@@ -336,13 +359,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	// Failed: release everywhere our SET may have landed, in the background
 	// (Close waits for it); a straggler releases itself when it answers. A
 	// release passes the key to the first waiter in the node's queue.
-	var dirty []int
-	for _, v := range res.Votes {
-		if v.OK || v.Err != nil {
-			dirty = append(dirty, v.Node)
-		}
-	}
-	c.releaseAsync(key, l.token, dirty, timeout, "")
+	c.releaseAsync(key, l.token, mayHoldNodes(res), timeout, "")
 	if fenceErr != nil {
 		return nil, fenceErr
 	}
@@ -351,6 +368,22 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 		qe.Reason = fmt.Sprintf("validity used up after %v", c.cfg.clock.Since(start))
 	}
 	return nil, qe
+}
+
+// mayHold reports whether our write may have landed on the node of v: it
+// said yes, or its outcome is unknown.
+func mayHold(v fanout.Vote) bool { return v.OK || v.Err != nil }
+
+// mayHoldNodes returns the nodes of res's votes where our write may have
+// landed, in the order they voted.
+func mayHoldNodes(res fanout.Result) []int {
+	var nodes []int
+	for _, v := range res.Votes {
+		if mayHold(v) {
+			nodes = append(nodes, v.Node)
+		}
+	}
+	return nodes
 }
 
 // quorumError builds the error of an operation from its votes, with one
@@ -386,24 +419,4 @@ func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *Quor
 func asInt(v any) int64 {
 	n, _ := v.(int64)
 	return n
-}
-
-func isNil(p pool.Pool) bool {
-	if p == nil {
-		return true
-	}
-	v := reflect.ValueOf(p)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
-}
-
-// samePool compares two pools without panicking on uncomparable types.
-func samePool(a, b pool.Pool) bool {
-	if reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
-		return false
-	}
-	return a == b
 }

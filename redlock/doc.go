@@ -41,6 +41,8 @@
 //
 // Status tells whether a key is locked, and Shutdown releases every lock a
 // Client holds when the process stops.
+// WithClock is the one name here meant for tests rather than for use: it
+// hands the Client a clock.Fake.
 //
 // The guarantees hold under stated assumptions: bounded clock drift between
 // this process and the nodes, nodes that persist with appendfsync always or

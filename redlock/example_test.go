@@ -50,28 +50,11 @@ func Example() {
 }
 
 func ExampleClient_Do() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
-	c, err := redlock.New(pools)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Shutdown(context.Background())
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
+	defer stop()
 	ctx := context.Background()
 
-	err = c.Do(ctx, "report", time.Minute, func(ctx context.Context) error {
+	err := c.Do(ctx, "report", time.Minute, func(ctx context.Context) error {
 		// While fn runs the lock is held, and kept alive.
 		_, err := c.TryLock(ctx, "report", time.Minute)
 		fmt.Println("a second caller is refused:", errors.Is(err, redlock.ErrNotObtained))
@@ -89,20 +72,8 @@ func ExampleClient_Do() {
 }
 
 func ExampleClient_Lock() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
 	c, err := redlock.New(pools)
 	if err != nil {
 		log.Fatal(err)
@@ -127,25 +98,8 @@ func ExampleClient_Lock() {
 }
 
 func ExampleClient_TryLock() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
-	c, err := redlock.New(pools)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Shutdown(context.Background())
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
+	defer stop()
 	ctx := context.Background()
 
 	first, err := c.TryLock(ctx, "report", time.Minute)
@@ -160,25 +114,8 @@ func ExampleClient_TryLock() {
 }
 
 func ExampleClient_Lock_timeout() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
-	c, err := redlock.New(pools)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Shutdown(context.Background())
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
+	defer stop()
 
 	held, err := c.TryLock(context.Background(), "report", time.Minute)
 	if err != nil {
@@ -195,25 +132,8 @@ func ExampleClient_Lock_timeout() {
 }
 
 func ExampleLock_Extend() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
-	c, err := redlock.New(pools)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Shutdown(context.Background())
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
+	defer stop()
 	ctx := context.Background()
 
 	l, err := c.TryLock(ctx, "batch", 10*time.Second)
@@ -230,25 +150,8 @@ func ExampleLock_Extend() {
 }
 
 func ExampleClient_Status() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
-	c, err := redlock.New(pools)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Shutdown(context.Background())
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
+	defer stop()
 	ctx := context.Background()
 
 	l, err := c.TryLock(ctx, "batch", time.Minute)
@@ -270,20 +173,8 @@ func ExampleClient_Status() {
 }
 
 func ExampleClient_Shutdown() {
-	var pools []pool.Pool
-	for range 3 {
-		srv, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
-		p, err := pool.FromURL("redis://" + srv.Addr())
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer p.Close()
-		pools = append(pools, p)
-	}
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
 	replica, err := redlock.New(pools) // the process being stopped
 	if err != nil {
 		log.Fatal(err)
@@ -309,28 +200,50 @@ func ExampleClient_Shutdown() {
 	// Output: taken over at once: true
 }
 
-// LockAll takes several keys at once, or none: here a transfer between two
-// accounts, whichever order each caller names them in.
-func ExampleClient_LockAll() {
+// examplePools starts three in-memory Redis servers and returns a Pool on
+// each, as Example does, and a function that closes them all.
+func examplePools() ([]pool.Pool, func()) {
 	var pools []pool.Pool
+	var closers []func()
 	for range 3 {
 		srv, err := miniredis.Run()
 		if err != nil {
 			log.Fatal(err)
 		}
-		defer srv.Close()
+		closers = append(closers, srv.Close)
 		p, err := pool.FromURL("redis://" + srv.Addr())
 		if err != nil {
 			log.Fatal(err)
 		}
-		defer p.Close()
+		closers = append(closers, func() { _ = p.Close() })
 		pools = append(pools, p)
 	}
+	return pools, func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]() // in reverse, as the defers of Example run
+		}
+	}
+}
+
+// exampleClient returns a Client on examplePools, as Example makes it, and a
+// function that shuts it down and closes the nodes.
+func exampleClient() (*redlock.Client, func()) {
+	pools, stop := examplePools()
 	c, err := redlock.New(pools)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Shutdown(context.Background())
+	return c, func() {
+		_ = c.Shutdown(context.Background())
+		stop()
+	}
+}
+
+// LockAll takes several keys at once, or none: here a transfer between two
+// accounts, whichever order each caller names them in.
+func ExampleClient_LockAll() {
+	c, stop := exampleClient()
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 

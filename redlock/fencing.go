@@ -21,18 +21,20 @@ import (
 // paused. See docs/fencing.md.
 //
 // It costs one more round to the nodes: phase 1 sets the key and reads each
-// node's counter (FenceKey), the client picks max+1, and phase 2 raises the
-// counter on a majority while the key still holds our token. The lock is
-// returned only after phase 2, within validity; a failed attempt's fence is
-// never handed out. Counters have no TTL.
+// node's counter, the client picks max+1, and phase 2 raises the counter on
+// a majority while the key still holds our token. The lock is returned only
+// after phase 2, within validity; a failed attempt's fence is never handed
+// out. The counter of key K is the Redis key "K:fence" on every node, and
+// has no TTL. On Redis Cluster nodes, give K a hash tag (e.g.
+// "{orders:42}") so that both keys share a slot; standalone masters, the
+// intended setup, need nothing.
 func WithFencing() LockOption {
 	return func(c *lockConfig) { c.fencing = true }
 }
 
-// FenceKey returns the Redis key of the fence counter of the lock key. On
-// Redis Cluster nodes, give key a hash tag (e.g. "{orders:42}") so both keys
-// share a slot; standalone masters, the intended setup, need nothing.
-func FenceKey(key string) string { return key + ":fence" }
+// fenceKey returns the Redis key of the fence counter of the lock key, as
+// WithFencing documents it.
+func fenceKey(key string) string { return key + ":fence" }
 
 // Fence returns the lock's fencing token, or 0 for a lock taken without
 // WithFencing (and for a nil Lock).
@@ -46,7 +48,7 @@ func (l *Lock) Fence() uint64 {
 // setFenced is phase 1 on one node: SET NX PX and read the counter. It stores
 // the counter in *counter.
 func (c *Client) setFenced(ctx context.Context, i int, key, token string, ttl time.Duration, counter *uint64) (bool, error) {
-	r, err := c.pools[i].Eval(ctx, scripts.AcquireFenced, []string{key, FenceKey(key)}, token, ttl.Milliseconds())
+	r, err := c.pools[i].Eval(ctx, scripts.AcquireFenced, []string{key, fenceKey(key)}, token, ttl.Milliseconds())
 	if err != nil {
 		return false, err
 	}
@@ -62,7 +64,7 @@ func (c *Client) setFenced(ctx context.Context, i int, key, token string, ttl ti
 	if err != nil {
 		// The key is ours but the counter is unusable: report the node as
 		// failed, so the attempt's cleanup releases it.
-		return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", FenceKey(key), s)
+		return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", fenceKey(key), s)
 	}
 	*counter = n
 	return true, nil
@@ -79,7 +81,7 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 		}
 	}
 	if top == math.MaxUint64 {
-		return 0, fmt.Errorf("%w: fence counter %s is exhausted", ErrNotObtained, FenceKey(l.key))
+		return 0, fmt.Errorf("%w: fence counter %s is exhausted", ErrNotObtained, fenceKey(l.key))
 	}
 	fence := top + 1
 	arg := strconv.FormatUint(fence, 10)
@@ -113,14 +115,14 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, FenceKey(l.key)}, l.token)
+				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, fenceKey(l.key)}, l.token)
 				if err != nil || r == nil {
 					return false, err
 				}
 				s, _ := r.(string)
 				n, err := strconv.ParseUint(s, 10, 64)
 				if err != nil {
-					return false, fmt.Errorf("fence counter %s is not a number: %q", FenceKey(l.key), s)
+					return false, fmt.Errorf("fence counter %s is not a number: %q", fenceKey(l.key), s)
 				}
 				counters[i] = n
 				return true, nil

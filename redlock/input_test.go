@@ -14,15 +14,18 @@ import (
 )
 
 // valuePool is an uncomparable Pool implementation: comparing two of them
-// with == would panic, which New must not do.
+// with == would panic, so New must tell pools apart by Addr alone.
 type valuePool struct {
 	pool.Pool
 	tags []string
 }
 
+// ptrPool is an adapter with pointer receivers: a nil *ptrPool in a Pool is
+// not a nil interface value, and its Addr panics.
+type ptrPool struct{ pool.Pool }
+
 func TestNewRejectsBadInput(t *testing.T) {
 	fn := newFakeNodes(t, 2)
-	var nilPtr *struct{ pool.Pool }
 	for _, tc := range []struct {
 		name  string
 		pools []pool.Pool
@@ -31,9 +34,9 @@ func TestNewRejectsBadInput(t *testing.T) {
 	}{
 		{"no pools", nil, nil, "no pools"},
 		{"nil pool", []pool.Pool{fn.pools[0], nil}, nil, "pool 1 is nil"},
-		{"typed nil pool", []pool.Pool{nilPtr}, nil, "pool 0 is nil"},
-		{"same pool twice", []pool.Pool{fn.pools[0], fn.pools[0]}, nil, "same as pool 0"},
-		{"same address twice", []pool.Pool{fn.pools[1], valuePool{Pool: fn.pools[1]}}, nil, "same address"},
+		{"nil adapter pointer", []pool.Pool{fn.pools[0], (*ptrPool)(nil)}, nil, "pool 1 is nil"},
+		{"same pool twice", []pool.Pool{fn.pools[0], fn.pools[1], fn.pools[0]}, nil, "pools 0 and 2 have the same address " + fn.pools[0].Addr()},
+		{"same address twice", []pool.Pool{fn.pools[1], valuePool{Pool: fn.pools[1]}}, nil, "pools 0 and 1 have the same address"},
 		{"zero node timeout", fn.pools, []redlock.Option{redlock.WithNodeTimeout(0)}, "node timeout"},
 		{"negative drift", fn.pools, []redlock.Option{redlock.WithDriftFactor(-1)}, "drift factor"},
 		{"NaN drift", fn.pools, []redlock.Option{redlock.WithDriftFactor(math.NaN())}, "drift factor"},

@@ -91,15 +91,12 @@ func (l *Lock) setUntil(t time.Time) {
 // to be gone (validity ran out, or a majority holds no longer our token), or
 // ErrNotExtended when nodes did not answer in time.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	if l == nil || l.c == nil {
-		return errNilLock
-	}
-	c := l.c
-	done, err := c.begin()
+	done, err := l.begin()
 	if err != nil {
 		return err
 	}
 	defer done()
+	c := l.c
 	if ctx == nil {
 		return errors.New("redlock: nil context")
 	}
@@ -108,6 +105,15 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	ttl = ttl.Truncate(time.Millisecond)
 	return l.extend(ctx, ttl, c.nodeTimeout(ttl))
+}
+
+// begin registers an operation on the lock with its Client (Client.begin),
+// or fails for a nil Lock.
+func (l *Lock) begin() (func(), error) {
+	if l == nil || l.c == nil {
+		return nil, errNilLock
+	}
+	return l.c.begin()
 }
 
 // extend is Extend after argument checks, each node call bounded by
@@ -177,8 +183,16 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 		return nil
 	}
 	l.setUntil(minTime(old, until))
+	return withContext(c.extendError(res, absent, !now.Before(old)), ctx.Err())
+}
+
+// extendError is the error of an extension that failed with res: ErrNotHeld
+// when the lock had expired or too many nodes refused for any majority to
+// remain, ErrNotExtended otherwise. A node that refused while the key was
+// there (not absent) reports ErrTaken.
+func (c *Client) extendError(res fanout.Result, absent []bool, expired bool) *QuorumError {
 	sentinel := ErrNotExtended
-	if !now.Before(old) || refusals(res) > len(c.pools)-c.quorum {
+	if expired || refusals(res) > len(c.pools)-c.quorum {
 		sentinel = ErrNotHeld
 	}
 	qe := c.quorumError("extend", sentinel, res)
@@ -187,7 +201,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 			n.Err = ErrTaken // the key is there, with another token
 		}
 	}
-	return withContext(qe, ctx.Err())
+	return qe
 }
 
 // Unlock stops the auto-extension, if any, releases the lock on every node
@@ -202,15 +216,12 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 // wrapping ErrNotHeld (the lock had expired or passed to another owner, or
 // was already unlocked) or ErrNotReleased (nodes did not answer in time).
 func (l *Lock) Unlock(ctx context.Context) error {
-	if l == nil || l.c == nil {
-		return errNilLock
-	}
-	c := l.c
-	done, err := c.begin()
+	done, err := l.begin()
 	if err != nil {
 		return err
 	}
 	defer done()
+	c := l.c
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -21,7 +21,7 @@ import (
 //
 // keys are sorted and duplicates dropped, so the order of the caller's keys
 // does not matter and Keys() lists them sorted. An empty keys, an empty key,
-// or a key that names another key's companion (its FenceKey or its queue,
+// or a key that names another key's companion (its fence counter or its queue,
 // key+":queue...") is an error, and no node is called.
 //
 // On failure the error wraps ErrNotObtained (and ctx.Err() when ctx ended
@@ -161,7 +161,7 @@ func normalKeys(keys []string) ([]string, error) {
 	}
 	companions := make(map[string]string, 5*len(keys))
 	for _, k := range keys {
-		companions[FenceKey(k)] = k
+		companions[fenceKey(k)] = k
 		for _, q := range scripts.Keys(k)[1:] {
 			companions[q] = k
 		}

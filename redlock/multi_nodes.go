@@ -95,7 +95,7 @@ func (l *Lock) setAllOn(ctx context.Context, i int, fencing bool, counters []uin
 		ks = make([]string, 0, 2*len(l.keys))
 		ks = append(ks, l.keys...)
 		for _, k := range l.keys {
-			ks = append(ks, FenceKey(k))
+			ks = append(ks, fenceKey(k))
 		}
 	}
 	r, err := l.c.pools[i].Eval(ctx, scripts.AcquireAll, ks, l.token, l.ttl.Milliseconds(), len(l.keys))
@@ -125,7 +125,7 @@ func (l *Lock) setAllOn(ctx context.Context, i int, fencing bool, counters []uin
 		if err != nil {
 			// The keys are ours but a counter is unusable: report the node
 			// as failed, so the attempt's cleanup releases it.
-			return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", FenceKey(l.keys[j]), s)
+			return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", fenceKey(l.keys[j]), s)
 		}
 		top = max(top, n)
 	}
@@ -160,12 +160,12 @@ func (l *Lock) setOn(ctx context.Context, i int, ttl time.Duration) (bool, error
 // key, FenceRaiseAll over every key's counter for a multi-lock.
 func (l *Lock) raiseFenceOn(ctx context.Context, i int, fence string) (any, error) {
 	if l.keys == nil {
-		return l.c.pools[i].Eval(ctx, scripts.FenceRaise, []string{l.key, FenceKey(l.key)}, l.token, fence)
+		return l.c.pools[i].Eval(ctx, scripts.FenceRaise, []string{l.key, fenceKey(l.key)}, l.token, fence)
 	}
 	ks := make([]string, 0, 2*len(l.keys))
 	ks = append(ks, l.keys...)
 	for _, k := range l.keys {
-		ks = append(ks, FenceKey(k))
+		ks = append(ks, fenceKey(k))
 	}
 	return l.c.pools[i].Eval(ctx, scripts.FenceRaiseAll, ks, l.token, fence, len(l.keys))
 }

@@ -77,18 +77,6 @@ func WithDriftFactor(f float64) Option {
 	}
 }
 
-// WithClock sets the clock used for validity and scheduling. Tests pass a
-// *clock.Fake; the default is clock.Real.
-func WithClock(clk clock.Clock) Option {
-	return func(c *config) {
-		if clk == nil {
-			c.fail("nil clock")
-			return
-		}
-		c.clock = clk
-	}
-}
-
 // WithDefaultLockOptions sets LockOptions applied to every Lock, TryLock and
 // Do call of the Client, before the call's own options.
 func WithDefaultLockOptions(opts ...LockOption) Option {
@@ -152,6 +140,19 @@ func WithHeal() LockOption {
 // second after its last round); one that gives up leaves at once.
 func WithFairness() LockOption {
 	return func(c *lockConfig) { c.fair = true }
+}
+
+// WithClock is for tests: it sets the clock that measures validity and
+// schedules retries, extensions and waits, such as a *clock.Fake the test
+// advances by hand. The default, clock.Real, is the one to run with.
+func WithClock(clk clock.Clock) Option {
+	return func(c *config) {
+		if clk == nil {
+			c.fail("nil clock")
+			return
+		}
+		c.clock = clk
+	}
 }
 
 func (c *Client) lockConfig(opts []LockOption) (lockConfig, error) {

@@ -309,6 +309,7 @@ func TestFencedLockHandedOverGetsAHigherFence(t *testing.T) {
 	waiter := newClient(t, fn.pools)
 	l, err := holder.TryLock(bg(), "k", time.Minute, redlock.WithFencing())
 	require.NoError(t, err)
+	holder.WaitIdle() // its SET has landed on every node: the waiter queues on all three
 	got := make(chan *redlock.Lock, 1)
 	go func() {
 		l2, err := waiter.Lock(bg(), "k", time.Minute, never, redlock.WithFencing())

@@ -11,6 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -90,24 +91,12 @@ func demoMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 
 	// The lock nodes: in-process, or the user's.
-	var servers []*miniredis.Miniredis
-	defer func() {
-		for _, s := range servers {
-			s.Close()
-		}
-	}()
-	urls := []string(*nodes)
-	inProcess := len(urls) == 0
-	if inProcess {
-		for range demoNodes {
-			s, err := startMiniredis()
-			if err != nil {
-				fmt.Fprintf(stderr, "redlock demo: %v\n", err)
-				return exitFailure
-			}
-			servers = append(servers, s)
-			urls = append(urls, "redis://"+s.Addr())
-		}
+	inProcess := len(*nodes) == 0
+	urls, servers, err := demoLockNodes(*nodes)
+	defer closeMiniredis(servers)
+	if err != nil {
+		fmt.Fprintf(stderr, "redlock demo: %v\n", err)
+		return exitFailure
 	}
 	pools, err := openNodes(urls)
 	if err != nil {
@@ -137,39 +126,43 @@ func demoMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 
 	ctx, cancel := context.WithTimeoutCause(ctx, demoTimeout, errSaleTimeout)
 	defer cancel()
-	out := &printer{w: stdout}
+	d := &demoRun{c: c, pools: pools, servers: servers, shop: shop,
+		workers: *workers, tickets: *tickets, out: &printer{w: stdout}, stdout: stdout}
+	return d.run(ctx)
+}
+
+// demoRun is the demo once its nodes are up.
+type demoRun struct {
+	c                *redlock.Client
+	pools            []pool.Pool
+	servers          []*miniredis.Miniredis // the in-process lock nodes; none with --nodes
+	shop             *redis.Client
+	workers, tickets int
+	out              *printer
+	stdout           io.Writer
+}
+
+// run runs the sale without a lock, then with Redlock (killing an
+// in-process lock node halfway), prints the comparison and returns the exit
+// code.
+func (d *demoRun) run(ctx context.Context) int {
+	inProcess := len(d.servers) > 0
+	c, pools, servers, shop, out := d.c, d.pools, d.servers, d.shop, d.out
 	where := fmt.Sprintf("%d in-process Redis nodes (miniredis)", demoNodes)
 	if !inProcess {
 		where = fmt.Sprintf("%d Redis nodes from --nodes", len(pools))
 	}
 	out.printf("Ticket sale: %d workers sell %d tickets; each sale is GET tickets left, pause %v, SET one fewer, record the seat.\n",
-		*workers, *tickets, salePause)
+		d.workers, d.tickets, salePause)
 	out.printf("Lock nodes: %s, a lock needs %d. Counter and sales: a separate in-process \"shop\" node.\n\n", where, c.Quorum())
 
-	unlocked := &sale{shop: shop, workers: *workers, tickets: *tickets, out: out,
+	unlocked := &sale{shop: shop, workers: d.workers, tickets: d.tickets, out: out,
 		guard: func(ctx context.Context, sell func(context.Context) error) error { return sell(ctx) }}
 	out.printf("1) Without a lock\n")
 	unlocked.run(ctx)
 	report(out, unlocked)
 
-	locked := &sale{shop: shop, workers: *workers, tickets: *tickets, out: out,
-		guard: func(ctx context.Context, sell func(context.Context) error) error {
-			var sellErr error
-			err := c.Do(ctx, demoLockKey, demoLockTTL, func(ctx context.Context) error {
-				sellErr = sell(ctx)
-				return sellErr
-			}, redlock.WithRetry(demoRetry))
-			if sellErr == nil && errors.Is(err, redlock.ErrNotReleased) && !errors.Is(err, redlock.ErrLockLost) {
-				// The sale was done under the lock; only the release fell
-				// short of a majority, as when the killed node was one of
-				// just three holding it. Any copy left expires by the
-				// TTL: at worst a stall, never a second holder.
-				out.printf("   !! a release was confirmed by too few nodes: %s;\n"+
-					"      any copy left expires within the TTL (%v), and the sale goes on\n", explain(err), demoLockTTL)
-				return nil
-			}
-			return err
-		}}
+	locked := &sale{shop: shop, workers: d.workers, tickets: d.tickets, out: out, guard: lockedGuard(c, out)}
 	out.printf("\n2) With Redlock around each sale (key %q, TTL %v)\n", demoLockKey, demoLockTTL)
 	if inProcess {
 		victim := len(servers) - 1
@@ -185,8 +178,14 @@ func demoMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	report(out, locked)
 
 	out.printf("\n")
-	table(stdout, unlocked, locked)
+	table(d.stdout, unlocked, locked)
 	out.printf("\n")
+	return conclude(out, unlocked, locked, inProcess)
+}
+
+// conclude prints what the two sales show and returns the exit code: a
+// failure if the locked sale failed or was not exact.
+func conclude(out *printer, unlocked, locked *sale, inProcess bool) int {
 	switch {
 	case unlocked.err != nil:
 		out.printf("Without a lock: the run failed (%v).\n", unlocked.err)
@@ -211,6 +210,55 @@ func demoMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	out.printf("With Redlock: exact: %d sold, 0 oversold, 0 lost%s.\n", locked.sales, killed)
 	return exitOK
+}
+
+// demoLockNodes returns the URLs of the lock nodes: urls, or when there are
+// none, those of demoNodes in-process nodes it starts, returned for the
+// caller to close (with closeMiniredis) even when it fails.
+func demoLockNodes(urls []string) ([]string, []*miniredis.Miniredis, error) {
+	if len(urls) > 0 {
+		return urls, nil, nil
+	}
+	var servers []*miniredis.Miniredis
+	for range demoNodes {
+		s, err := startMiniredis()
+		if err != nil {
+			return nil, servers, err
+		}
+		servers = append(servers, s)
+		urls = append(urls, "redis://"+s.Addr())
+	}
+	return urls, servers, nil
+}
+
+// closeMiniredis closes the in-process nodes.
+func closeMiniredis(servers []*miniredis.Miniredis) {
+	for _, s := range servers {
+		s.Close()
+	}
+}
+
+// lockedGuard runs each sale under the demo's lock, through c.Do. A sale
+// done under the lock whose release fell short of a majority counts as
+// done: it says so on out and goes on.
+func lockedGuard(c *redlock.Client, out *printer) guard {
+	return func(ctx context.Context, sell func(context.Context) error) error {
+		var sellErr error
+		err := c.Do(ctx, demoLockKey, demoLockTTL, func(ctx context.Context) error {
+			sellErr = sell(ctx)
+			return sellErr
+		}, redlock.WithRetry(demoRetry))
+		if sellErr == nil && errors.Is(err, redlock.ErrNotReleased) && !errors.Is(err, redlock.ErrLockLost) {
+			// The sale was done under the lock; only the release fell
+			// short of a majority, as when the killed node was one of
+			// just three holding it. Any copy left expires by the
+			// TTL: at worst a stall, never a second holder.
+			out.printf("   !! a release was confirmed by too few nodes: %s;\n"+
+				"      any copy left expires within the TTL (%v), and the sale goes on\n", explain(err), demoLockTTL)
+			return nil
+		}
+		return err
+	}
 }
 
 // startMiniredis starts an in-process node whose keys expire in real time,

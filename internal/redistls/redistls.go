@@ -43,11 +43,31 @@ type CA struct {
 func NewCA(t testing.TB) *CA {
 	t.Helper()
 	dir := t.TempDir()
+	now := time.Now()
+	caKey, caDER, caCert := newRoot(t, now)
+	srvDER, srvKeyDER := newServerCert(t, now, caCert, caKey)
+
+	ca := &CA{
+		certFile:   filepath.Join(dir, "ca.crt"),
+		serverCert: filepath.Join(dir, "server.crt"),
+		serverKey:  filepath.Join(dir, "server.key"),
+		pool:       x509.NewCertPool(),
+	}
+	ca.pool.AddCert(caCert)
+	writePEM(t, ca.certFile, "CERTIFICATE", caDER)
+	writePEM(t, ca.serverCert, "CERTIFICATE", srvDER)
+	writePEM(t, ca.serverKey, "PRIVATE KEY", srvKeyDER)
+	return ca
+}
+
+// newRoot makes the CA's key and self-signed certificate, valid from an hour
+// before now to a day after.
+func newRoot(t testing.TB, now time.Time) (*ecdsa.PrivateKey, []byte, *x509.Certificate) {
+	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
 	caTmpl := &x509.Certificate{
 		SerialNumber:          serial(t),
 		Subject:               pkix.Name{CommonName: "redlock test CA"},
@@ -65,7 +85,13 @@ func NewCA(t testing.TB) *CA {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return caKey, caDER, caCert
+}
 
+// newServerCert makes a server certificate for 127.0.0.1 and localhost,
+// signed by the CA, and its PKCS#8 key, both DER-encoded.
+func newServerCert(t testing.TB, now time.Time, caCert *x509.Certificate, caKey *ecdsa.PrivateKey) (certDER, keyDER []byte) {
+	t.Helper()
 	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -88,18 +114,7 @@ func NewCA(t testing.TB) *CA {
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	ca := &CA{
-		certFile:   filepath.Join(dir, "ca.crt"),
-		serverCert: filepath.Join(dir, "server.crt"),
-		serverKey:  filepath.Join(dir, "server.key"),
-		pool:       x509.NewCertPool(),
-	}
-	ca.pool.AddCert(caCert)
-	writePEM(t, ca.certFile, "CERTIFICATE", caDER)
-	writePEM(t, ca.serverCert, "CERTIFICATE", srvDER)
-	writePEM(t, ca.serverKey, "PRIVATE KEY", srvKeyDER)
-	return ca
+	return srvDER, srvKeyDER
 }
 
 // ClientConfig returns a TLS configuration that trusts only this CA.

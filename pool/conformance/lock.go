@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"crypto/tls"
 	"testing"
 	"time"
@@ -34,37 +35,49 @@ func (s *suite) openAll(t *testing.T, urls []string, cfg *tls.Config) []pool.Poo
 	return pools
 }
 
-func (s *suite) testRedlock(t *testing.T) {
+// lockNodes is what testRedlock's subtests share: five real nodes, the
+// adapter's Pool on each, and two lock Clients over them.
+type lockNodes struct {
+	servers []*redistest.Server
+	pools   []pool.Pool
+	a, b    *redlock.Client
+}
+
+// lockNodes starts the nodes, stopped when t ends.
+func (s *suite) lockNodes(t *testing.T) *lockNodes {
 	servers := redistest.StartN(t, 5, redistest.NoPersistence)
 	urls := make([]string, len(servers))
 	for i, srv := range servers {
 		urls[i] = srv.URL()
 	}
 	pools := s.openAll(t, urls, nil)
-	c := ctx(t)
-	a := newClient(t, pools)
-	b := newClient(t, pools)
+	return &lockNodes{servers: servers, pools: pools, a: newClient(t, pools), b: newClient(t, pools)}
+}
 
-	// holders counts the nodes where key holds token with a TTL.
-	holders := func(key, token string) int {
-		n := 0
-		for _, srv := range servers {
-			rc := srv.Client(t)
-			if v, err := rc.Get(c, key).Result(); err == nil && v == token {
-				if pttl, err := rc.PTTL(c, key).Result(); err == nil && pttl > 0 {
-					n++
-				}
+// holders counts the nodes where key holds token with a TTL.
+func (f *lockNodes) holders(t *testing.T, c context.Context, key, token string) int {
+	n := 0
+	for _, srv := range f.servers {
+		rc := srv.Client(t)
+		if v, err := rc.Get(c, key).Result(); err == nil && v == token {
+			if pttl, err := rc.PTTL(c, key).Result(); err == nil && pttl > 0 {
+				n++
 			}
 		}
-		return n
 	}
+	return n
+}
+
+func (s *suite) testRedlock(t *testing.T) {
+	f := s.lockNodes(t)
+	c, a, b := ctx(t), f.a, f.b
 
 	t.Run("LockUnlock", func(t *testing.T) {
 		l, err := a.TryLock(c, "res", time.Minute)
 		require.NoError(t, err)
-		assert.GreaterOrEqual(t, holders("res", l.Token()), a.Quorum())
+		assert.GreaterOrEqual(t, f.holders(t, c, "res", l.Token()), a.Quorum())
 		require.NoError(t, l.Unlock(c))
-		assert.Eventually(t, func() bool { return holders("res", l.Token()) == 0 },
+		assert.Eventually(t, func() bool { return f.holders(t, c, "res", l.Token()) == 0 },
 			5*time.Second, 10*time.Millisecond, "Unlock leaves no copy behind")
 	})
 
@@ -101,21 +114,26 @@ func (s *suite) testRedlock(t *testing.T) {
 		assert.Greater(t, l2.Fence(), l1.Fence(), "each fenced acquisition gets a higher fence")
 	})
 
-	t.Run("MinorityDown", func(t *testing.T) {
-		servers[0].Kill()
-		servers[1].Kill()
-		l, err := a.TryLock(c, "down", time.Minute)
-		require.NoError(t, err, "2 of 5 nodes down: the majority still locks")
-		require.NoError(t, l.Extend(c, time.Minute))
-		_, err = b.TryLock(c, "down", time.Minute)
-		require.ErrorIs(t, err, redlock.ErrTaken)
-		require.NoError(t, l.Unlock(c))
+	t.Run("MinorityDown", func(t *testing.T) { f.minorityDown(t, c) })
+}
 
-		servers[2].Kill()
-		_, err = a.TryLock(c, "down", time.Minute)
-		require.ErrorIs(t, err, redlock.ErrNotObtained, "3 of 5 down: no majority")
-		var ne *redlock.NodeError
-		require.ErrorAs(t, err, &ne)
-		assert.Contains(t, []string{pools[0].Addr(), pools[1].Addr(), pools[2].Addr()}, ne.Addr)
-	})
+// minorityDown kills two of the five nodes, then a third: the lock works
+// with the majority left, and refuses without one. It runs last.
+func (f *lockNodes) minorityDown(t *testing.T, c context.Context) {
+	a, b, servers, pools := f.a, f.b, f.servers, f.pools
+	servers[0].Kill()
+	servers[1].Kill()
+	l, err := a.TryLock(c, "down", time.Minute)
+	require.NoError(t, err, "2 of 5 nodes down: the majority still locks")
+	require.NoError(t, l.Extend(c, time.Minute))
+	_, err = b.TryLock(c, "down", time.Minute)
+	require.ErrorIs(t, err, redlock.ErrTaken)
+	require.NoError(t, l.Unlock(c))
+
+	servers[2].Kill()
+	_, err = a.TryLock(c, "down", time.Minute)
+	require.ErrorIs(t, err, redlock.ErrNotObtained, "3 of 5 down: no majority")
+	var ne *redlock.NodeError
+	require.ErrorAs(t, err, &ne)
+	assert.Contains(t, []string{pools[0].Addr(), pools[1].Addr(), pools[2].Addr()}, ne.Addr)
 }

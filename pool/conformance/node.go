@@ -190,16 +190,7 @@ func (s *suite) testDeadline(t *testing.T) {
 		{"NewConnection", func(ctx context.Context) error { _, err := cold.SetNX(ctx, "k", "v", time.Minute); return err }},
 	}
 	for _, tc := range calls {
-		t.Run(tc.name, func(t *testing.T) {
-			const timeout = 200 * time.Millisecond
-			ctx, cancel := context.WithTimeout(c, timeout)
-			defer cancel()
-			start := time.Now()
-			err := tc.call(ctx)
-			elapsed := time.Since(start)
-			require.Error(t, err, "a paused node cannot have answered")
-			assert.Less(t, elapsed, timeout+deadlineSlack, "the call must return by its deadline: %v", err)
-		})
+		t.Run(tc.name, func(t *testing.T) { returnsByDeadline(t, c, tc.call) })
 	}
 	t.Run("CanceledContext", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(c)
@@ -221,6 +212,19 @@ func (s *suite) testDeadline(t *testing.T) {
 			}, 10*time.Second, 20*time.Millisecond)
 		}
 	})
+}
+
+// returnsByDeadline checks that call, on a paused node, fails and returns by
+// a short deadline set on c.
+func returnsByDeadline(t *testing.T, c context.Context, call func(ctx context.Context) error) {
+	const timeout = 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(c, timeout)
+	defer cancel()
+	start := time.Now()
+	err := call(ctx)
+	elapsed := time.Since(start)
+	require.Error(t, err, "a paused node cannot have answered")
+	assert.Less(t, elapsed, timeout+deadlineSlack, "the call must return by its deadline: %v", err)
 }
 
 func (s *suite) testAddr(t *testing.T) {
