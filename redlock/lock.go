@@ -29,6 +29,9 @@ type Lock struct {
 	// its waiter may still be on its way); "" otherwise.
 	leave any
 	fence uint64
+	// kind acts on the nodes for a reader or a permit (lease.go); nil for
+	// an exclusive lock.
+	kind leaseKind
 	// acquiredAt is set before the Lock is returned, then only read.
 	acquiredAt time.Time
 	released   atomic.Bool
@@ -142,12 +145,12 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				r, err := c.pools[i].Eval(ctx, scripts.Extend, []string{l.key}, l.token, ttl.Milliseconds())
+				r, err := l.extendOn(ctx, i, ttl)
 				if err != nil {
 					return false, err
 				}
-				absent[i] = asInt(r) == scripts.ExtendAbsent
-				return asInt(r) == scripts.ExtendExtended, nil
+				absent[i] = r == scripts.ExtendAbsent
+				return r == scripts.ExtendExtended, nil
 			})
 		},
 		func(v fanout.Vote, _ bool) {
@@ -240,7 +243,7 @@ func (l *Lock) release(ctx context.Context) fanout.Result {
 	slots := c.order.takeAll(l.key, l.token, true, nil, len(c.pools))
 	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
-			return c.release(ctx, slots[i], i, l.key, l.token, l.leave)
+			return l.releaseOn(ctx, slots[i], i)
 		}, nil)
 }
 
@@ -256,7 +259,7 @@ func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Dur
 	slots := c.order.takeAll(l.key, l.token, false, nodes, len(c.pools))
 	fanout.Each(context.WithoutCancel(ctx), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
 		return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-			return c.pools[i].SetNX(ctx, l.key, l.token, ttl)
+			return l.healOn(ctx, i, ttl)
 		})
 	})
 }
