@@ -27,6 +27,8 @@ type leaseKind interface {
 	release(ctx context.Context, p pool.Pool, token string) (bool, error)
 	// raiseFence raises the fence counter to fence while the lease is live.
 	raiseFence(ctx context.Context, p pool.Pool, token, fence string) (bool, error)
+	// attempt returns the kind for a new attempt (a permit's starting slot).
+	attempt() leaseKind
 	// placed returns the kind for a lease agreed on place.
 	placed(place string) leaseKind
 }
@@ -74,9 +76,11 @@ func (l *Lock) raiseFenceOn(ctx context.Context, i int, fence string) (bool, err
 // the exclusive lock: the kind's take on every node in parallel, a decision
 // at the majority, validity checked on the Client's clock, and the release
 // of the attempt wherever it may have landed when it fails. Nodes must agree
-// on the place (a permit's slot): the place most nodes took wins, and a node
-// that took another place is released at once.
+// on the place (a permit's slot): the decision waits for a majority on one
+// place, or until none can have it; a node that took another place is
+// released at once.
 func (c *Client) acquireLease(ctx context.Context, key string, ttl time.Duration, lc lockConfig, kind leaseKind) (*Lock, error) {
+	kind = kind.attempt()
 	l := c.newLock(key, newToken(), ttl, lc.heal)
 	timeout := c.nodeTimeout(ttl)
 	places := make([]string, len(c.pools))   // each written only by its node's goroutine
@@ -86,7 +90,7 @@ func (c *Client) acquireLease(ctx context.Context, key string, ttl time.Duration
 	start := c.cfg.clock.Now()
 
 	slots := c.order.takeAll(key, l.token, true, nil, len(c.pools))
-	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
+	res := fanout.QuorumOn(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (ok bool, err error) {
 				ok, places[i], counters[i], err = kind.take(ctx, c.pools[i], l.token, ttl, false)
@@ -100,7 +104,8 @@ func (c *Client) acquireLease(ctx context.Context, key string, ttl time.Duration
 			if stray(v, failed, places[v.Node], place) {
 				c.releaseLeaseAsync(l, kind, []int{v.Node}, timeout)
 			}
-		})
+		},
+		func(i int) string { return places[i] })
 
 	place, agreed := agreedPlace(res, places)
 	l.kind = kind.placed(place)
@@ -213,8 +218,11 @@ func (c *Client) obtainLease(ctx context.Context, key string, ttl time.Duration,
 	ttl = ttl.Truncate(time.Millisecond)
 	for attempt := 1; ; attempt++ {
 		l, err := c.acquireLease(ctx, key, ttl, lc, kind)
+		if err != nil {
+			err = withContext(err, ctx.Err())
+		}
 		if err == nil || ctx.Err() != nil {
-			return c.obtained(ctx, key, l, withContext(err, ctx.Err()), start, attempt, lc)
+			return c.obtained(ctx, key, l, err, start, attempt, lc)
 		}
 		delay, retry := lc.retry.NextDelay(attempt)
 		if !wait || !retry {

@@ -69,14 +69,11 @@ func (c *Client) acquirePermit(ctx context.Context, key string, limit int, ttl t
 	if err != nil {
 		return nil, err
 	}
-	// Each attempt starts at a random slot: concurrent acquirers then
-	// rarely want the same one, and nodes in the same state agree.
-	first := strconv.Itoa(rand.N(limit))
-	return c.obtainLease(ctx, key, ttl, lc, permitLease{key: key, limit: limit, slot: first}, wait)
+	return c.obtainLease(ctx, key, ttl, lc, permitLease{key: key, limit: limit}, wait)
 }
 
-// permitLease is a permit's leaseKind (permit_*.lua). slot is the slot to
-// try first, and once agreed the permit's slot.
+// permitLease is a permit's leaseKind (permit_*.lua). slot is the slot an
+// attempt tries first, and once agreed the permit's slot.
 type permitLease struct {
 	key   string
 	limit int
@@ -109,6 +106,13 @@ func (p permitLease) release(ctx context.Context, node pool.Pool, token string) 
 func (p permitLease) raiseFence(ctx context.Context, node pool.Pool, token, fence string) (bool, error) {
 	v, err := node.Eval(ctx, scripts.PermitFence, []string{p.key, FenceKey(p.key)}, token, p.slot, fence)
 	return asInt(v) == 1, err
+}
+
+// attempt starts each attempt at a random slot: concurrent acquirers then
+// rarely want the same one, and nodes in the same state agree.
+func (p permitLease) attempt() leaseKind {
+	p.slot = strconv.Itoa(rand.N(p.limit))
+	return p
 }
 
 func (p permitLease) placed(slot string) leaseKind {

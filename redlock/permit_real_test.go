@@ -186,3 +186,39 @@ func TestRealFencingForReadersAndPermits(t *testing.T) {
 	}
 	require.NoError(t, kept.Unlock(bg()))
 }
+
+func TestRealPermitNodesMustAgreeOnTheSlot(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	c := newClient(t, pools)
+	const forever = "OTHER 9999999999999" // another holder's permit, far from expiry
+	fill := func(slots ...string) {       // slots[i]: the slot another holder has on node i ("" none)
+		for i, s := range servers {
+			cl := s.Client(t)
+			require.NoError(t, cl.Del(bg(), "sem").Err())
+			if slots[i] != "" {
+				require.NoError(t, cl.HSet(bg(), "sem", slots[i], forever).Err())
+			}
+		}
+	}
+	// Nodes 2-4 can only give slot 0, nodes 0-1 only slot 1: slot 0 wins,
+	// and the two nodes that took slot 1 are released.
+	fill("0", "0", "1", "1", "1")
+	p, err := c.TryAcquirePermit(bg(), "sem", 2, 10*time.Second)
+	require.NoError(t, err)
+	c.WaitIdle()
+	assert.Equal(t, []int64{1, 1, 2, 2, 2}, permitsHeld(t, servers, "sem"))
+	require.NoError(t, p.Extend(bg(), 10*time.Second), "extended on the agreed slot")
+	require.NoError(t, p.Unlock(bg()))
+	c.WaitIdle()
+	assert.Equal(t, []int64{1, 1, 1, 1, 1}, permitsHeld(t, servers, "sem"), "only the other holder is left")
+
+	// Two nodes can give slot 1, two slot 0, one none: no slot has a
+	// majority, and nothing of the attempt is left.
+	fill("0", "0", "1", "1", "")
+	require.NoError(t, servers[4].Client(t).HSet(bg(), "sem", "0", forever, "1", forever).Err())
+	_, err = c.TryAcquirePermit(bg(), "sem", 2, 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorContains(t, err, "different permits")
+	c.WaitIdle()
+	assert.Equal(t, []int64{1, 1, 1, 1, 2}, permitsHeld(t, servers, "sem"), "the split attempt left nothing")
+}

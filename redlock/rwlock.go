@@ -93,4 +93,6 @@ func (r readLease) raiseFence(ctx context.Context, p pool.Pool, token, fence str
 	return asInt(v) == 1, err
 }
 
+func (r readLease) attempt() leaseKind { return r }
+
 func (r readLease) placed(string) leaseKind { return r }
