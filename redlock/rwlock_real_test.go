@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,4 +267,59 @@ func TestRealRLockAutoExtendReportsLoss(t *testing.T) {
 	}
 	require.ErrorIs(t, r.Unlock(bg()), redlock.ErrNotHeld)
 	require.NoError(t, other.Unlock(bg()))
+}
+
+func TestRealReadersAndWritersUnderContention(t *testing.T) {
+	_, pools := realNodes(t, 5)
+	clients := []*redlock.Client{newClient(t, pools), newClient(t, pools), newClient(t, pools)}
+	var (
+		readersIn, writersIn, mostReaders atomic.Int32
+		violations, writes                atomic.Int32
+		wg                                sync.WaitGroup
+	)
+	const workers, rounds = 9, 8
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := clients[w%len(clients)]
+			for r := range rounds {
+				ctx, cancel := context.WithTimeout(bg(), 60*time.Second)
+				write := (w+r)%3 == 0
+				var l *redlock.Lock
+				var err error
+				if write {
+					l, err = c.Lock(ctx, "doc", 10*time.Second)
+				} else {
+					l, err = c.RLock(ctx, "doc", 10*time.Second)
+				}
+				cancel()
+				if !assert.NoError(t, err) {
+					return
+				}
+				if write {
+					if writersIn.Add(1) > 1 || readersIn.Load() > 0 {
+						violations.Add(1)
+					}
+					writes.Add(1)
+					time.Sleep(time.Millisecond)
+					writersIn.Add(-1)
+				} else {
+					n := readersIn.Add(1)
+					if writersIn.Load() > 0 {
+						violations.Add(1)
+					}
+					for m := mostReaders.Load(); n > m && !mostReaders.CompareAndSwap(m, n); m = mostReaders.Load() {
+					}
+					time.Sleep(3 * time.Millisecond)
+					readersIn.Add(-1)
+				}
+				assert.NoError(t, l.Unlock(bg()))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Zero(t, violations.Load(), "a writer overlapped another holder")
+	assert.Equal(t, int32(workers*rounds/3), writes.Load())
+	assert.Greater(t, mostReaders.Load(), int32(1), "readers shared the key: the test exercised sharing")
 }
