@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -216,14 +217,17 @@ func (c *Client) releaseLeaseAsync(l *Lock, kind leaseKind, nodes []int, timeout
 func (c *Client) obtainLease(ctx context.Context, key string, ttl time.Duration, lc lockConfig, kind leaseKind, wait bool) (*Lock, error) {
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
+	var prev error // the error of the last attempt that ran to its decision
 	for attempt := 1; ; attempt++ {
 		l, err := c.acquireLease(ctx, key, ttl, lc, kind)
-		if err != nil {
-			err = withContext(err, ctx.Err())
+		if err != nil && ctx.Err() != nil {
+			// ctx cut this attempt short: the attempt before it says more.
+			err = withContext(cmp.Or(prev, err), ctx.Err())
 		}
 		if err == nil || ctx.Err() != nil {
 			return c.obtained(ctx, key, l, err, start, attempt, lc)
 		}
+		prev = err
 		delay, retry := lc.retry.NextDelay(attempt)
 		if !wait || !retry {
 			return c.obtained(ctx, key, nil, err, start, attempt, lc)

@@ -46,9 +46,10 @@ func (c *Client) TryAcquirePermit(ctx context.Context, key string, limit int, tt
 // (WithRetry) stops, ctx ends or the Client closes. Retry k is a new
 // attempt, NextDelay(k) after the one before it: a released permit is
 // noticed by the next attempt, so with the default strategy within 250ms
-// plus one attempt. On failure the error wraps ErrNotObtained, the last
-// attempt's per-node detail and, when ctx ended the wait, ctx.Err(); it
-// returns within ctx's deadline whatever the nodes do.
+// plus one attempt. On failure the error wraps ErrNotObtained, the per-node
+// detail of the last attempt that ran to its decision and, when ctx ended
+// the wait, ctx.Err(); it returns within ctx's deadline whatever the nodes
+// do.
 func (c *Client) AcquirePermit(ctx context.Context, key string, limit int, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.acquirePermit(ctx, key, limit, ttl, opts, true)
 }

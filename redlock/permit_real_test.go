@@ -120,7 +120,7 @@ func TestRealAcquirePermitWokenAfterRelease(t *testing.T) {
 
 	held, err = c.TryAcquirePermit(bg(), "sem", 1, 10*time.Second)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(bg(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(bg(), time.Second)
 	defer cancel()
 	_, err = c.AcquirePermit(ctx, "sem", 1, 10*time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)

@@ -42,8 +42,9 @@ func (c *Client) TryRLock(ctx context.Context, key string, ttl time.Duration, op
 // closes. Retry k is a new attempt, NextDelay(k) after the one before it: a
 // released writer's key is noticed by the next attempt, so with the default
 // strategy within 250ms plus one attempt. On failure the error wraps
-// ErrNotObtained, the last attempt's per-node detail and, when ctx ended the
-// wait, ctx.Err(); it returns within ctx's deadline whatever the nodes do.
+// ErrNotObtained, the per-node detail of the last attempt that ran to its
+// decision and, when ctx ended the wait, ctx.Err(); it returns within ctx's
+// deadline whatever the nodes do.
 func (c *Client) RLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.rlock(ctx, key, ttl, opts, true)
 }

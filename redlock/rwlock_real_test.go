@@ -189,7 +189,7 @@ func TestRealRLockWokenAfterWriterRelease(t *testing.T) {
 	// A context that ends the wait: ErrNotObtained with the node detail, and ctx.Err().
 	w, err = c.TryLock(bg(), "doc", 10*time.Second)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(bg(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(bg(), time.Second)
 	defer cancel()
 	_, err = c.RLock(ctx, "doc", 10*time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
