@@ -87,6 +87,7 @@ func TestRLockAndPermitOnMiniredis(t *testing.T) {
 	_, err = c.TryLock(bg(), "doc", time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	require.NoError(t, r.Unlock(bg()))
+	c.WaitIdle()
 	assert.Zero(t, fn.present("doc"))
 
 	p, err := c.TryAcquirePermit(bg(), "sem", 1, time.Second)

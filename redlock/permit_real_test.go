@@ -70,11 +70,12 @@ func TestRealPermitsNeverAboveLimit(t *testing.T) {
 
 func TestRealPermitExclusionAndExpiry(t *testing.T) {
 	servers, pools := realNodes(t, 5)
-	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
+	c := newClient(t, pools)
 	a, err := c.TryAcquirePermit(bg(), "sem", 2, 10*time.Second)
 	require.NoError(t, err)
-	dead, err := c.TryAcquirePermit(bg(), "sem", 2, 400*time.Millisecond) // never extended nor released
+	dead, err := c.TryAcquirePermit(bg(), "sem", 2, time.Second) // never extended nor released
 	require.NoError(t, err)
+	c.WaitIdle() // both permits are on every node
 	assert.NotEqual(t, a.Token(), dead.Token())
 	_, err = c.TryAcquirePermit(bg(), "sem", 2, 10*time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
@@ -132,8 +133,10 @@ func TestRealAcquirePermitWokenAfterRelease(t *testing.T) {
 func TestRealFailedPermitLeavesNothing(t *testing.T) {
 	servers, pools := realNodes(t, 5)
 	// The only permit is held on three nodes: an attempt gets two.
-	held, err := newClient(t, pools[:3]).TryAcquirePermit(bg(), "sem", 1, 10*time.Second)
+	hc := newClient(t, pools[:3])
+	held, err := hc.TryAcquirePermit(bg(), "sem", 1, 10*time.Second)
 	require.NoError(t, err)
+	hc.WaitIdle()
 	c := newClient(t, pools)
 	_, err = c.TryAcquirePermit(bg(), "sem", 1, 10*time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)

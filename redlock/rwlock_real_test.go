@@ -63,6 +63,8 @@ func TestRealReadersAndWriterExcludeEachOther(t *testing.T) {
 	}
 	wg.Wait()
 	require.Len(t, rs, 20)
+	a.WaitIdle() // the last nodes' answers too
+	b.WaitIdle()
 	assert.Equal(t, []int64{20, 20, 20, 20, 20}, readers(t, servers, "doc"))
 
 	// Readers exclude a writer.
@@ -86,6 +88,7 @@ func TestRealReadersAndWriterExcludeEachOther(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	require.ErrorIs(t, err, redlock.ErrTaken)
 	a.WaitIdle()
+	b.WaitIdle()
 	assert.Equal(t, 5, realHolders(t, servers, "doc", w.Token()), "a refused reader leaves the writer's key alone")
 	require.NoError(t, w.Unlock(bg()))
 	r, err := a.TryRLock(bg(), "doc", 10*time.Second)
@@ -102,11 +105,16 @@ func TestRealDeadReaderExpiresOnItsOwn(t *testing.T) {
 	require.NoError(t, err)
 	live, err := c.TryRLock(bg(), "doc", 300*time.Millisecond)
 	require.NoError(t, err)
-	// The live reader extends only itself, past the dead one's TTL.
-	for time.Now().Before(dead.Until().Add(100 * time.Millisecond)) {
+	c.WaitIdle()
+	set := time.Now() // every copy of the dead reader was set before now
+	// The live reader extends only itself, past the dead one's TTL; each
+	// extension drops the expired entries on its node.
+	for time.Now().Before(set.Add(400 * time.Millisecond)) {
 		require.NoError(t, live.Extend(bg(), 300*time.Millisecond))
 		time.Sleep(50 * time.Millisecond)
 	}
+	require.NoError(t, live.Extend(bg(), 300*time.Millisecond))
+	c.WaitIdle()
 	require.ErrorIs(t, dead.Extend(bg(), time.Second), redlock.ErrNotHeld)
 	for _, n := range readers(t, servers, "doc") {
 		assert.Equal(t, int64(1), n, "the dead reader's lease ran out while the live one was extended")
@@ -128,6 +136,7 @@ func TestRealWaitingWriterGoesBeforeNewReaders(t *testing.T) {
 	rc, wc := newClient(t, pools), newClient(t, pools)
 	r, err := rc.TryRLock(bg(), "doc", 10*time.Second)
 	require.NoError(t, err)
+	rc.WaitIdle() // the reader is on every node, so the writer queues on every node
 
 	got := make(chan error, 1)
 	var w *redlock.Lock
@@ -224,8 +233,10 @@ func TestRealRLockMinorityDownOrPaused(t *testing.T) {
 func TestRealFailedRLockLeavesNothing(t *testing.T) {
 	servers, pools := realNodes(t, 5)
 	// A writer holds the key on three nodes only: a reader gets two.
-	w, err := newClient(t, pools[:3]).TryLock(bg(), "doc", 10*time.Second)
+	wc := newClient(t, pools[:3])
+	w, err := wc.TryLock(bg(), "doc", 10*time.Second)
 	require.NoError(t, err)
+	wc.WaitIdle()
 	c := newClient(t, pools)
 	_, err = c.TryRLock(bg(), "doc", 10*time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
@@ -240,10 +251,19 @@ func TestRealFailedRLockLeavesNothing(t *testing.T) {
 func TestRealRLockAutoExtendReportsLoss(t *testing.T) {
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(50*time.Millisecond))
-	r, err := c.TryRLock(bg(), "doc", time.Second, redlock.WithAutoExtend(100*time.Millisecond))
-	require.NoError(t, err)
 	other, err := c.TryRLock(bg(), "doc", 10*time.Second)
 	require.NoError(t, err)
+	c.WaitIdle() // on every node (WaitIdle would also wait for a keeper: not after r)
+	r, err := c.TryRLock(bg(), "doc", time.Second, redlock.WithAutoExtend(100*time.Millisecond))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { // r is on every node
+		for _, s := range servers {
+			if _, err := s.Client(t).ZScore(bg(), "doc:readers", r.Token()).Result(); err != nil {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond)
 	first := r.Until()
 	require.Eventually(t, func() bool { return r.Until().After(first) }, 5*time.Second, 10*time.Millisecond,
 		"the keeper extends the reader")
