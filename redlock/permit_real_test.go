@@ -225,3 +225,29 @@ func TestRealPermitNodesMustAgreeOnTheSlot(t *testing.T) {
 	c.WaitIdle()
 	assert.Equal(t, []int64{1, 1, 1, 1, 2}, permitsHeld(t, servers, "sem"), "the split attempt left nothing")
 }
+
+func TestRealReaderAndPermitHealAndShutdown(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	c := newClient(t, pools)
+	r, err := c.TryRLock(bg(), "doc", 10*time.Second, redlock.WithHeal())
+	require.NoError(t, err)
+	p, err := c.TryAcquirePermit(bg(), "sem", 3, 10*time.Second, redlock.WithHeal())
+	require.NoError(t, err)
+	c.WaitIdle()
+	require.NoError(t, servers[0].Client(t).FlushAll(bg()).Err()) // node 0 restarted empty
+
+	require.NoError(t, r.Extend(bg(), 10*time.Second))
+	require.NoError(t, p.Extend(bg(), 10*time.Second))
+	c.WaitIdle()
+	n0 := servers[0].Client(t)
+	_, err = n0.ZScore(bg(), "doc:readers", r.Token()).Result()
+	require.NoError(t, err, "the reader is back on node 0")
+	v, err := n0.Get(bg(), "doc").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "r:readers", v)
+	assert.Equal(t, []int64{1, 1, 1, 1, 1}, permitsHeld(t, servers, "sem"), "the permit is back on node 0")
+
+	// Shutdown releases readers and permits like locks.
+	require.NoError(t, c.Shutdown(bg()))
+	assert.Zero(t, leftovers(t, servers, "doc", "doc:readers", "sem"))
+}
