@@ -24,8 +24,9 @@ type leaseKind interface {
 	take(ctx context.Context, p pool.Pool, token string, ttl time.Duration, heal bool) (ok bool, place string, counter uint64, err error)
 	// extend runs the kind's extend script, with scripts.Extend's codes.
 	extend(ctx context.Context, p pool.Pool, token string, ttl time.Duration) (int64, error)
-	// release ends the lease for token on p; it reports whether it was live.
-	release(ctx context.Context, p pool.Pool, token string) (bool, error)
+	// release ends the lease for token on node i of c; it reports whether
+	// it was live. A key it hands to a waiter of c is delivered to it.
+	release(ctx context.Context, c *Client, i int, token string) (bool, error)
 	// raiseFence raises the fence counter to fence while the lease is live.
 	raiseFence(ctx context.Context, p pool.Pool, token, fence string) (bool, error)
 	// attempt returns the kind for a new attempt (a permit's starting slot).
@@ -50,7 +51,7 @@ func (l *Lock) releaseOn(ctx context.Context, s slot, i int) (bool, error) {
 		return l.c.release(ctx, s, i, l.key, l.token, l.leave)
 	}
 	return s.run(ctx, func(ctx context.Context) (bool, error) {
-		return l.kind.release(ctx, l.c.pools[i], l.token)
+		return l.kind.release(ctx, l.c, i, l.token)
 	})
 }
 
@@ -205,7 +206,7 @@ func (c *Client) releaseLeaseAsync(l *Lock, kind leaseKind, nodes []int, timeout
 		defer c.wg.Done()
 		fanout.Each(context.Background(), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				return kind.release(ctx, c.pools[i], l.token)
+				return kind.release(ctx, c, i, l.token)
 			})
 		})
 	}()

@@ -99,8 +99,8 @@ func (p permitLease) extend(ctx context.Context, node pool.Pool, token string, t
 	return asInt(v), err
 }
 
-func (p permitLease) release(ctx context.Context, node pool.Pool, token string) (bool, error) {
-	v, err := node.Eval(ctx, scripts.PermitRelease, []string{p.key}, token)
+func (p permitLease) release(ctx context.Context, c *Client, i int, token string) (bool, error) {
+	v, err := c.pools[i].Eval(ctx, scripts.PermitRelease, []string{p.key}, token)
 	return asInt(v) == 1, err
 }
 

@@ -83,9 +83,23 @@ func (r readLease) extend(ctx context.Context, p pool.Pool, token string, ttl ti
 	return asInt(v), err
 }
 
-func (r readLease) release(ctx context.Context, p pool.Pool, token string) (bool, error) {
-	v, err := p.Eval(ctx, scripts.RLockRelease, []string{r.key, scripts.ReadersKey(r.key)}, token)
-	return asInt(v) == 1, err
+func (r readLease) release(ctx context.Context, c *Client, i int, token string) (bool, error) {
+	q := scripts.Keys(r.key)
+	keys := []string{r.key, scripts.ReadersKey(r.key), q[1], q[2], q[3]}
+	v, err := c.pools[i].Eval(ctx, scripts.RLockRelease, keys, token)
+	if err != nil {
+		return false, err
+	}
+	arr, _ := v.([]any)
+	if len(arr) == 0 {
+		return false, errMalformed
+	}
+	if len(arr) >= 3 { // the last reader handed the key to a waiting writer
+		if next, ok := arr[1].(string); ok {
+			c.grants.deliver(next, i, int(asInt(arr[2])))
+		}
+	}
+	return asInt(arr[0]) == 1, nil
 }
 
 func (r readLease) raiseFence(ctx context.Context, p pool.Pool, token, fence string) (bool, error) {
