@@ -18,6 +18,9 @@ import (
 // Holding a Lock is a lease, not a guarantee: once Until() has passed, another
 // client may hold the same key. Check Until() before acting, extend in time,
 // or use Client.Do, which does both.
+//
+// TryRLock, RLock, TryAcquirePermit and AcquirePermit return a Lock too: one
+// reader's or one permit's lease, which its methods act on alone.
 type Lock struct {
 	c     *Client
 	key   string
