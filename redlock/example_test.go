@@ -270,3 +270,68 @@ func ExampleClient_LockAll() {
 	// overlapping set refused: true
 	// carol's key left free: true
 }
+
+// Readers share a key; a writer excludes them, and they exclude it.
+func ExampleClient_TryRLock() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	r1, err := c.TryRLock(ctx, "catalog", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	r2, err := c.TryRLock(ctx, "catalog", 10*time.Second) // readers share
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.TryLock(ctx, "catalog", 10*time.Second)
+	fmt.Println("writer while reading:", errors.Is(err, redlock.ErrNotObtained))
+
+	// Each reader is a lease of its own: extended and released alone.
+	if err := r1.Extend(ctx, 20*time.Second); err != nil {
+		log.Fatal(err)
+	}
+	_ = r1.Unlock(ctx)
+	_ = r2.Unlock(ctx)
+	w, err := c.TryLock(ctx, "catalog", 10*time.Second)
+	fmt.Println("writer once the readers left:", err == nil)
+	_, err = c.TryRLock(ctx, "catalog", 10*time.Second)
+	fmt.Println("reader while writing:", errors.Is(err, redlock.ErrNotObtained))
+	_ = w.Unlock(ctx)
+	// Output:
+	// writer while reading: true
+	// writer once the readers left: true
+	// reader while writing: true
+}
+
+// A counting semaphore: at most two holders at once.
+func ExampleClient_AcquirePermit() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	const limit = 2
+	a, err := c.AcquirePermit(ctx, "exports", limit, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, err := c.AcquirePermit(ctx, "exports", limit, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Both permits are taken: a third caller waits, here at most 100ms.
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = c.AcquirePermit(short, "exports", limit, time.Minute)
+	fmt.Println("third holder refused:", errors.Is(err, redlock.ErrNotObtained), errors.Is(err, context.DeadlineExceeded))
+
+	_ = a.Unlock(ctx) // gives one permit back
+	cPermit, err := c.AcquirePermit(ctx, "exports", limit, time.Minute)
+	fmt.Println("third holder after a release:", err == nil)
+	_ = b.Unlock(ctx)
+	_ = cPermit.Unlock(ctx)
+	// Output:
+	// third holder refused: true true
+	// third holder after a release: true
+}

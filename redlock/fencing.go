@@ -89,11 +89,7 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 	res2 := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				r, err := l.raiseFenceOn(ctx, i, arg)
-				if err != nil {
-					return false, err
-				}
-				return asInt(r) == 1, nil
+				return l.raiseFenceOn(ctx, i, arg)
 			})
 		}, nil)
 	if !res2.Reached {

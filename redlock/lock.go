@@ -18,6 +18,9 @@ import (
 // Holding a Lock is a lease, not a guarantee: once Until() has passed, another
 // client may hold the same key. Check Until() before acting, extend in time,
 // or use Client.Do, which does both.
+//
+// TryRLock, RLock, TryAcquirePermit and AcquirePermit return a Lock too: one
+// reader's or one permit's lease, which its methods act on alone.
 type Lock struct {
 	c     *Client
 	key   string
@@ -30,6 +33,9 @@ type Lock struct {
 	// its waiter may still be on its way); "" otherwise.
 	leave any
 	fence uint64
+	// kind acts on the nodes for a reader or a permit (lease.go); nil for
+	// an exclusive lock.
+	kind leaseKind
 	// acquiredAt is set before the Lock is returned, then only read.
 	acquiredAt time.Time
 	released   atomic.Bool
@@ -154,8 +160,8 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 				if err != nil {
 					return false, err
 				}
-				absent[i] = asInt(r) == scripts.ExtendAbsent
-				return asInt(r) == scripts.ExtendExtended, nil
+				absent[i] = r == scripts.ExtendAbsent
+				return r == scripts.ExtendExtended, nil
 			})
 		},
 		func(v fanout.Vote, _ bool) {
@@ -258,7 +264,7 @@ func (l *Lock) release(ctx context.Context) fanout.Result {
 	keys, args := scripts.Keys(l.key), c.releaseArgs(l.token, l.leave)
 	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
-			return c.release(ctx, slots[i], i, keys, args)
+			return l.releaseOn(ctx, slots[i], i, keys, args)
 		}, nil)
 }
 
@@ -274,7 +280,7 @@ func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Dur
 	slots := c.order.takeAll(l.key, l.token, false, nodes, len(c.pools))
 	fanout.Each(context.WithoutCancel(ctx), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
 		return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-			return l.setOn(ctx, i, ttl)
+			return l.healOn(ctx, i, ttl)
 		})
 	})
 }

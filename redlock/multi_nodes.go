@@ -133,21 +133,15 @@ func (l *Lock) setAllOn(ctx context.Context, i int, fencing bool, counters []uin
 	return true, nil
 }
 
-// extendOn runs the extension of l on node i: Extend for one key, ExtendAll
-// for a multi-lock.
-func (l *Lock) extendOn(ctx context.Context, i int, ttl time.Duration) (any, error) {
-	if l.keys != nil {
-		return l.c.pools[i].Eval(ctx, scripts.ExtendAll, l.keys, l.token, ttl.Milliseconds())
-	}
-	return l.c.pools[i].Eval(ctx, scripts.Extend, []string{l.key}, l.token, ttl.Milliseconds())
+// extendAllOn runs ExtendAll for the multi-lock l on node i.
+func (l *Lock) extendAllOn(ctx context.Context, i int, ttl time.Duration) (int64, error) {
+	r, err := l.c.pools[i].Eval(ctx, scripts.ExtendAll, l.keys, l.token, ttl.Milliseconds())
+	return asInt(r), err
 }
 
-// setOn sets l's keys again on node i (healing), only where none is held:
-// SET NX for one key, AcquireAll for a multi-lock.
-func (l *Lock) setOn(ctx context.Context, i int, ttl time.Duration) (bool, error) {
-	if l.keys == nil {
-		return l.c.pools[i].SetNX(ctx, l.key, l.token, ttl)
-	}
+// healAllOn sets the multi-lock l's keys again on node i, only where none
+// is held (AcquireAll).
+func (l *Lock) healAllOn(ctx context.Context, i int, ttl time.Duration) (bool, error) {
 	r, err := l.c.pools[i].Eval(ctx, scripts.AcquireAll, l.keys, l.token, ttl.Milliseconds(), len(l.keys))
 	if err != nil {
 		return false, err
@@ -156,18 +150,16 @@ func (l *Lock) setOn(ctx context.Context, i int, ttl time.Duration) (bool, error
 	return len(arr) > 0 && asInt(arr[0]) == scripts.AcquireAllSet, nil
 }
 
-// raiseFenceOn runs phase 2 of fencing for l on node i: FenceRaise for one
-// key, FenceRaiseAll over every key's counter for a multi-lock.
-func (l *Lock) raiseFenceOn(ctx context.Context, i int, fence string) (any, error) {
-	if l.keys == nil {
-		return l.c.pools[i].Eval(ctx, scripts.FenceRaise, []string{l.key, fenceKey(l.key)}, l.token, fence)
-	}
+// raiseFenceAllOn runs phase 2 of fencing for the multi-lock l on node i:
+// FenceRaiseAll over every key's counter.
+func (l *Lock) raiseFenceAllOn(ctx context.Context, i int, fence string) (bool, error) {
 	ks := make([]string, 0, 2*len(l.keys))
 	ks = append(ks, l.keys...)
 	for _, k := range l.keys {
 		ks = append(ks, fenceKey(k))
 	}
-	return l.c.pools[i].Eval(ctx, scripts.FenceRaiseAll, ks, l.token, fence, len(l.keys))
+	r, err := l.c.pools[i].Eval(ctx, scripts.FenceRaiseAll, ks, l.token, fence, len(l.keys))
+	return asInt(r) == 1, err
 }
 
 // releaseAll is Lock.release for a multi-lock: ReleaseAll on every node,

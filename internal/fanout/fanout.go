@@ -46,6 +46,15 @@ type Late func(v Vote, reached bool)
 // within timeout plus the time late takes, so the owner of wg can wait for
 // them.
 func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.Duration, op Op, late Late) Result {
+	return QuorumOn(ctx, wg, n, need, timeout, op, late, nil)
+}
+
+// QuorumOn is Quorum for yes votes that must agree on a place (a permit's
+// slot): place(node) names the place a node said yes for, read once its op
+// has returned, and the decision comes as soon as need nodes said yes for
+// one place, or no place can reach need any more. Result.Reached reports the
+// former; Result.Yes still counts every yes. A nil place is Quorum.
+func QuorumOn(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.Duration, op Op, late Late, place func(node int) string) Result {
 	// All nodes start together, so one deadline serves them all: one context
 	// per fan-out rather than one per node. The last node call to end
 	// releases it (and its timer) without waiting for the deadline.
@@ -85,17 +94,19 @@ func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.D
 		}()
 	}
 	res := Result{Votes: make([]Vote, 0, n)}
+	t := tally{place: place}
 wait:
-	for res.Yes < need && n-res.no() >= need {
+	for t.best < need && t.best+n-len(res.Votes) >= need {
 		select {
 		case v := <-votes:
 			res.add(v)
+			t.add(v)
 		case <-ctx.Done():
 			break wait // node calls derive from ctx and are ending too
 		}
 	}
 	mu.Lock()
-	decided, reached = true, res.Yes >= need
+	decided, reached = true, t.best >= need
 	mu.Unlock()
 	// Votes sent before the decision are ours to report, not late's; none
 	// is sent after it.
@@ -106,15 +117,35 @@ wait:
 	return res
 }
 
+// tally counts the yes votes per place; best is the most for one place.
+type tally struct {
+	place func(node int) string
+	count map[string]int
+	best  int
+}
+
+func (t *tally) add(v Vote) {
+	if !v.OK {
+		return
+	}
+	if t.place == nil {
+		t.best++
+		return
+	}
+	if t.count == nil {
+		t.count = make(map[string]int)
+	}
+	p := t.place(v.Node)
+	t.count[p]++
+	t.best = max(t.best, t.count[p])
+}
+
 func (r *Result) add(v Vote) {
 	r.Votes = append(r.Votes, v)
 	if v.OK {
 		r.Yes++
 	}
 }
-
-// no counts the votes that were not a yes: noes and errors.
-func (r *Result) no() int { return len(r.Votes) - r.Yes }
 
 // Each runs op on the given nodes concurrently, each bounded by timeout, and
 // waits for all of them. It returns the votes in the order of nodes.

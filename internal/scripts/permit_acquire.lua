@@ -1,0 +1,44 @@
+-- permit_acquire: take one of the key's permits on one node.
+-- KEYS[1] the semaphore (hash: slot "0".."limit-1" -> "<token> <expiry>",
+-- expiry in server ms); KEYS[2] its fence counter. ARGV[1] the holder's
+-- token; ARGV[2] its TTL in ms; ARGV[3] the limit; ARGV[4] the slot to try
+-- first; ARGV[5] '1' to try that slot only (healing).
+-- A permit is one slot, held like an exclusive lock on it: each holder has
+-- its own token and expiry, expired slots are freed here, and no holder
+-- touches another's. Slots are tried from ARGV[4] on, wrapping around, so
+-- nodes in the same state pick the same slot. The key's TTL reaches the
+-- latest expiry, so a semaphore nobody holds vanishes by itself.
+-- Returns {1, slot, counter} when taken (counter "0" if absent), {0} when
+-- every slot below the limit is held; an error when the key is not a
+-- semaphore (a lock, say).
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'none' and kind ~= 'hash' then
+  return redis.error_reply('WRONGTYPE key ' .. KEYS[1] .. ' is not a semaphore')
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+local top = now + ttl
+local held = {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local exp = tonumber(string.match(all[i + 1], ' (%d+)$'))
+  if exp <= now then
+    redis.call('HDEL', KEYS[1], all[i])
+  else
+    held[all[i]] = true
+    if exp > top then top = exp end
+  end
+end
+local limit, first = tonumber(ARGV[3]), tonumber(ARGV[4])
+local tries = limit
+if ARGV[5] == '1' then tries = 1 end
+for k = 0, tries - 1 do
+  local s = tostring((first + k) % limit)
+  if not held[s] then
+    redis.call('HSET', KEYS[1], s, ARGV[1] .. ' ' .. (now + ttl))
+    redis.call('PEXPIRE', KEYS[1], top - now)
+    return {1, s, redis.call('GET', KEYS[2]) or '0'}
+  end
+end
+return {0}

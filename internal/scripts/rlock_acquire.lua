@@ -1,0 +1,30 @@
+-- rlock_acquire: a reader joins the shared hold of a key on one node.
+-- KEYS[1] the lock key; KEYS[2] its readers (zset: reader token -> expiry,
+-- server ms); KEYS[3] the leases of the key's queue of waiting writers (see
+-- enqueue.lua); KEYS[4] the key's fence counter. ARGV[1] the reader's token;
+-- ARGV[2] its TTL in ms; ARGV[3] '1' to ignore waiting writers (healing a
+-- reader that a majority still holds).
+-- While readers hold the key, KEYS[1] holds the marker 'r:readers' with a TTL
+-- reaching the latest reader expiry, so a writer's SET NX fails with no script
+-- of its own, and the key vanishes by itself when the last reader expires.
+-- Each reader has its own expiry; no reader ever moves another's.
+-- Refused while a writer holds the key, and while a writer waits in the
+-- queue (its lease there not run out): waiting writers go first.
+-- Returns {1, counter} when joined (counter "0" if absent); {0, 'writer'}
+-- when a writer holds the key; {0, 'waiting'} when a writer waits for it.
+local v = redis.call('GET', KEYS[1])
+if v and v ~= 'r:readers' then
+  return {0, 'writer'}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[3] ~= '1' and #redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf', 'LIMIT', 0, 1) > 0 then
+  return {0, 'waiting'}
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+local left = tonumber(last[2]) - now
+redis.call('SET', KEYS[1], 'r:readers', 'PX', left)
+redis.call('PEXPIRE', KEYS[2], left)
+return {1, redis.call('GET', KEYS[4]) or '0'}

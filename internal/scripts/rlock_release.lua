@@ -1,0 +1,55 @@
+-- rlock_release: a reader leaves the shared hold of a key on one node.
+-- KEYS[1] the lock key; KEYS[2] its readers (see rlock_acquire.lua);
+-- KEYS[3..5] the key's queue of waiting writers, their leases and entries
+-- (see enqueue.lua). ARGV[1] the reader's token.
+-- Removes the reader's entry (and expired ones); while the key holds the
+-- marker, its TTL then reaches the latest remaining reader expiry. The last
+-- reader to leave deletes both keys and, as release.lua does after a
+-- delete, hands the key at once to the first waiting writer whose lease has
+-- not run out, for its TTL, telling it on its channel "<token> <seq>". A
+-- key held by a writer is never touched.
+-- Returns {1} when the reader's lease was live here, {0} otherwise, and
+-- {1, token, seq} when it was and the key went to that writer.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local v = redis.call('GET', KEYS[1])
+local exp = redis.call('ZSCORE', KEYS[2], ARGV[1])
+local held = 0
+if v == 'r:readers' and exp and tonumber(exp) > now then held = 1 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if v ~= 'r:readers' then
+  return {held}
+end
+local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+if last[1] then
+  local left = tonumber(last[2]) - now
+  redis.call('PEXPIRE', KEYS[1], left)
+  redis.call('PEXPIRE', KEYS[2], left)
+  return {held}
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+-- The key is free: the hand-off of release.lua.
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)) do
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('ZREM', KEYS[4], id)
+  redis.call('HDEL', KEYS[5], id)
+end
+while true do
+  local head = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  if not head[1] then
+    return {held}
+  end
+  local id = head[1]
+  local e = redis.call('HGET', KEYS[5], id)
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('ZREM', KEYS[4], id)
+  redis.call('HDEL', KEYS[5], id)
+  if e then
+    local seq, ttl, ch = string.match(e, '^(%S+) (%S+) (%S+)$')
+    redis.call('SET', KEYS[1], id, 'PX', ttl)
+    redis.call('HSET', KEYS[5], '.', head[2] .. ' ' .. seq .. ' ' .. id)
+    redis.call('PUBLISH', ch, id .. ' ' .. seq)
+    return {held, id, tonumber(seq)}
+  end
+end

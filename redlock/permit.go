@@ -1,0 +1,122 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/pool"
+)
+
+// MaxPermits is the largest limit TryAcquirePermit and AcquirePermit accept:
+// each node scans the key's permits on every acquisition.
+const MaxPermits = 1 << 16
+
+// TryAcquirePermit makes one attempt to take one of limit permits of key
+// for ttl, a counting semaphore: at most limit holders of key at once,
+// across all Clients. It returns the permit as a *Lock, or an error wrapping
+// ErrNotObtained (and ctx.Err() when ctx ended the attempt) with one
+// *NodeError per node that did not agree: ErrTaken where every permit is
+// held.
+//
+// A permit is one of limit slots of the semaphore, each held like an
+// exclusive lock on its own: a majority of nodes must agree on the same
+// slot, with the same validity rule as Lock, so no two holders ever hold the
+// same slot and there are never more than limit holders. Each permit has its
+// own token and expiry: Extend, Unlock, WithAutoExtend, Done/Err and
+// WithFencing work on it as on a lock, and a crashed holder's permit frees
+// itself at its TTL. Every caller of key must pass the same limit. The key
+// holds a Redis hash on the nodes; it must not be used as a lock key too.
+// WithFairness does not apply and is ignored. See docs/permits.md.
+//
+// limit must be between 1 and MaxPermits; ttl has the range of TryLock's;
+// otherwise, or with an empty key, it returns an error without calling a
+// node. The cleanup of a failed attempt runs in the background, each node
+// call bounded by the node timeout.
+func (c *Client) TryAcquirePermit(ctx context.Context, key string, limit int, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	return c.acquirePermit(ctx, key, limit, ttl, opts, false)
+}
+
+// AcquirePermit takes one of limit permits of key for ttl (see
+// TryAcquirePermit), waiting until it succeeds, the retry strategy
+// (WithRetry) stops, ctx ends or the Client closes. Retry k is a new
+// attempt, NextDelay(k) after the one before it: a released permit is
+// noticed by the next attempt, so with the default strategy within 250ms
+// plus one attempt. On failure the error wraps ErrNotObtained, the per-node
+// detail of the last attempt that ran to its decision and, when ctx ended
+// the wait, ctx.Err(); it returns within ctx's deadline whatever the nodes
+// do.
+func (c *Client) AcquirePermit(ctx context.Context, key string, limit int, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	return c.acquirePermit(ctx, key, limit, ttl, opts, true)
+}
+
+// errLimit is the error for a limit outside 1..MaxPermits.
+var errLimit = errors.New("redlock: permit limit must be between 1 and MaxPermits")
+
+func (c *Client) acquirePermit(ctx context.Context, key string, limit int, ttl time.Duration, opts []LockOption, wait bool) (*Lock, error) {
+	done, err := c.begin()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if limit < 1 || limit > MaxPermits {
+		return nil, fmt.Errorf("%w (%d), got %d", errLimit, MaxPermits, limit)
+	}
+	lc, err := c.check(ctx, key, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.obtainLease(ctx, key, ttl, lc, permitLease{key: key, limit: limit}, wait)
+}
+
+// permitLease is a permit's leaseKind (permit_*.lua). slot is the slot an
+// attempt tries first, and once agreed the permit's slot.
+type permitLease struct {
+	key   string
+	limit int
+	slot  string
+}
+
+func (p permitLease) take(ctx context.Context, node pool.Pool, token string, ttl time.Duration, heal bool) (bool, string, uint64, error) {
+	only := "0"
+	if heal {
+		only = "1"
+	}
+	v, err := node.Eval(ctx, scripts.PermitAcquire, []string{p.key, fenceKey(p.key)},
+		token, ttl.Milliseconds(), p.limit, p.slot, only)
+	if err != nil {
+		return false, "", 0, err
+	}
+	return parseTake(v, true)
+}
+
+func (p permitLease) extend(ctx context.Context, node pool.Pool, token string, ttl time.Duration) (int64, error) {
+	v, err := node.Eval(ctx, scripts.PermitExtend, []string{p.key}, token, ttl.Milliseconds(), p.slot)
+	return asInt(v), err
+}
+
+func (p permitLease) release(ctx context.Context, c *Client, i int, token string) (bool, error) {
+	v, err := c.pools[i].Eval(ctx, scripts.PermitRelease, []string{p.key}, token)
+	return asInt(v) == 1, err
+}
+
+func (p permitLease) raiseFence(ctx context.Context, node pool.Pool, token, fence string) (bool, error) {
+	v, err := node.Eval(ctx, scripts.PermitFence, []string{p.key, fenceKey(p.key)}, token, p.slot, fence)
+	return asInt(v) == 1, err
+}
+
+// attempt starts each attempt at a random slot: concurrent acquirers then
+// rarely want the same one, and nodes in the same state agree.
+func (p permitLease) attempt() leaseKind {
+	p.slot = strconv.Itoa(rand.N(p.limit))
+	return p
+}
+
+func (p permitLease) placed(slot string) leaseKind {
+	p.slot = slot
+	return p
+}

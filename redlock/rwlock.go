@@ -1,0 +1,113 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/pool"
+)
+
+// TryRLock makes one attempt to take a read lock on key for ttl: a shared
+// hold that any number of readers may have at once, which excludes Lock and
+// TryLock on the same key and which a writer's lock excludes. It returns
+// the reader's *Lock, or an error wrapping ErrNotObtained (and ctx.Err()
+// when ctx ended the attempt) with one *NodeError per node that did not
+// agree: ErrTaken where a writer holds the key or waits for it.
+//
+// Each reader is a lease of its own on a majority of nodes, with its own
+// token and expiry, and the same validity rule as Lock: Extend, Unlock,
+// WithAutoExtend, Done/Err and Client.Do's loss reporting work on it as on
+// a lock, and act on that reader only. A reader that dies holds the key no
+// longer than its own TTL; no reader ever extends another's lease.
+//
+// Writers go first: a reader is refused on a node while a writer waits in
+// the key's queue there (a Lock call that found the key held), so a stream
+// of readers cannot starve a waiting writer. TryLock does not queue, so it
+// gets no such priority. Readers waiting in RLock are not queued: under a
+// stream of writers they may wait long. WithFencing gives the reader a fence
+// greater than that of every fenced acquisition of key (read or write) that
+// completed before this one began; readers that overlap may share a fence.
+// WithFairness does not apply to readers and is ignored. See docs/rwlock.md.
+//
+// ttl has the range of TryLock's; outside it, or with an empty key, TryRLock
+// returns an error without calling a node. The cleanup of a failed attempt
+// runs in the background, each node call bounded by the node timeout.
+func (c *Client) TryRLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	return c.rlock(ctx, key, ttl, opts, false)
+}
+
+// RLock takes a read lock on key for ttl (see TryRLock), waiting until it
+// succeeds, the retry strategy (WithRetry) stops, ctx ends or the Client
+// closes. Retry k is a new attempt, NextDelay(k) after the one before it: a
+// released writer's key is noticed by the next attempt, so with the default
+// strategy within 250ms plus one attempt. On failure the error wraps
+// ErrNotObtained, the per-node detail of the last attempt that ran to its
+// decision and, when ctx ended the wait, ctx.Err(); it returns within ctx's
+// deadline whatever the nodes do.
+func (c *Client) RLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	return c.rlock(ctx, key, ttl, opts, true)
+}
+
+func (c *Client) rlock(ctx context.Context, key string, ttl time.Duration, opts []LockOption, wait bool) (*Lock, error) {
+	done, err := c.begin()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	lc, err := c.check(ctx, key, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.obtainLease(ctx, key, ttl, lc, readLease{key: key}, wait)
+}
+
+// readLease is a reader's leaseKind (rlock_*.lua).
+type readLease struct{ key string }
+
+func (r readLease) take(ctx context.Context, p pool.Pool, token string, ttl time.Duration, heal bool) (bool, string, uint64, error) {
+	flag := "0"
+	if heal {
+		flag = "1"
+	}
+	keys := []string{r.key, scripts.ReadersKey(r.key), scripts.Keys(r.key)[2], fenceKey(r.key)}
+	v, err := p.Eval(ctx, scripts.RLockAcquire, keys, token, ttl.Milliseconds(), flag)
+	if err != nil {
+		return false, "", 0, err
+	}
+	return parseTake(v, false)
+}
+
+func (r readLease) extend(ctx context.Context, p pool.Pool, token string, ttl time.Duration) (int64, error) {
+	v, err := p.Eval(ctx, scripts.RLockExtend, []string{r.key, scripts.ReadersKey(r.key)}, token, ttl.Milliseconds())
+	return asInt(v), err
+}
+
+func (r readLease) release(ctx context.Context, c *Client, i int, token string) (bool, error) {
+	q := scripts.Keys(r.key)
+	keys := []string{r.key, scripts.ReadersKey(r.key), q[1], q[2], q[3]}
+	v, err := c.pools[i].Eval(ctx, scripts.RLockRelease, keys, token)
+	if err != nil {
+		return false, err
+	}
+	arr, _ := v.([]any)
+	if len(arr) == 0 {
+		return false, errMalformed
+	}
+	if len(arr) >= 3 { // the last reader handed the key to a waiting writer
+		if next, ok := arr[1].(string); ok {
+			c.grants.deliver(next, i, int(asInt(arr[2])))
+		}
+	}
+	return asInt(arr[0]) == 1, nil
+}
+
+func (r readLease) raiseFence(ctx context.Context, p pool.Pool, token, fence string) (bool, error) {
+	keys := []string{r.key, scripts.ReadersKey(r.key), fenceKey(r.key)}
+	v, err := p.Eval(ctx, scripts.RLockFence, keys, token, fence)
+	return asInt(v) == 1, err
+}
+
+func (r readLease) attempt() leaseKind { return r }
+
+func (r readLease) placed(string) leaseKind { return r }

@@ -1,0 +1,346 @@
+package redlock_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// readers counts, on each server, the live entries of key's readers.
+func readers(t *testing.T, servers []*redistest.Server, key string) []int64 {
+	t.Helper()
+	out := make([]int64, len(servers))
+	for i, s := range servers {
+		n, err := s.Client(t).ZCard(bg(), key+":readers").Result()
+		require.NoError(t, err)
+		out[i] = n
+	}
+	return out
+}
+
+// leftovers counts the servers where any of keys exists.
+func leftovers(t *testing.T, servers []*redistest.Server, keys ...string) int {
+	t.Helper()
+	n := 0
+	for _, s := range servers {
+		c, err := s.Client(t).Exists(bg(), keys...).Result()
+		require.NoError(t, err)
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRealReadersAndWriterExcludeEachOther(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	a, b := newClient(t, pools), newClient(t, pools)
+
+	// Many readers at once, from two Clients.
+	var rs []*redlock.Lock
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := []*redlock.Client{a, b}[i%2]
+			r, err := c.TryRLock(bg(), "doc", 10*time.Second)
+			if assert.NoError(t, err) {
+				mu.Lock()
+				rs = append(rs, r)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, rs, 20)
+	a.WaitIdle() // the last nodes' answers too
+	b.WaitIdle()
+	assert.Equal(t, []int64{20, 20, 20, 20, 20}, readers(t, servers, "doc"))
+
+	// Readers exclude a writer.
+	_, err := b.TryLock(bg(), "doc", 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, redlock.ErrTaken)
+	for _, r := range rs[1:] {
+		require.NoError(t, r.Unlock(bg()))
+	}
+	_, err = b.TryLock(bg(), "doc", 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained, "one reader left is enough")
+	require.NoError(t, rs[0].Unlock(bg()))
+	a.WaitIdle()
+	b.WaitIdle()
+	assert.Zero(t, leftovers(t, servers, "doc", "doc:readers"), "the last reader frees the key")
+
+	// A writer excludes readers.
+	w, err := b.TryLock(bg(), "doc", 10*time.Second)
+	require.NoError(t, err)
+	_, err = a.TryRLock(bg(), "doc", 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, redlock.ErrTaken)
+	a.WaitIdle()
+	b.WaitIdle()
+	assert.Equal(t, 5, realHolders(t, servers, "doc", w.Token()), "a refused reader leaves the writer's key alone")
+	require.NoError(t, w.Unlock(bg()))
+	r, err := a.TryRLock(bg(), "doc", 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, r.Extend(bg(), 20*time.Second))
+	require.NoError(t, r.Unlock(bg()))
+	require.ErrorIs(t, r.Unlock(bg()), redlock.ErrNotHeld)
+}
+
+func TestRealDeadReaderExpiresOnItsOwn(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
+	dead, err := c.TryRLock(bg(), "doc", 300*time.Millisecond) // never extended nor released
+	require.NoError(t, err)
+	live, err := c.TryRLock(bg(), "doc", 300*time.Millisecond)
+	require.NoError(t, err)
+	c.WaitIdle()
+	set := time.Now() // every copy of the dead reader was set before now
+	// The live reader extends only itself, past the dead one's TTL; each
+	// extension drops the expired entries on its node.
+	for time.Now().Before(set.Add(400 * time.Millisecond)) {
+		require.NoError(t, live.Extend(bg(), 300*time.Millisecond))
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.NoError(t, live.Extend(bg(), 300*time.Millisecond))
+	c.WaitIdle()
+	require.ErrorIs(t, dead.Extend(bg(), time.Second), redlock.ErrNotHeld)
+	for _, n := range readers(t, servers, "doc") {
+		assert.Equal(t, int64(1), n, "the dead reader's lease ran out while the live one was extended")
+	}
+	require.NoError(t, live.Unlock(bg()))
+
+	// A dead reader alone: a waiting writer gets the key once its TTL ran out.
+	_, err = c.TryRLock(bg(), "doc", 300*time.Millisecond)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+	defer cancel()
+	w, err := c.Lock(ctx, "doc", 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, w.Unlock(bg()))
+}
+
+func TestRealWaitingWriterGoesBeforeNewReaders(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	rc, wc := newClient(t, pools), newClient(t, pools)
+	r, err := rc.TryRLock(bg(), "doc", 10*time.Second)
+	require.NoError(t, err)
+	rc.WaitIdle() // the reader is on every node, so the writer queues on every node
+
+	got := make(chan error, 1)
+	var w *redlock.Lock
+	go func() {
+		var err error
+		ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+		defer cancel()
+		// Rounds 2.5-5s apart: a quick start proves the hand-off.
+		w, err = wc.Lock(ctx, "doc", 10*time.Second, redlock.WithRetry(redlock.ConstantBackoff(5*time.Second)))
+		got <- err
+	}()
+	require.Eventually(t, func() bool { // the writer has queued on every node
+		for _, s := range servers {
+			if n, _ := s.Client(t).ZCard(bg(), "doc:queue").Result(); n != 1 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond)
+	_, err = rc.TryRLock(bg(), "doc", 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained, "a new reader waits behind the waiting writer")
+
+	released := time.Now()
+	require.NoError(t, r.Unlock(bg()))
+	require.NoError(t, <-got)
+	assert.Less(t, time.Since(released), 1500*time.Millisecond,
+		"the last reader's release hands the key to the waiting writer, without waiting for its next round")
+	require.NoError(t, w.Unlock(bg()))
+}
+
+func TestRealRLockWokenAfterWriterRelease(t *testing.T) {
+	_, pools := realNodes(t, 5)
+	c := newClient(t, pools)
+	w, err := c.TryLock(bg(), "doc", 10*time.Second)
+	require.NoError(t, err)
+	got := make(chan error, 2)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+			defer cancel()
+			r, err := c.RLock(ctx, "doc", 10*time.Second)
+			if err == nil {
+				defer func() { assert.NoError(t, r.Unlock(bg())) }()
+			}
+			got <- err
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // let both readers fail at least once (not synchronisation: either order passes)
+	released := time.Now()
+	require.NoError(t, w.Unlock(bg()))
+	require.NoError(t, <-got)
+	require.NoError(t, <-got)
+	// Retries are at most 250ms apart with the default strategy.
+	assert.Less(t, time.Since(released), 2*time.Second)
+	wg.Wait()
+
+	// A context that ends the wait: ErrNotObtained with the node detail, and ctx.Err().
+	w, err = c.TryLock(bg(), "doc", 10*time.Second)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(bg(), time.Second)
+	defer cancel()
+	_, err = c.RLock(ctx, "doc", 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, redlock.ErrTaken)
+	require.NoError(t, w.Unlock(bg()))
+}
+
+func TestRealRLockMinorityDownOrPaused(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	const nodeTimeout = 250 * time.Millisecond
+	c, err := redlock.New(pools, redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	defer c.Close() // after Resume (deferred later, runs first)
+	servers[0].Kill()
+	servers[1].Pause()
+	defer servers[1].Resume()
+	for range 3 {
+		start := time.Now()
+		r, err := c.TryRLock(bg(), "doc", 10*time.Second)
+		require.NoError(t, err)
+		assert.Less(t, time.Since(start), time.Second, "decided at the majority, within the node timeout")
+		p, err := c.TryAcquirePermit(bg(), "sem", 2, 10*time.Second)
+		require.NoError(t, err)
+		require.NoError(t, r.Extend(bg(), 10*time.Second))
+		require.NoError(t, p.Extend(bg(), 10*time.Second))
+		require.NoError(t, r.Unlock(bg()))
+		require.NoError(t, p.Unlock(bg()))
+	}
+}
+
+func TestRealFailedRLockLeavesNothing(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	// A writer holds the key on three nodes only: a reader gets two.
+	wc := newClient(t, pools[:3])
+	w, err := wc.TryLock(bg(), "doc", 10*time.Second)
+	require.NoError(t, err)
+	wc.WaitIdle()
+	c := newClient(t, pools)
+	_, err = c.TryRLock(bg(), "doc", 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	var qe *redlock.QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.LessOrEqual(t, qe.Agreed, 2)
+	c.WaitIdle()
+	assert.Zero(t, leftovers(t, servers[3:], "doc", "doc:readers"), "the failed reader left nothing")
+	assert.Equal(t, 3, realHolders(t, servers, "doc", w.Token()))
+}
+
+func TestRealRLockAutoExtendReportsLoss(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	c := newClient(t, pools, redlock.WithNodeTimeout(50*time.Millisecond))
+	other, err := c.TryRLock(bg(), "doc", 10*time.Second)
+	require.NoError(t, err)
+	c.WaitIdle() // on every node (WaitIdle would also wait for a keeper: not after r)
+	r, err := c.TryRLock(bg(), "doc", time.Second, redlock.WithAutoExtend(100*time.Millisecond))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { // r is on every node
+		for _, s := range servers {
+			if _, err := s.Client(t).ZScore(bg(), "doc:readers", r.Token()).Result(); err != nil {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond)
+	first := r.Until()
+	require.Eventually(t, func() bool { return r.Until().After(first) }, 5*time.Second, 10*time.Millisecond,
+		"the keeper extends the reader")
+	select {
+	case <-r.Done():
+		t.Fatal("lost while extended", r.Err())
+	default:
+	}
+	for _, s := range servers[:3] { // the reader's lease vanishes from a majority
+		require.NoError(t, s.Client(t).ZRem(bg(), "doc:readers", r.Token()).Err())
+	}
+	select {
+	case <-r.Done():
+		require.ErrorIs(t, r.Err(), redlock.ErrLockLost)
+	case <-time.After(5 * time.Second):
+		t.Fatal("loss not reported")
+	}
+	for _, s := range servers {
+		_, err := s.Client(t).ZScore(bg(), "doc:readers", other.Token()).Result()
+		require.NoError(t, err, "the other reader's lease is untouched")
+	}
+	require.ErrorIs(t, r.Unlock(bg()), redlock.ErrNotHeld)
+	require.NoError(t, other.Unlock(bg()))
+}
+
+func TestRealReadersAndWritersUnderContention(t *testing.T) {
+	_, pools := realNodes(t, 5)
+	clients := []*redlock.Client{newClient(t, pools), newClient(t, pools), newClient(t, pools)}
+	var (
+		readersIn, writersIn, mostReaders atomic.Int32
+		violations, writes                atomic.Int32
+		wg                                sync.WaitGroup
+	)
+	const workers, rounds = 9, 8
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := clients[w%len(clients)]
+			for r := range rounds {
+				ctx, cancel := context.WithTimeout(bg(), 60*time.Second)
+				write := (w+r)%3 == 0
+				var l *redlock.Lock
+				var err error
+				if write {
+					l, err = c.Lock(ctx, "doc", 10*time.Second)
+				} else {
+					l, err = c.RLock(ctx, "doc", 10*time.Second)
+				}
+				cancel()
+				if !assert.NoError(t, err) {
+					return
+				}
+				if write {
+					if writersIn.Add(1) > 1 || readersIn.Load() > 0 {
+						violations.Add(1)
+					}
+					writes.Add(1)
+					time.Sleep(time.Millisecond)
+					writersIn.Add(-1)
+				} else {
+					n := readersIn.Add(1)
+					if writersIn.Load() > 0 {
+						violations.Add(1)
+					}
+					for m := mostReaders.Load(); n > m && !mostReaders.CompareAndSwap(m, n); m = mostReaders.Load() {
+					}
+					time.Sleep(3 * time.Millisecond)
+					readersIn.Add(-1)
+				}
+				assert.NoError(t, l.Unlock(bg()))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Zero(t, violations.Load(), "a writer overlapped another holder")
+	assert.Equal(t, int32(workers*rounds/3), writes.Load())
+	assert.Greater(t, mostReaders.Load(), int32(1), "readers shared the key: the test exercised sharing")
+}
