@@ -60,6 +60,12 @@ type goRedis struct {
 
 func (g *goRedis) Addr() string { return g.addr }
 
+// IsCluster implements Cluster: true for a *redis.ClusterClient.
+func (g *goRedis) IsCluster() bool {
+	_, ok := g.client.(*redis.ClusterClient)
+	return ok
+}
+
 func (g *goRedis) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	if g.client == nil {
 		return false, errNilClient

@@ -29,9 +29,9 @@ func WithFencing() LockOption {
 	return func(c *lockConfig) { c.fencing = true }
 }
 
-// FenceKey returns the Redis key of the fence counter of the lock key. On
-// Redis Cluster nodes, give key a hash tag (e.g. "{orders:42}") so both keys
-// share a slot; standalone masters, the intended setup, need nothing.
+// FenceKey returns the Redis key of the fence counter of the lock key on a
+// standalone node. A node that is a Redis Cluster uses ClusterFenceKey's
+// name, in the key's hash slot.
 func FenceKey(key string) string { return key + ":fence" }
 
 // Fence returns the lock's fencing token, or 0 for a lock taken without
@@ -46,7 +46,7 @@ func (l *Lock) Fence() uint64 {
 // setFenced is phase 1 on one node: SET NX PX and read the counter. It stores
 // the counter in *counter.
 func (c *Client) setFenced(ctx context.Context, i int, key, token string, ttl time.Duration, counter *uint64) (bool, error) {
-	r, err := c.pools[i].Eval(ctx, scripts.AcquireFenced, []string{key, FenceKey(key)}, token, ttl.Milliseconds())
+	r, err := c.pools[i].Eval(ctx, scripts.AcquireFenced, []string{key, c.fenceKey(i, key)}, token, ttl.Milliseconds())
 	if err != nil {
 		return false, err
 	}
@@ -62,7 +62,7 @@ func (c *Client) setFenced(ctx context.Context, i int, key, token string, ttl ti
 	if err != nil {
 		// The key is ours but the counter is unusable: report the node as
 		// failed, so the attempt's cleanup releases it.
-		return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", FenceKey(key), s)
+		return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", c.fenceKey(i, key), s)
 	}
 	*counter = n
 	return true, nil
@@ -87,7 +87,7 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 	res2 := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				r, err := c.pools[i].Eval(ctx, scripts.FenceRaise, []string{l.key, FenceKey(l.key)}, l.token, arg)
+				r, err := c.pools[i].Eval(ctx, scripts.FenceRaise, []string{l.key, c.fenceKey(i, l.key)}, l.token, arg)
 				if err != nil {
 					return false, err
 				}
@@ -113,14 +113,14 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, FenceKey(l.key)}, l.token)
+				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, c.fenceKey(i, l.key)}, l.token)
 				if err != nil || r == nil {
 					return false, err
 				}
 				s, _ := r.(string)
 				n, err := strconv.ParseUint(s, 10, 64)
 				if err != nil {
-					return false, fmt.Errorf("fence counter %s is not a number: %q", FenceKey(l.key), s)
+					return false, fmt.Errorf("fence counter %s is not a number: %q", c.fenceKey(i, l.key), s)
 				}
 				counters[i] = n
 				return true, nil

@@ -14,12 +14,11 @@ import (
 type queueing struct {
 	c       *Client
 	key     string
-	keys    []string // scripts.Keys(key)
 	timeout time.Duration
 }
 
 func (c *Client) queueing(key string, ttl time.Duration) *queueing {
-	return &queueing{c: c, key: key, keys: scripts.Keys(key), timeout: c.nodeTimeout(ttl)}
+	return &queueing{c: c, key: key, timeout: c.nodeTimeout(ttl)}
 }
 
 // round implements queueNodes.
@@ -37,7 +36,7 @@ func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
 		defer cancel()
 		r := reply{node: i, seq: seq}
 		_, r.err = s.run(ctx, func(ctx context.Context) (bool, error) {
-			v, err := c.pools[i].Eval(ctx, scripts.Enqueue, q.keys, w.token, w.ttl.Milliseconds(),
+			v, err := c.pools[i].Eval(ctx, scripts.Enqueue, c.queueKeys(i, q.key), w.token, w.ttl.Milliseconds(),
 				w.ticket, w.lease().Milliseconds(), seq, c.grants.channel, take)
 			if err != nil {
 				return false, err
@@ -116,7 +115,7 @@ func (c *Client) releaseAsync(key, token string, nodes []int, timeout time.Durat
 // of it at once.
 func (c *Client) release(ctx context.Context, s slot, i int, key, token string, keep any) (bool, error) {
 	return s.run(ctx, func(ctx context.Context) (bool, error) {
-		v, err := c.pools[i].Eval(ctx, scripts.Release, scripts.Keys(key), token, keep)
+		v, err := c.pools[i].Eval(ctx, scripts.Release, c.queueKeys(i, key), token, keep)
 		if err != nil {
 			return false, err
 		}

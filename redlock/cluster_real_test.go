@@ -1,0 +1,104 @@
+package redlock_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// These tests run on real Redis Clusters: each Redlock node is a cluster of
+// masters, one redis-server process per shard (redistest.StartCluster).
+
+// clusterNodes starts n clusters of m masters and returns them with one pool
+// each, made by pool.New over a go-redis ClusterClient.
+func clusterNodes(t *testing.T, n, m int) ([]*redistest.Cluster, []pool.Pool) {
+	t.Helper()
+	clusters := make([]*redistest.Cluster, n)
+	pools := make([]pool.Pool, n)
+	for i := range clusters {
+		clusters[i] = redistest.StartCluster(t, m, redistest.NoPersistence)
+		pools[i] = pool.New(clusters[i].Client(t))
+	}
+	return clusters, pools
+}
+
+// clusterKeys are lock keys over many slots, among them keys with hash tags
+// of their own and keys with braces that make no tag.
+func clusterKeys() []string {
+	keys := []string{"{orders}:1", "{orders}:2", "x{y}z", "a}b", "{}", "{}{t}", "a{b", "}{"}
+	for i := range 24 {
+		keys = append(keys, fmt.Sprintf("res:%d", i))
+	}
+	return keys
+}
+
+// requireInSlot checks on every cluster that the companion key exists and
+// that CLUSTER KEYSLOT puts it in key's slot.
+func requireInSlot(t *testing.T, clusters []*redistest.Cluster, key, companion string) {
+	t.Helper()
+	for _, cl := range clusters {
+		c := cl.Client(t)
+		want, err := c.ClusterKeySlot(bg(), key).Result()
+		require.NoError(t, err)
+		got, err := c.ClusterKeySlot(bg(), companion).Result()
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%q is in the slot of %q", companion, key)
+		require.Equal(t, int64(keyslot.Slot(key)), want, "keyslot.Slot(%q)", key)
+		n, err := c.Exists(bg(), companion).Result()
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n, "%q exists", companion)
+	}
+}
+
+func TestRealClusterLocksFencesAndQueuesOverManySlots(t *testing.T) {
+	clusters, pools := clusterNodes(t, 3, 3)
+	a := newClient(t, pools)
+	b := newClient(t, pools)
+	keys := clusterKeys()
+	slots := map[int]bool{}
+	for _, key := range keys {
+		slots[keyslot.Slot(key)] = true
+	}
+	require.Greater(t, len(slots), 20, "the keys spread over many slots")
+
+	t.Run("plain and extended", func(t *testing.T) {
+		for _, key := range keys {
+			l, err := a.TryLock(bg(), key, 10*time.Second)
+			require.NoError(t, err, key)
+			_, err = b.TryLock(bg(), key, 10*time.Second)
+			require.ErrorIs(t, err, redlock.ErrNotObtained, key)
+			require.NoError(t, l.Extend(bg(), 10*time.Second), key)
+			require.NoError(t, l.Unlock(bg()), key)
+		}
+	})
+	t.Run("fenced", func(t *testing.T) {
+		for _, key := range keys {
+			var last uint64
+			for range 3 {
+				l, err := a.TryLock(bg(), key, 10*time.Second, redlock.WithFencing())
+				require.NoError(t, err, key)
+				require.Greater(t, l.Fence(), last, "fences of %q increase", key)
+				last = l.Fence()
+				require.NoError(t, l.Unlock(bg()))
+			}
+			requireInSlot(t, clusters, key, redlock.ClusterFenceKey(key))
+		}
+		// A key with a hash tag keeps the counter name it had.
+		assert.Equal(t, redlock.FenceKey("{orders}:1"), redlock.ClusterFenceKey("{orders}:1"))
+	})
+	t.Run("fair", func(t *testing.T) {
+		for _, key := range keys {
+			l, err := a.TryLock(bg(), key, 10*time.Second, redlock.WithFairness())
+			require.NoError(t, err, key)
+			require.NoError(t, l.Unlock(bg()), key)
+		}
+	})
+}
