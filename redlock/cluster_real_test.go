@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -101,4 +102,48 @@ func TestRealClusterLocksFencesAndQueuesOverManySlots(t *testing.T) {
 			require.NoError(t, l.Unlock(bg()), key)
 		}
 	})
+}
+
+// requireClusterQueued waits until a waiter has queued for key on every
+// cluster where the holder's token is set.
+func requireClusterQueued(t *testing.T, clusters []*redistest.Cluster, key, holder string) {
+	t.Helper()
+	queue := keyslot.Companion(key, "queue")
+	require.Eventually(t, func() bool {
+		for _, cl := range clusters {
+			c := cl.Client(t)
+			if c.Get(bg(), key).Val() == holder && c.ZCard(bg(), queue).Val() < 1 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 5*time.Millisecond, "a waiter queued for %q", key)
+}
+
+func TestRealClusterReleaseWakesAWaiterOfAnotherClientWithinASecond(t *testing.T) {
+	clusters, pools := clusterNodes(t, 3, 3)
+	holder := defaultClient(t, pools)
+	waiter := defaultClient(t, pools)
+	// The waiter's own rounds come every 30s: only the release's grant,
+	// heard through the cluster, can wake it within the bound.
+	slow := redlock.WithRetry(redlock.ConstantBackoff(30 * time.Second))
+	for _, key := range []string{"res:1", "{orders}:7", "a}b", "res:2"} {
+		l, err := holder.TryLock(bg(), key, faultTTL)
+		require.NoError(t, err, key)
+		holder.WaitIdle()
+		got := make(chan outcome, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+			defer cancel()
+			l, err := waiter.Lock(ctx, key, faultTTL, slow)
+			got <- outcome{l, err, time.Now()}
+		}()
+		requireClusterQueued(t, clusters, key, l.Token())
+		released := time.Now()
+		require.NoError(t, l.Unlock(bg()))
+		o := <-got
+		require.NoError(t, o.err, key)
+		assert.Less(t, o.at.Sub(released), bound, "%q: the waiter got the lock %v after the release", key, o.at.Sub(released))
+		require.NoError(t, o.l.Unlock(bg()))
+	}
 }
