@@ -1,0 +1,43 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/redistest"
+)
+
+// TestRunAndStatusOnClusterNodes runs the CLI with --nodes naming three
+// Redis Clusters of two masters: run holds the lock and records its holder
+// (in the key's slot), status reads both.
+func TestRunAndStatusOnClusterNodes(t *testing.T) {
+	t.Parallel()
+	var urls []string
+	var clusters []*redistest.Cluster
+	for range 3 {
+		c := redistest.StartCluster(t, 2, redistest.NoPersistence)
+		clusters = append(clusters, c)
+		urls = append(urls, "redis+cluster://"+c.Addrs()[0]+"?addr="+c.Addrs()[1])
+	}
+	nodes := strings.Join(urls, ",")
+	key := keyFor(t)
+	p := start(t, "", nil, "run", "--nodes", nodes, "--key", key, "--", "sh", "-c", "echo ran; sleep 3")
+	p.waitOutput(t, "ran")
+
+	code, out, stderr := status(t, "--nodes", nodes, "--key", key)
+	require.Equal(t, exitOK, code, "stderr: %s", stderr)
+	assert.Contains(t, out, "summary: held on 3 of 3 nodes (2 needed)\n")
+	assert.NotContains(t, out, "holder: unknown", "run recorded its holder")
+	for _, c := range clusters {
+		cc := c.Client(t)
+		require.Equal(t, int64(1), cc.Exists(t.Context(), keyslot.Companion(key, "holder")).Val(), "the record is in the key's slot")
+	}
+	require.Equal(t, 0, p.wait(t), "stderr: %s", p.stderr)
+	for _, c := range clusters {
+		require.Zero(t, c.Client(t).Exists(t.Context(), key).Val(), "released")
+	}
+}
