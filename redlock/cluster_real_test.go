@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,13 +24,27 @@ import (
 // each, made by pool.New over a go-redis ClusterClient.
 func clusterNodes(t *testing.T, n, m int) ([]*redistest.Cluster, []pool.Pool) {
 	t.Helper()
-	clusters := make([]*redistest.Cluster, n)
+	t.Cleanup(func() { awaitDialProbes(t) }) // runs last, after the clients closed
+	clusters := redistest.StartClusters(t, n, m, redistest.NoPersistence)
 	pools := make([]pool.Pool, n)
 	for i := range clusters {
-		clusters[i] = redistest.StartCluster(t, m, redistest.NoPersistence)
-		pools[i] = pool.New(clusters[i].Client(t))
+		addrs := clusters[i].Addrs()
+		p, err := pool.FromURL("redis+cluster://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr="))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		pools[i] = p
 	}
 	return clusters, pools
+}
+
+// awaitDialProbes waits until go-redis's dial probes have ended: a client
+// pool whose dials all failed (a killed shard) probes its node once a second
+// until the pool is closed and the probe wakes, up to a second after Close.
+func awaitDialProbes(t *testing.T) {
+	buf := make([]byte, 1<<20)
+	assert.Eventually(t, func() bool {
+		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*ConnPool).tryDial")
+	}, 5*time.Second, 20*time.Millisecond, "go-redis dial probes end after Close")
 }
 
 // clusterKeys are lock keys over many slots, among them keys with hash tags
@@ -146,4 +162,78 @@ func TestRealClusterReleaseWakesAWaiterOfAnotherClientWithinASecond(t *testing.T
 		assert.Less(t, o.at.Sub(released), bound, "%q: the waiter got the lock %v after the release", key, o.at.Sub(released))
 		require.NoError(t, o.l.Unlock(bg()))
 	}
+}
+
+// keysOfShard returns n keys whose slot is served by the shard-th master of
+// every cluster (redistest.StartCluster splits the slots the same way).
+func keysOfShard(t *testing.T, cl *redistest.Cluster, shard, n int) []string {
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
+		key := fmt.Sprintf("shard-key:%d", i)
+		if cl.MasterOf(t, key) == cl.Masters[shard] {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+func TestRealClusterShardMasterKilledMidRun(t *testing.T) {
+	clusters, pools := clusterNodes(t, 3, 3)
+	c := newClient(t, pools)
+	dead := keysOfShard(t, clusters[0], 0, 4)
+	live := append(keysOfShard(t, clusters[0], 1, 4), keysOfShard(t, clusters[0], 2, 4)...)
+
+	// Locks on the other shards' keys run on, before, during and after the
+	// kills, and none fails.
+	stop := make(chan struct{})
+	failures := make(chan error, 1000)
+	done := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			key := live[n%len(live)]
+			l, err := c.TryLock(bg(), key, 10*time.Second)
+			if err == nil {
+				err = l.Unlock(bg())
+			}
+			if err != nil {
+				failures <- fmt.Errorf("%s: %w", key, err)
+			}
+			n++
+		}
+	}()
+
+	// Shard 0 of node 0 dies: its keys still lock, on nodes 1 and 2.
+	clusters[0].Masters[0].Kill()
+	for _, key := range dead {
+		l, err := c.TryLock(bg(), key, 10*time.Second)
+		require.NoError(t, err, "%q: two of three nodes are a majority", key)
+		for i, cl := range clusters[1:] {
+			require.Equal(t, l.Token(), cl.Client(t).Get(bg(), key).Val(), "node %d holds %q", i+1, key)
+		}
+		require.NoError(t, l.Unlock(bg()))
+	}
+	// Shard 0 of node 1 dies too: its keys have one node left, and fail.
+	clusters[1].Masters[0].Kill()
+	for _, key := range dead {
+		_, err := c.TryLock(bg(), key, 10*time.Second)
+		require.ErrorIs(t, err, redlock.ErrNotObtained, key)
+		var qe *redlock.QuorumError
+		require.ErrorAs(t, err, &qe)
+		assert.Equal(t, 1, qe.Agreed, "only node 2 serves %q", key)
+		require.Zero(t, clusters[2].Client(t).Exists(bg(), key).Val(), "the failed attempt released %q", key)
+	}
+	close(stop)
+	n := <-done
+	close(failures)
+	for err := range failures {
+		t.Errorf("a lock on a live shard failed: %v", err)
+	}
+	assert.Greater(t, n, 10, "locks ran on the live shards throughout")
 }

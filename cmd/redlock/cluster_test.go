@@ -17,10 +17,8 @@ import (
 func TestRunAndStatusOnClusterNodes(t *testing.T) {
 	t.Parallel()
 	var urls []string
-	var clusters []*redistest.Cluster
-	for range 3 {
-		c := redistest.StartCluster(t, 2, redistest.NoPersistence)
-		clusters = append(clusters, c)
+	clusters := redistest.StartClusters(t, 3, 2, redistest.NoPersistence)
+	for _, c := range clusters {
 		urls = append(urls, "redis+cluster://"+c.Addrs()[0]+"?addr="+c.Addrs()[1])
 	}
 	nodes := strings.Join(urls, ",")

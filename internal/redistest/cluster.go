@@ -2,8 +2,10 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,24 +22,41 @@ type Cluster struct {
 
 // StartCluster runs a cluster of n masters, the 16384 slots split evenly
 // between them in order, waits until every master reports cluster_state:ok
-// and knows every slot's owner, and stops it when t ends.
+// and knows every other, and stops it when t ends.
 func StartCluster(t testing.TB, n int, p Persistence) *Cluster {
 	t.Helper()
-	if n < 1 {
-		t.Fatalf("StartCluster: %d masters", n)
+	return StartClusters(t, 1, n, p)[0]
+}
+
+// StartClusters runs k clusters of n masters as StartCluster does, formed in
+// parallel.
+func StartClusters(t testing.TB, k, n int, p Persistence) []*Cluster {
+	t.Helper()
+	if k < 1 || n < 1 {
+		t.Fatalf("StartClusters: %d clusters of %d masters", k, n)
 	}
-	c := &Cluster{Masters: make([]*Server, n)}
-	for i := range c.Masters {
-		s := &Server{Dir: t.TempDir(), Persistence: p}
-		s.startFresh(t, true)
-		c.Masters[i] = s
+	clusters := make([]*Cluster, k)
+	for i := range clusters {
+		c := &Cluster{Masters: make([]*Server, n)}
+		for j := range c.Masters {
+			s := &Server{Dir: t.TempDir(), Persistence: p}
+			s.startFresh(t, true)
+			c.Masters[j] = s
+		}
+		clusters[i] = c
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := c.form(ctx); err != nil {
-		t.Fatalf("form a cluster of %d masters: %v", n, err)
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for i, c := range clusters {
+		wg.Go(func() { errs[i] = c.form(ctx) })
 	}
-	return c
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("form %d clusters of %d masters: %v", k, n, err)
+	}
+	return clusters
 }
 
 // form assigns the slots, introduces the masters to the first and waits for
@@ -49,8 +68,8 @@ func (c *Cluster) form(ctx context.Context) error {
 		if err := s.do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi); err != nil {
 			return err
 		}
-		if i > 0 {
-			if err := c.Masters[0].do(ctx, "CLUSTER", "MEET", "127.0.0.1", s.Port, s.BusPort); err != nil {
+		for _, o := range c.Masters[:i] { // a full mesh: no wait for gossip
+			if err := o.do(ctx, "CLUSTER", "MEET", "127.0.0.1", s.Port, s.BusPort); err != nil {
 				return err
 			}
 		}

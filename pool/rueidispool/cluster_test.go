@@ -23,8 +23,7 @@ import (
 func TestClusterNodes(t *testing.T) {
 	pools := make([]pool.Pool, 3)
 	clients := make([]rueidis.Client, 3)
-	for i := range pools {
-		c := redistest.StartCluster(t, 2, redistest.NoPersistence)
+	for i, c := range redistest.StartClusters(t, 3, 2, redistest.NoPersistence) {
 		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs(), DisableCache: true})
 		require.NoError(t, err)
 		t.Cleanup(rc.Close)
