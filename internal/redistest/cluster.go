@@ -148,3 +148,11 @@ func (c *Cluster) MasterOf(t testing.TB, key string) *Server {
 	}
 	return c.Masters[0]
 }
+
+// WriteProbe writes key on s (a cluster master) with a client of its own, which
+// succeeds once s serves key's slot as a writable master.
+func (s *Server) WriteProbe(ctx context.Context, key string) error {
+	rc := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	defer rc.Close()
+	return rc.Set(ctx, key, "1", time.Second).Err()
+}
