@@ -118,6 +118,17 @@ func TestRealClusterLocksFencesAndQueuesOverManySlots(t *testing.T) {
 			require.NoError(t, l.Unlock(bg()), key)
 		}
 	})
+	// Every call went straight to the shard that owns its key: no master
+	// ever answered MOVED or ASK (Redis counts the errors it replies).
+	for i, cl := range clusters {
+		for _, m := range cl.Masters {
+			info, err := m.Client(t).Info(bg(), "errorstats").Result()
+			require.NoError(t, err)
+			assert.NotContains(t, info, "errorstat_MOVED", "node %d master %s redirected", i, m.Addr())
+			assert.NotContains(t, info, "errorstat_ASK", "node %d master %s redirected", i, m.Addr())
+			assert.NotContains(t, info, "errorstat_CROSSSLOT", "node %d master %s", i, m.Addr())
+		}
+	}
 }
 
 // requireClusterQueued waits until a waiter has queued for key on every
