@@ -22,6 +22,9 @@ import (
 // the key as taken; the lock stays safe but may fail an attempt it could have
 // won. [FromURL] avoids both by construction.
 //
+// A *redis.ClusterClient makes a node that is a Redis Cluster: the Pool
+// implements Cluster and reports true. Give it the same settings.
+//
 // A nil client yields a Pool whose every call fails with an error.
 func New(client redis.UniversalClient) Pool {
 	return newGoRedis(client, false)

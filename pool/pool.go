@@ -7,7 +7,8 @@
 //
 // Every Pool handed to one redlock.Client must reach a different, independent
 // Redis master: two pools on the same server, or on a primary and its replica,
-// break the majority argument.
+// break the majority argument. A Redis Cluster of masters is one such node:
+// FromURL takes it as redis+cluster://, New as a *redis.ClusterClient.
 package pool
 
 import (

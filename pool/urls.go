@@ -21,7 +21,8 @@ import (
 // written the same way (case, default port 6379, IP address forms), whatever
 // their databases, users or options: two Pools on one server would break the
 // majority a lock relies on. Host names are not resolved, so "localhost" and
-// "127.0.0.1" are not caught.
+// "127.0.0.1" are not caught. A cluster URL (redis+cluster://) names the
+// nodes of all its seeds.
 //
 // Close each returned Pool when done.
 func FromURLs(rawURLs []string, opts ...URLOption) ([]Pool, error) {
