@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
@@ -49,6 +51,10 @@ func StartRedisClusters(tb testing.TB, n, masters int) *RedisClusters {
 
 // Pools returns one Pool per cluster, in order.
 func (r *RedisClusters) Pools() []pool.Pool { return append([]pool.Pool(nil), r.pools...) }
+
+// Client returns a go-redis cluster client straight to cluster node, for
+// reading what it holds; it is closed when the test ends.
+func (r *RedisClusters) Client(node int) *redis.ClusterClient { return r.clusters[node].Client(r.tb) }
 
 // Shards returns the number of masters of each cluster.
 func (r *RedisClusters) Shards() int { return len(r.clusters[0].Masters) }
