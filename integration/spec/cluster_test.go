@@ -23,9 +23,9 @@ func keyOn(t *testing.T, rc *cluster.RedisClusters, shard int) string {
 }
 
 // TestClusterShardFaults runs the lock on three Redis Clusters of three
-// masters with faults on single shards: a paused master delays only its
-// own keys, by the node timeout, and they still lock on the other two
-// clusters; a master restarted empty (its script cache too) serves fenced
+// masters with faults on single shards: a paused master costs its own keys
+// that cluster's vote only, and they still lock, within the bound, on the
+// other two clusters; a master restarted empty (its script cache too) serves fenced
 // locks again at once.
 func TestClusterShardFaults(t *testing.T) {
 	rc := cluster.StartRedisClusters(t, 3, 3)
