@@ -75,7 +75,7 @@ func requireInSlot(t *testing.T, clusters []*redistest.Cluster, key, companion s
 	}
 }
 
-func TestRealClusterLocksFencesAndQueuesOverManySlots(t *testing.T) {
+func TestRealClusterLocksFencesQueuesAndGrantsOverManySlots(t *testing.T) {
 	clusters, pools := clusterNodes(t, 3, 3)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
@@ -118,6 +118,9 @@ func TestRealClusterLocksFencesAndQueuesOverManySlots(t *testing.T) {
 			require.NoError(t, l.Unlock(bg()), key)
 		}
 	})
+	t.Run("a release wakes a waiter of another Client within a second", func(t *testing.T) {
+		releaseWakes(t, clusters, pools)
+	})
 	// Every call went straight to the shard that owns its key: no master
 	// ever answered MOVED or ASK (Redis counts the errors it replies).
 	for i, cl := range clusters {
@@ -147,12 +150,12 @@ func requireClusterQueued(t *testing.T, clusters []*redistest.Cluster, key, hold
 	}, 10*time.Second, 5*time.Millisecond, "a waiter queued for %q", key)
 }
 
-func TestRealClusterReleaseWakesAWaiterOfAnotherClientWithinASecond(t *testing.T) {
-	clusters, pools := clusterNodes(t, 3, 3)
+// releaseWakes checks that a waiter in another Client, whose own rounds come
+// every 30s, gets each key within a second of its release: only the grant,
+// heard through the cluster, can wake it so soon.
+func releaseWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool) {
 	holder := defaultClient(t, pools)
 	waiter := defaultClient(t, pools)
-	// The waiter's own rounds come every 30s: only the release's grant,
-	// heard through the cluster, can wake it within the bound.
 	slow := redlock.WithRetry(redlock.ConstantBackoff(30 * time.Second))
 	for _, key := range []string{"res:1", "{orders}:7", "a}b", "res:2"} {
 		l, err := holder.TryLock(bg(), key, faultTTL)
