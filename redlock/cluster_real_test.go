@@ -119,7 +119,7 @@ func TestRealClusterLocksFencesQueuesAndGrantsOverManySlots(t *testing.T) {
 		}
 	})
 	t.Run("a release wakes a waiter of another Client within a second", func(t *testing.T) {
-		releaseWakes(t, clusters, pools)
+		releaseWakes(t, clusters, pools, "res:1", "{orders}:7", "a}b", "res:2")
 	})
 	// Every call went straight to the shard that owns its key: no master
 	// ever answered MOVED or ASK (Redis counts the errors it replies).
@@ -153,11 +153,11 @@ func requireClusterQueued(t *testing.T, clusters []*redistest.Cluster, key, hold
 // releaseWakes checks that a waiter in another Client, whose own rounds come
 // every 30s, gets each key within a second of its release: only the grant,
 // heard through the cluster, can wake it so soon.
-func releaseWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool) {
+func releaseWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool, keys ...string) {
 	holder := defaultClient(t, pools)
 	waiter := defaultClient(t, pools)
 	slow := redlock.WithRetry(redlock.ConstantBackoff(30 * time.Second))
-	for _, key := range []string{"res:1", "{orders}:7", "a}b", "res:2"} {
+	for _, key := range keys {
 		l, err := holder.TryLock(bg(), key, faultTTL)
 		require.NoError(t, err, key)
 		holder.WaitIdle()
@@ -184,7 +184,7 @@ func keysOfShard(t *testing.T, cl *redistest.Cluster, shard, n int) []string {
 	var keys []string
 	for i := 0; len(keys) < n; i++ {
 		key := fmt.Sprintf("shard-key:%d", i)
-		if cl.MasterOf(t, key) == cl.Masters[shard] {
+		if cl.MasterOf(key) == cl.Masters[shard] {
 			keys = append(keys, key)
 		}
 	}
@@ -243,6 +243,14 @@ func TestRealClusterShardMasterKilledMidRun(t *testing.T) {
 		assert.Equal(t, 1, qe.Agreed, "only node 2 serves %q", key)
 		require.Zero(t, clusters[2].Client(t).Exists(bg(), key).Val(), "the failed attempt released %q", key)
 	}
+	// The dead masters were the first seeds of their clusters: with node 2's
+	// gone too, new Clients' listeners must all move on to the next seed
+	// for the grants to arrive.
+	clusters[2].Masters[0].Kill()
+	t.Run("grants with the first seeds dead", func(t *testing.T) {
+		// Keys of the live shards that the background locks do not use.
+		releaseWakes(t, clusters, pools, keysOfShard(t, clusters[2], 1, 5)[4], keysOfShard(t, clusters[2], 2, 5)[4])
+	})
 	close(stop)
 	n := <-done
 	close(failures)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockgo/redlock/internal/keyslot"
 )
 
 // Cluster is a Redis Cluster of masters without replicas, one redis-server
@@ -64,7 +66,7 @@ func StartClusters(t testing.TB, k, n int, p Persistence) []*Cluster {
 func (c *Cluster) form(ctx context.Context) error {
 	n := len(c.Masters)
 	for i, s := range c.Masters {
-		lo, hi := i*16384/n, (i+1)*16384/n-1
+		lo, hi := i*keyslot.Slots/n, (i+1)*keyslot.Slots/n-1
 		if err := s.do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi); err != nil {
 			return err
 		}
@@ -129,20 +131,12 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	return cc
 }
 
-// MasterOf returns the master that serves key's slot, asked of the cluster.
-func (c *Cluster) MasterOf(t testing.TB, key string) *Server {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	rc := redis.NewClient(&redis.Options{Addr: c.Masters[0].Addr(), MaxRetries: -1})
-	defer rc.Close()
-	slot, err := rc.ClusterKeySlot(ctx, key).Result()
-	if err != nil {
-		t.Fatalf("CLUSTER KEYSLOT %q: %v", key, err)
-	}
-	n := len(c.Masters)
+// MasterOf returns the master that serves key's slot, in the split
+// StartCluster made (no resharding happens in tests).
+func (c *Cluster) MasterOf(key string) *Server {
+	n, slot := len(c.Masters), keyslot.Slot(key)
 	for i := n - 1; i > 0; i-- {
-		if int(slot) >= i*16384/n { // form's ranges
+		if slot >= i*keyslot.Slots/n { // form's ranges
 			return c.Masters[i]
 		}
 	}
