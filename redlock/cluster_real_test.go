@@ -57,10 +57,12 @@ func clusterKeys() []string {
 	return keys
 }
 
-// requireInSlot checks on every cluster that the companion key exists and
-// that CLUSTER KEYSLOT puts it in key's slot.
+// requireInSlot checks on every cluster that CLUSTER KEYSLOT puts the
+// companion key in key's slot, and that it exists on a majority (a node may
+// have missed the writes, as the lock allows).
 func requireInSlot(t *testing.T, clusters []*redistest.Cluster, key, companion string) {
 	t.Helper()
+	exists := 0
 	for _, cl := range clusters {
 		c := cl.Client(t)
 		want, err := c.ClusterKeySlot(bg(), key).Result()
@@ -71,8 +73,9 @@ func requireInSlot(t *testing.T, clusters []*redistest.Cluster, key, companion s
 		require.Equal(t, int64(keyslot.Slot(key)), want, "keyslot.Slot(%q)", key)
 		n, err := c.Exists(bg(), companion).Result()
 		require.NoError(t, err)
-		require.Equal(t, int64(1), n, "%q exists", companion)
+		exists += int(n)
 	}
+	require.Greater(t, exists, len(clusters)/2, "%q exists on a majority", companion)
 }
 
 func TestRealClusterLocksFencesQueuesAndGrantsOverManySlots(t *testing.T) {
@@ -240,8 +243,10 @@ func TestRealClusterShardMasterKilledMidRun(t *testing.T) {
 		require.ErrorIs(t, err, redlock.ErrNotObtained, key)
 		var qe *redlock.QuorumError
 		require.ErrorAs(t, err, &qe)
-		assert.Equal(t, 1, qe.Agreed, "only node 2 serves %q", key)
-		require.Zero(t, clusters[2].Client(t).Exists(bg(), key).Val(), "the failed attempt released %q", key)
+		assert.LessOrEqual(t, qe.Agreed, 1, "only node 2 serves %q", key)
+		c2 := clusters[2].Client(t)
+		require.Eventually(t, func() bool { return c2.Exists(bg(), key).Val() == 0 },
+			10*time.Second, 5*time.Millisecond, "the failed attempt released %q", key)
 	}
 	// The dead masters were the first seeds of their clusters: with node 2's
 	// gone too, new Clients' listeners must all move on to the next seed
