@@ -44,8 +44,10 @@ func TestClusterShardFaults(t *testing.T) {
 			took := time.Since(start)
 			require.NoError(t, err, "shard %d", shard)
 			assert.Less(t, took, slowBound, "shard %d: TryLock took %v", shard, took)
-			for node := 1; node < 3; node++ {
-				assert.Equal(t, l.Token(), rc.Client(node).Get(ctx, k).Val(), "node %d holds %q", node, k)
+			if shard == 0 { // node 0 cannot vote: both others did
+				for node := 1; node < 3; node++ {
+					assert.Equal(t, l.Token(), rc.Client(node).Get(ctx, k).Val(), "node %d holds %q", node, k)
+				}
 			}
 			require.NoError(t, l.Unlock(ctx))
 		}
@@ -62,7 +64,9 @@ func TestClusterShardFaults(t *testing.T) {
 		l2, err := c.TryLock(ctx, k, 10*time.Second, redlock.WithFencing())
 		require.NoError(t, err, "NOSCRIPT on the restarted master is answered with EVAL")
 		assert.Greater(t, l2.Fence(), l.Fence(), "two of three clusters kept the counter")
-		assert.Equal(t, l2.Token(), rc.Client(1).Get(ctx, k).Val(), "the restarted master holds the key")
+		c1 := rc.Client(1)
+		assert.Eventually(t, func() bool { return c1.Get(ctx, k).Val() == l2.Token() },
+			5*time.Second, 5*time.Millisecond, "the restarted master holds the key")
 		require.NoError(t, l2.Unlock(ctx))
 	})
 }
