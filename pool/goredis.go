@@ -22,6 +22,9 @@ import (
 // the key as taken; the lock stays safe but may fail an attempt it could have
 // won. [FromURL] avoids both by construction.
 //
+// A *redis.ClusterClient makes a node that is a Redis Cluster: the Pool
+// implements Cluster and reports true. Give it the same settings.
+//
 // A nil client yields a Pool whose every call fails with an error.
 func New(client redis.UniversalClient) Pool {
 	return newGoRedis(client, false)
@@ -59,6 +62,12 @@ type goRedis struct {
 }
 
 func (g *goRedis) Addr() string { return g.addr }
+
+// IsCluster implements Cluster: true for a *redis.ClusterClient.
+func (g *goRedis) IsCluster() bool {
+	_, ok := g.client.(*redis.ClusterClient)
+	return ok
+}
 
 func (g *goRedis) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	if g.client == nil {

@@ -7,12 +7,14 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Listen implements Notifier for the go-redis adapter of a *redis.Client.
+// Listen implements Notifier for the go-redis adapter of a *redis.Client or
+// a *redis.ClusterClient.
 //
 // go-redis's own PubSub is not used: its Subscribe, Unsubscribe and Close
 // wait on a mutex that its receiving goroutine holds while it dials, for up
@@ -22,21 +24,33 @@ import (
 // write to it, with a deadline, when it is up (and the channels are sent
 // again after each reconnection), and Close closes it and cancels the dial.
 // Messages published while it is down are lost, which the lock tolerates.
+//
+// On a cluster the connection goes to one of the client's seed addresses,
+// the next one at each reconnection: a Redis Cluster delivers a PUBLISH
+// (the lock's release script uses it) to the subscribers of every shard.
 func (g *goRedis) Listen(ctx context.Context) (Listener, error) {
-	c, ok := g.client.(*redis.Client)
-	if !ok {
-		if g.client == nil {
-			return nil, errNilClient
+	var dial func(context.Context) (net.Conn, error)
+	var auth func(context.Context) ([]string, error)
+	switch c := g.client.(type) {
+	case nil:
+		return nil, errNilClient
+	case *redis.Client:
+		dial, auth = dialer(c.Options()), login(c.Options())
+	case *redis.ClusterClient:
+		o := c.Options()
+		if len(o.Addrs) == 0 {
+			return nil, errors.New("pool: cluster client without addresses")
 		}
-		return nil, errors.New("pool: notifications need a *redis.Client")
+		dial, auth = seedDialer(o), login(seedOptions(o, o.Addrs[0]))
+	default:
+		return nil, errors.New("pool: notifications need a *redis.Client or a *redis.ClusterClient")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	o := c.Options()
 	l := &listener{
-		dial:     dialer(o),
-		login:    login(o),
+		dial:     dial,
+		login:    auth,
 		out:      make(chan Message, messageBuffer),
 		done:     make(chan struct{}),
 		channels: make(map[string]bool),
@@ -44,6 +58,33 @@ func (g *goRedis) Listen(ctx context.Context) (Listener, error) {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	go l.run()
 	return l, nil
+}
+
+// seedOptions returns the options of a connection to one node of a
+// cluster: its address, the cluster's dialer, TLS and credentials.
+func seedOptions(o *redis.ClusterOptions, addr string) *redis.Options {
+	d := o.Dialer
+	if d == nil {
+		d = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 5 * time.Minute}).DialContext
+	}
+	return &redis.Options{
+		Network: "tcp", Addr: addr, Dialer: d, TLSConfig: o.TLSConfig,
+		Username: o.Username, Password: o.Password,
+		CredentialsProvider:        o.CredentialsProvider,
+		CredentialsProviderContext: o.CredentialsProviderContext,
+	}
+}
+
+// seedDialer dials the cluster's seed addresses in turn, one per call.
+func seedDialer(o *redis.ClusterOptions) func(context.Context) (net.Conn, error) {
+	dials := make([]func(context.Context) (net.Conn, error), len(o.Addrs))
+	for i, addr := range o.Addrs {
+		dials[i] = dialer(seedOptions(o, addr))
+	}
+	var next atomic.Uint32
+	return func(ctx context.Context) (net.Conn, error) {
+		return dials[int(next.Add(1)-1)%len(dials)](ctx)
+	}
 }
 
 // Bounds of the listener's connection.

@@ -50,6 +50,16 @@ func WithCredentials(username, password string) URLOption {
 
 // fromURL is FromURL.
 func fromURL(rawURL string, opts []URLOption) (Pool, error) {
+	if _, ok := clusterScheme(rawURL); ok {
+		copts, safe, err := parseClusterURL(rawURL, opts)
+		switch {
+		case err != nil && safe == "":
+			return nil, fmt.Errorf("pool: invalid cluster URL: %w", err)
+		case err != nil:
+			return nil, fmt.Errorf("pool: invalid cluster URL %q: %w", safe, err)
+		}
+		return newGoRedis(redis.NewClusterClient(copts), true), nil
+	}
 	ropts, safe, err := parseURL(rawURL, opts)
 	switch {
 	case err != nil && safe == "":

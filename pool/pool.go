@@ -7,7 +7,8 @@
 //
 // Every Pool handed to one redlock.Client must reach a different, independent
 // Redis master: two pools on the same server, or on a primary and its replica,
-// break the majority argument.
+// break the majority argument. A Redis Cluster of masters is one such node:
+// FromURL takes it as redis+cluster://, New as a *redis.ClusterClient.
 //
 // The rest is for adapters of other Redis clients (see pool/rueidispool and
 // pool/conformance), not for users of the lock: [Script], which Pool.Eval runs,
@@ -41,4 +42,14 @@ type Pool interface {
 
 	// Close releases the node's connections, if the Pool owns them.
 	Close() error
+}
+
+// Cluster is an optional interface of a Pool whose node is a Redis Cluster
+// (one Redlock node made of several shards). The lock then names a key's
+// companion keys (fence counter, queue) in the key's hash slot, so that
+// each of its scripts touches one slot; on a standalone node it keeps the
+// names it always had. A Pool that wraps another should forward it.
+type Cluster interface {
+	// IsCluster reports whether the node is a Redis Cluster.
+	IsCluster() bool
 }

@@ -21,36 +21,57 @@ import (
 // written the same way (case, default port 6379, IP address forms), whatever
 // their databases, users or options: two Pools on one server would break the
 // majority a lock relies on. Host names are not resolved, so "localhost" and
-// "127.0.0.1" are not caught.
+// "127.0.0.1" are not caught. A cluster URL (redis+cluster://) names the
+// nodes of all its seeds.
 //
 // Close each returned Pool when done.
 func FromURLs(rawURLs []string, opts ...URLOption) ([]Pool, error) {
 	if len(rawURLs) == 0 {
 		return nil, errors.New("pool: no URLs")
 	}
-	all := make([]*redis.Options, len(rawURLs))
+	all := make([]func() redis.UniversalClient, len(rawURLs))
 	seen := make(map[string]int, len(rawURLs))
 	for i, rawURL := range rawURLs {
-		ropts, safe, err := parseURL(rawURL, opts)
+		addrs, safe, err := parseAny(rawURL, opts, &all[i])
 		if err != nil {
 			if safe == "" {
 				return nil, fmt.Errorf("pool: invalid URL (%d of %d): %w", i+1, len(rawURLs), err)
 			}
 			return nil, fmt.Errorf("pool: invalid URL %q (%d of %d): %w", safe, i+1, len(rawURLs), err)
 		}
-		node := nodeKey(ropts.Addr)
-		if j, dup := seen[node]; dup {
-			return nil, fmt.Errorf("pool: URL %q (%d of %d) names the node of URL %d, %s: one Pool per node",
-				safe, i+1, len(rawURLs), j+1, ropts.Addr)
+		for _, addr := range addrs {
+			node := nodeKey(addr)
+			if j, dup := seen[node]; dup && j != i {
+				return nil, fmt.Errorf("pool: URL %q (%d of %d) names the node of URL %d, %s: one Pool per node",
+					safe, i+1, len(rawURLs), j+1, addr)
+			}
+			seen[node] = i
 		}
-		seen[node] = i
-		all[i] = ropts
 	}
 	pools := make([]Pool, len(all))
-	for i, ropts := range all {
-		pools[i] = newGoRedis(redis.NewClient(ropts), true)
+	for i, client := range all {
+		pools[i] = newGoRedis(client(), true)
 	}
 	return pools, nil
+}
+
+// parseAny parses a node's URL or a cluster URL, and returns the addresses
+// it names (a cluster's seeds) and how to make its client.
+func parseAny(rawURL string, opts []URLOption, client *func() redis.UniversalClient) ([]string, string, error) {
+	if _, ok := clusterScheme(rawURL); ok {
+		copts, safe, err := parseClusterURL(rawURL, opts)
+		if err != nil {
+			return nil, safe, err
+		}
+		*client = func() redis.UniversalClient { return redis.NewClusterClient(copts) }
+		return copts.Addrs, safe, nil
+	}
+	ropts, safe, err := parseURL(rawURL, opts)
+	if err != nil {
+		return nil, safe, err
+	}
+	*client = func() redis.UniversalClient { return redis.NewClient(ropts) }
+	return []string{ropts.Addr}, safe, nil
 }
 
 // nodeKey writes the address host:port one way for each node: host names

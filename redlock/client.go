@@ -27,6 +27,8 @@ type Client struct {
 	cfg    config
 	minTTL time.Duration // the shortest TTL with validity after drift
 
+	cluster []bool // which pools are Redis Clusters: see queueKeys
+
 	mu      sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
 	closed  bool
 	closing chan struct{} // closed by Close: stops waiters and auto-extensions
@@ -81,6 +83,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		pools:   append([]pool.Pool(nil), pools...),
+		cluster: clusterNodes(pools),
 		quorum:  len(pools)/2 + 1,
 		cfg:     cfg,
 		minTTL:  lo,

@@ -49,4 +49,9 @@
 // stay down longer than the longest TTL after a crash, maxmemory-policy
 // noeviction, and independent masters (no replicas in the set). See
 // docs/safety.md in the repository.
+//
+// A node may be a Redis Cluster (a Pool that implements pool.Cluster, such
+// as pool.FromURL("redis+cluster://...")), which counts as one node: the
+// lock's companion keys are then named in the key's hash slot (see
+// docs/fencing.md).
 package redlock

@@ -48,7 +48,7 @@ func (l *Lock) Fence() uint64 {
 // setFenced is phase 1 on one node: SET NX PX and read the counter. It stores
 // the counter in *counter.
 func (c *Client) setFenced(ctx context.Context, i int, key, token string, ttl time.Duration, counter *uint64) (bool, error) {
-	r, err := c.pools[i].Eval(ctx, scripts.AcquireFenced, []string{key, fenceKey(key)}, token, ttl.Milliseconds())
+	r, err := c.pools[i].Eval(ctx, scripts.AcquireFenced, []string{key, c.fenceKey(i, key)}, token, ttl.Milliseconds())
 	if err != nil {
 		return false, err
 	}
@@ -64,7 +64,7 @@ func (c *Client) setFenced(ctx context.Context, i int, key, token string, ttl ti
 	if err != nil {
 		// The key is ours but the counter is unusable: report the node as
 		// failed, so the attempt's cleanup releases it.
-		return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", fenceKey(key), s)
+		return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", c.fenceKey(i, key), s)
 	}
 	*counter = n
 	return true, nil
@@ -111,14 +111,14 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, fenceKey(l.key)}, l.token)
+				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, c.fenceKey(i, l.key)}, l.token)
 				if err != nil || r == nil {
 					return false, err
 				}
 				s, _ := r.(string)
 				n, err := strconv.ParseUint(s, 10, 64)
 				if err != nil {
-					return false, fmt.Errorf("fence counter %s is not a number: %q", fenceKey(l.key), s)
+					return false, fmt.Errorf("fence counter %s is not a number: %q", c.fenceKey(i, l.key), s)
 				}
 				counters[i] = n
 				return true, nil

@@ -80,7 +80,7 @@ func (l *Lock) raiseFenceOn(ctx context.Context, i int, fence string) (bool, err
 	case l.keys != nil:
 		return l.raiseFenceAllOn(ctx, i, fence)
 	}
-	r, err := p.Eval(ctx, scripts.FenceRaise, []string{l.key, fenceKey(l.key)}, l.token, fence)
+	r, err := p.Eval(ctx, scripts.FenceRaise, []string{l.key, l.c.fenceKey(i, l.key)}, l.token, fence)
 	return asInt(r) == 1, err
 }
 

@@ -261,10 +261,10 @@ func (l *Lock) release(ctx context.Context) fanout.Result {
 	c := l.c
 	defer c.released.wake([]string{l.key})
 	slots := c.order.takeAll(l.key, l.token, true, nil, len(c.pools))
-	keys, args := scripts.Keys(l.key), c.releaseArgs(l.token, l.leave)
+	keys, args := c.releaseKeys(l.key), c.releaseArgs(l.token, l.leave)
 	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
-			return l.releaseOn(ctx, slots[i], i, keys, args)
+			return l.releaseOn(ctx, slots[i], i, keys[i], args)
 		}, nil)
 }
 

@@ -14,12 +14,12 @@ import (
 type queueing struct {
 	c       *Client
 	key     string
-	keys    []string // scripts.Keys(key)
+	keys    [][]string // Enqueue's KEYS on each node (releaseKeys)
 	timeout time.Duration
 }
 
 func (c *Client) queueing(key string, ttl time.Duration) *queueing {
-	return &queueing{c: c, key: key, keys: scripts.Keys(key), timeout: c.nodeTimeout(ttl)}
+	return &queueing{c: c, key: key, keys: c.releaseKeys(key), timeout: c.nodeTimeout(ttl)}
 }
 
 // round implements queueNodes.
@@ -37,7 +37,7 @@ func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
 		defer cancel()
 		r := reply{node: i, seq: seq}
 		_, r.err = s.run(ctx, func(ctx context.Context) (bool, error) {
-			v, err := c.pools[i].Eval(ctx, scripts.Enqueue, q.keys, w.token, w.ttl.Milliseconds(),
+			v, err := c.pools[i].Eval(ctx, scripts.Enqueue, q.keys[i], w.token, w.ttl.Milliseconds(),
 				w.ticket, w.lease().Milliseconds(), seq, c.grants.channel, take)
 			if err != nil {
 				return false, err
@@ -106,12 +106,12 @@ func (c *Client) releaseAsync(key, token string, nodes []int, timeout time.Durat
 		return
 	}
 	slots := c.order.takeAll(key, token, true, nodes, len(c.pools))
-	keys, args := scripts.Keys(key), c.releaseArgs(token, keep)
+	keys, args := c.releaseKeys(key), c.releaseArgs(token, keep)
 	c.wg.Add(1) // callers run inside a registered operation
 	go func() {
 		defer c.wg.Done()
 		fanout.Each(context.Background(), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
-			return c.release(ctx, slots[i], i, keys, args)
+			return c.release(ctx, slots[i], i, keys[i], args)
 		})
 	}()
 }
@@ -124,7 +124,7 @@ func (c *Client) releaseArgs(token string, keep any) []any {
 }
 
 // release runs Release on node i in its slot of this Client's order of
-// calls, with its keys (scripts.Keys) and args (releaseArgs). It reports
+// calls, with its keys (releaseKeys) and args (releaseArgs). It reports
 // whether the key held the token there; when the node handed the key on to
 // a waiter of this Client, that waiter hears of it from the reply, at once,
 // and the node publishes nothing.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -46,6 +47,15 @@ var (
 
 // holderKey names the companion key that holds key's holder record.
 func holderKey(key string) string { return key + ":holder" }
+
+// nodeHolderKey is holderKey on node p: on a Redis Cluster, a name in key's
+// hash slot, as the lock's own companion keys (the scripts read both keys).
+func nodeHolderKey(p pool.Pool, key string) string {
+	if c, ok := p.(pool.Cluster); ok && c.IsCluster() {
+		return keyslot.Companion(key, "holder")
+	}
+	return holderKey(key)
+}
 
 // holder is the record of who holds a lock.
 type holder struct {
@@ -109,7 +119,7 @@ func newHolderRecord(key, token string, argv []string, pools []pool.Pool, timeou
 // run reports.
 func (h *holderRecord) write(ctx context.Context) {
 	onEveryNode(ctx, h.pools, h.timeout, func(ctx context.Context, _ int, p pool.Pool) {
-		_, _ = p.Eval(ctx, holderSet, []string{h.key, holderKey(h.key)}, h.token, h.record)
+		_, _ = p.Eval(ctx, holderSet, []string{h.key, nodeHolderKey(p, h.key)}, h.token, h.record)
 	})
 }
 
@@ -117,7 +127,7 @@ func (h *holderRecord) write(ctx context.Context) {
 // are dropped, as in write: a record left behind expires with the lock.
 func (h *holderRecord) remove(ctx context.Context) {
 	onEveryNode(ctx, h.pools, h.timeout, func(ctx context.Context, _ int, p pool.Pool) {
-		_, _ = p.Eval(ctx, holderDel, []string{holderKey(h.key)}, h.record)
+		_, _ = p.Eval(ctx, holderDel, []string{nodeHolderKey(p, h.key)}, h.record)
 	})
 }
 

@@ -93,7 +93,7 @@ func probe(ctx context.Context, pools []pool.Pool, key string, timeout time.Dura
 	out := make([]nodeState, len(pools))
 	onEveryNode(ctx, pools, timeout, func(ctx context.Context, i int, p pool.Pool) {
 		st := nodeState{Node: i, Addr: p.Addr()}
-		reply, err := p.Eval(ctx, statusScript, []string{key, holderKey(key)})
+		reply, err := p.Eval(ctx, statusScript, []string{key, nodeHolderKey(p, key)})
 		if err == nil {
 			err = st.parse(reply)
 		}

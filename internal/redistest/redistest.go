@@ -45,6 +45,9 @@ type Server struct {
 	Port        int
 	Dir         string
 	Persistence Persistence
+	// BusPort is the cluster bus port of a Redis Cluster node (StartCluster),
+	// 0 for a standalone node.
+	BusPort int
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -75,12 +78,25 @@ func Binary(t testing.TB) string {
 // Start runs one redis-server and stops it when t ends.
 func Start(t testing.TB, p Persistence) *Server {
 	t.Helper()
-	bin := Binary(t)
 	s := &Server{Dir: t.TempDir(), Persistence: p}
+	s.startFresh(t, false)
+	return s
+}
+
+// startFresh starts s on free ports (a cluster node's bus too), and stops
+// it when t ends.
+func (s *Server) startFresh(t testing.TB, cluster bool) {
+	t.Helper()
+	bin := Binary(t)
 	var err error
 	for range 5 { // a port picked free can be taken before redis binds it
 		if s.Port, err = FreePort(); err != nil {
 			continue
+		}
+		if cluster {
+			if s.BusPort, err = FreePort(); err != nil {
+				continue
+			}
 		}
 		if err = s.start(bin); err == nil {
 			break
@@ -90,7 +106,6 @@ func Start(t testing.TB, p Persistence) *Server {
 		t.Fatalf("start redis-server: %v", err)
 	}
 	t.Cleanup(s.Kill)
-	return s
 }
 
 // StartN runs n redis-servers with the same persistence.
@@ -121,6 +136,13 @@ func (s *Server) args() []string {
 		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.Dir,
 		"--save", "", "--protected-mode", "no", "--daemonize", "no",
 		"--maxmemory-policy", "noeviction", "--logfile", filepath.Join(s.Dir, "redis.log"),
+	}
+	if s.BusPort != 0 {
+		// Without full coverage a cluster that lost a shard still serves the
+		// other shards' slots: a Redlock node fails only that shard's keys.
+		a = append(a, "--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(s.BusPort),
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
+			"--cluster-require-full-coverage", "no")
 	}
 	switch s.Persistence {
 	case AOFAlways:
@@ -228,4 +250,15 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// PID returns the process id of the running redis-server, or 0 when it is
+// stopped.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }

@@ -5,6 +5,7 @@ package scripts
 import (
 	_ "embed"
 
+	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -67,4 +68,15 @@ const (
 func Keys(key string) []string {
 	q := key + ":queue"
 	return []string{key, q, q + ":leases", q + ":entries", q + ":left"}
+}
+
+// ClusterKeys is Keys for a node that is a Redis Cluster: the companion keys
+// are named by keyslot.Companion, in the key's hash slot. For a key with a
+// hash tag they are the names Keys gives.
+func ClusterKeys(key string) []string {
+	keys := []string{key, "", "", "", ""}
+	for i, name := range []string{"queue", "queue:leases", "queue:entries", "queue:left"} {
+		keys[i+1] = keyslot.Companion(key, name)
+	}
+	return keys
 }

@@ -28,6 +28,13 @@
 // its own (rueidis's Dedicate), outside the auto-pipelined ones, and opens
 // it again, subscribed to the same channels, after the node restarts or the
 // connection is lost.
+//
+// A node may be a Redis Cluster: pass New a rueidis client in cluster mode
+// (rueidis.NewClient with the cluster's seed addresses, which detects it).
+// The Pool then implements pool.Cluster, so that the lock keeps a key's
+// companion keys in its hash slot, and its Listener subscribes on one shard,
+// which hears the release script's PUBLISH like every shard. FromURL makes
+// standalone nodes only.
 package rueidispool
 
 import (
@@ -73,6 +80,12 @@ type adapter struct {
 }
 
 func (a *adapter) Addr() string { return a.addr }
+
+// IsCluster implements pool.Cluster: true for a rueidis client in cluster
+// mode, which routes each command to the shard of its key's slot.
+func (a *adapter) IsCluster() bool {
+	return a.client != nil && a.client.Mode() == rueidis.ClientModeCluster
+}
 
 func (a *adapter) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	if a.client == nil {

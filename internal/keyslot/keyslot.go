@@ -1,0 +1,126 @@
+// Package keyslot places the companion keys of a lock key (its fence
+// counter, its queue) in the key's Redis Cluster hash slot, so that one
+// script may touch them all on a cluster node, without renaming the key.
+//
+// A key's slot is CRC16 of its hash tag (the text between its first '{' and
+// the first '}' after it, when that text is not empty), or of the whole key.
+//
+//	keyslot.Companion("orders:42", "fence")   // "fence{orders:42}"
+//	keyslot.Companion("{orders}:42", "fence") // "{orders}:42:fence"
+package keyslot
+
+import (
+	"strings"
+	"sync"
+)
+
+// Slots is the number of hash slots of a Redis Cluster.
+const Slots = 16384
+
+// Slot returns the hash slot of key, as CLUSTER KEYSLOT computes it.
+func Slot(key string) int {
+	if tag, ok := Tag(key); ok {
+		key = tag
+	}
+	return int(crc16(key)) % Slots
+}
+
+// Tag returns key's hash tag and true, or "" and false when key has none:
+// no '{', no '}' after the first '{', or nothing between them.
+func Tag(key string) (string, bool) {
+	s := strings.IndexByte(key, '{')
+	if s < 0 {
+		return "", false
+	}
+	e := strings.IndexByte(key[s+1:], '}')
+	if e <= 0 {
+		return "", false
+	}
+	return key[s+1 : s+1+e], true
+}
+
+// Companion returns the name of key's companion called name (a word without
+// braces, such as "fence" or "queue:leases"), in key's slot. Distinct (key,
+// name) pairs give distinct names, and no companion of one key is the
+// companion of another:
+//
+//   - a key with a hash tag: key + ":" + name, which keeps the tag; these are
+//     the names a standalone node uses for every key;
+//   - a key without a tag and without '}': name + "{" + key + "}", whose tag is
+//     the whole key;
+//   - any other key (one with '}' but no tag, or the empty key): name + "{" +
+//     t + "}" + key + "}", t being a short tag of key's slot.
+//
+// The names of the last two forms end with '}', which no name of the first
+// form does, and the first '}' ends the tag, so the three never meet.
+func Companion(key, name string) string {
+	if _, ok := Tag(key); ok {
+		return key + ":" + name
+	}
+	if key != "" && !strings.Contains(key, "}") {
+		return name + "{" + key + "}"
+	}
+	return name + "{" + slotTag(Slot(key)) + "}" + key + "}"
+}
+
+// slotTag returns a short tag, without braces, whose slot is slot.
+func slotTag(slot int) string {
+	tagsOnce.Do(buildTags)
+	return tags[slot]
+}
+
+var (
+	tagsOnce sync.Once
+	tags     []string
+)
+
+// tagAlphabet spells the tags of slotTag.
+const tagAlphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+// buildTags fills tags with the first string of tagAlphabet, in order of
+// length then alphabet, that hashes to each slot. Strings of up to four
+// letters cover every slot; built once, on first need.
+func buildTags() {
+	tags = make([]string, Slots)
+	left := Slots
+	buf := make([]byte, 0, 4)
+	var walk func(n int) bool
+	walk = func(n int) bool {
+		if len(buf) == n {
+			s := string(buf)
+			if slot := int(crc16(s)) % Slots; tags[slot] == "" {
+				tags[slot] = s
+				left--
+			}
+			return left == 0
+		}
+		for i := range len(tagAlphabet) {
+			buf = append(buf, tagAlphabet[i])
+			done := walk(n)
+			buf = buf[:len(buf)-1]
+			if done {
+				return true
+			}
+		}
+		return false
+	}
+	for n := 1; n <= 4 && !walk(n); n++ {
+	}
+}
+
+// crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0), Redis
+// Cluster's key hash.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}

@@ -1,0 +1,152 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockgo/redlock/internal/keyslot"
+)
+
+// Cluster is a Redis Cluster of masters without replicas, one redis-server
+// process each, on loopback: one Redlock node made of several shards. It is
+// configured with cluster-require-full-coverage no, so that a dead master
+// fails only its own slots.
+type Cluster struct {
+	Masters []*Server
+}
+
+// StartCluster runs a cluster of n masters, the 16384 slots split evenly
+// between them in order, waits until every master reports cluster_state:ok
+// and knows every other, and stops it when t ends.
+func StartCluster(t testing.TB, n int, p Persistence) *Cluster {
+	t.Helper()
+	return StartClusters(t, 1, n, p)[0]
+}
+
+// StartClusters runs k clusters of n masters as StartCluster does, formed in
+// parallel.
+func StartClusters(t testing.TB, k, n int, p Persistence) []*Cluster {
+	t.Helper()
+	if k < 1 || n < 1 {
+		t.Fatalf("StartClusters: %d clusters of %d masters", k, n)
+	}
+	clusters := make([]*Cluster, k)
+	for i := range clusters {
+		c := &Cluster{Masters: make([]*Server, n)}
+		for j := range c.Masters {
+			s := &Server{Dir: t.TempDir(), Persistence: p}
+			s.startFresh(t, true)
+			c.Masters[j] = s
+		}
+		clusters[i] = c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for i, c := range clusters {
+		wg.Go(func() { errs[i] = c.form(ctx) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("form %d clusters of %d masters: %v", k, n, err)
+	}
+	return clusters
+}
+
+// form assigns the slots, introduces the masters to the first and waits for
+// the cluster to be ready.
+func (c *Cluster) form(ctx context.Context) error {
+	n := len(c.Masters)
+	for i, s := range c.Masters {
+		lo, hi := i*keyslot.Slots/n, (i+1)*keyslot.Slots/n-1
+		if err := s.do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi); err != nil {
+			return err
+		}
+		for _, o := range c.Masters[:i] { // a full mesh: no wait for gossip
+			if err := o.do(ctx, "CLUSTER", "MEET", "127.0.0.1", s.Port, s.BusPort); err != nil {
+				return err
+			}
+		}
+	}
+	for ctx.Err() == nil {
+		if c.ready(ctx) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready: %w", ctx.Err())
+}
+
+// ready reports whether every master says the cluster is ok and knows all
+// the masters.
+func (c *Cluster) ready(ctx context.Context) bool {
+	for _, s := range c.Masters {
+		rc := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+		info, err := rc.ClusterInfo(ctx).Result()
+		nodes, err2 := rc.ClusterNodes(ctx).Result()
+		_ = rc.Close()
+		if err != nil || err2 != nil || !strings.Contains(info, "cluster_state:ok") ||
+			strings.Count(nodes, "master") < len(c.Masters) {
+			return false
+		}
+	}
+	return true
+}
+
+// do runs one command on s with a client of its own.
+func (s *Server) do(ctx context.Context, args ...any) error {
+	rc := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	defer rc.Close()
+	if err := rc.Do(ctx, args...).Err(); err != nil {
+		return fmt.Errorf("%s on %s: %w", args[:2], s.Addr(), err)
+	}
+	return nil
+}
+
+// Addrs returns the masters' addresses, the seeds of a cluster client.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.Masters))
+	for i, s := range c.Masters {
+		addrs[i] = s.Addr()
+	}
+	return addrs
+}
+
+// Client returns a go-redis cluster client for the cluster, closed when t
+// ends. It honours context deadlines and does not retry on its own.
+func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: c.Addrs(), ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+	})
+	t.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
+// MasterOf returns the master that serves key's slot, in the split
+// StartCluster made (no resharding happens in tests).
+func (c *Cluster) MasterOf(key string) *Server {
+	n, slot := len(c.Masters), keyslot.Slot(key)
+	for i := n - 1; i > 0; i-- {
+		if slot >= i*keyslot.Slots/n { // form's ranges
+			return c.Masters[i]
+		}
+	}
+	return c.Masters[0]
+}
+
+// WriteProbe writes key on s (a cluster master) with a client of its own, which
+// succeeds once s serves key's slot as a writable master.
+func (s *Server) WriteProbe(ctx context.Context, key string) error {
+	rc := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	defer rc.Close()
+	return rc.Set(ctx, key, "1", time.Second).Err()
+}

@@ -1,0 +1,100 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockgo/redlock/pool/internal/redisurl"
+)
+
+// The scheme suffix and the seed option of a cluster URL (see FromURL).
+// There are no commas in such a URL, so it fits in the CLI's
+// comma-separated --nodes.
+const (
+	clusterSuffix = "+cluster"
+	seedOption    = "addr"
+)
+
+// clusterScheme returns rawURL's scheme without "+cluster" and true when
+// rawURL is a cluster URL.
+func clusterScheme(rawURL string) (string, bool) {
+	scheme, _, ok := strings.Cut(rawURL, "://")
+	if !ok || !strings.HasSuffix(strings.ToLower(scheme), clusterSuffix) {
+		return "", false
+	}
+	return scheme[:len(scheme)-len(clusterSuffix)], true
+}
+
+// parseClusterURL returns the go-redis options of a cluster URL, and the URL
+// without userinfo and query, for messages ("" when it does not parse).
+func parseClusterURL(rawURL string, opts []URLOption) (*redis.ClusterOptions, string, error) {
+	base, _ := clusterScheme(rawURL)
+	plain := base + rawURL[len(base)+len(clusterSuffix):] // the same URL with scheme redis or rediss
+	u, err := redisurl.Parse(plain)
+	if err != nil {
+		return nil, "", err
+	}
+	safe := u.Scheme + clusterSuffix + strings.TrimPrefix(redisurl.Redacted(u), u.Scheme)
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, safe, err // redisurl.ParseQuery explains it below
+	}
+	first := u.Host
+	if u.Port() == "" {
+		first = net.JoinHostPort(u.Hostname(), "6379")
+	}
+	seeds := append([]string{first}, q[seedOption]...)
+	q.Del(seedOption)
+	if q.Has("db") || strings.Trim(u.Path, "/") != "" {
+		return nil, safe, errors.New("a cluster has no db: leave out db and the path")
+	}
+	seen := map[string]bool{}
+	for _, s := range seeds {
+		if err := checkSeed(s); err != nil {
+			return nil, safe, err
+		}
+		if seen[nodeKey(s)] {
+			return nil, safe, fmt.Errorf("seed %s given twice", s)
+		}
+		seen[nodeKey(s)] = true
+	}
+	u.RawQuery = q.Encode()
+	ropts, err := goRedisOptions(u, u.String(), opts)
+	if err != nil {
+		return nil, safe, err
+	}
+	return clusterOptions(ropts, seeds), safe, nil
+}
+
+// checkSeed checks an addr: a host and a port from 1 to 65535.
+func checkSeed(s string) error {
+	u, err := url.Parse("redis://" + s)
+	if err != nil || u.Host != s || u.Hostname() == "" || u.Port() == "" {
+		return fmt.Errorf("option %s: %s: want host:port", seedOption, redisurl.Quote(s))
+	}
+	_, err = redisurl.Parse("redis://" + s)
+	return err
+}
+
+// clusterOptions returns cluster options with the settings of o (made by
+// goRedisOptions: context deadlines honoured, no retries) and the seeds.
+func clusterOptions(o *redis.Options, seeds []string) *redis.ClusterOptions {
+	return &redis.ClusterOptions{
+		Addrs: seeds, ClientName: o.ClientName, Protocol: o.Protocol,
+		Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig, Dialer: o.Dialer,
+		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		ContextTimeoutEnabled: o.ContextTimeoutEnabled, MaxRetries: o.MaxRetries, DialerRetries: o.DialerRetries,
+		PoolFIFO: o.PoolFIFO, PoolSize: o.PoolSize, PoolTimeout: o.PoolTimeout,
+		MinIdleConns: o.MinIdleConns, MaxIdleConns: o.MaxIdleConns, MaxActiveConns: o.MaxActiveConns,
+		MaxConcurrentDials: o.MaxConcurrentDials, ConnMaxIdleTime: o.ConnMaxIdleTime,
+		ConnMaxLifetime: o.ConnMaxLifetime, ConnMaxLifetimeJitter: o.ConnMaxLifetimeJitter,
+		PipelinePoolSize:        o.PipelinePoolSize,
+		PipelineReadBufferSize:  o.PipelineReadBufferSize,
+		PipelineWriteBufferSize: o.PipelineWriteBufferSize,
+	}
+}

@@ -1,0 +1,266 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// These tests run on real Redis Clusters: each Redlock node is a cluster of
+// masters, one redis-server process per shard (redistest.StartCluster).
+
+// clusterNodes starts n clusters of m masters and returns them with one pool
+// each, made by pool.New over a go-redis ClusterClient.
+func clusterNodes(t *testing.T, n, m int) ([]*redistest.Cluster, []pool.Pool) {
+	t.Helper()
+	t.Cleanup(func() { awaitDialProbes(t) }) // runs last, after the clients closed
+	clusters := redistest.StartClusters(t, n, m, redistest.NoPersistence)
+	pools := make([]pool.Pool, n)
+	for i := range clusters {
+		addrs := clusters[i].Addrs()
+		p, err := pool.FromURL("redis+cluster://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr="))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		pools[i] = p
+	}
+	return clusters, pools
+}
+
+// awaitDialProbes waits until go-redis's dial probes have ended: a client
+// pool whose dials all failed (a killed shard) probes its node once a second
+// until the pool is closed and the probe wakes, up to a second after Close.
+func awaitDialProbes(t *testing.T) {
+	buf := make([]byte, 1<<20)
+	assert.Eventually(t, func() bool {
+		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*ConnPool).tryDial")
+	}, 5*time.Second, 20*time.Millisecond, "go-redis dial probes end after Close")
+}
+
+// clusterKeys are lock keys over many slots, among them keys with hash tags
+// of their own and keys with braces that make no tag.
+func clusterKeys() []string {
+	keys := []string{"{orders}:1", "{orders}:2", "x{y}z", "a}b", "{}", "{}{t}", "a{b", "}{"}
+	for i := range 24 {
+		keys = append(keys, fmt.Sprintf("res:%d", i))
+	}
+	return keys
+}
+
+// requireInSlot checks on every cluster that CLUSTER KEYSLOT puts the
+// companion key in key's slot, and that it exists on a majority (a node may
+// have missed the writes, as the lock allows).
+func requireInSlot(t *testing.T, clusters []*redistest.Cluster, key, companion string) {
+	t.Helper()
+	exists := 0
+	for _, cl := range clusters {
+		c := cl.Client(t)
+		want, err := c.ClusterKeySlot(bg(), key).Result()
+		require.NoError(t, err)
+		got, err := c.ClusterKeySlot(bg(), companion).Result()
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%q is in the slot of %q", companion, key)
+		require.Equal(t, int64(keyslot.Slot(key)), want, "keyslot.Slot(%q)", key)
+		n, err := c.Exists(bg(), companion).Result()
+		require.NoError(t, err)
+		exists += int(n)
+	}
+	require.Greater(t, exists, len(clusters)/2, "%q exists on a majority", companion)
+}
+
+func TestRealClusterLocksFencesQueuesAndGrantsOverManySlots(t *testing.T) {
+	clusters, pools := clusterNodes(t, 3, 3)
+	a := newClient(t, pools)
+	b := newClient(t, pools)
+	keys := clusterKeys()
+	slots := map[int]bool{}
+	for _, key := range keys {
+		slots[keyslot.Slot(key)] = true
+	}
+	require.Greater(t, len(slots), 20, "the keys spread over many slots")
+
+	t.Run("plain and extended", func(t *testing.T) {
+		for _, key := range keys {
+			l, err := a.TryLock(bg(), key, 10*time.Second)
+			require.NoError(t, err, key)
+			_, err = b.TryLock(bg(), key, 10*time.Second)
+			require.ErrorIs(t, err, redlock.ErrNotObtained, key)
+			require.NoError(t, l.Extend(bg(), 10*time.Second), key)
+			require.NoError(t, l.Unlock(bg()), key)
+		}
+	})
+	t.Run("fenced", func(t *testing.T) {
+		for _, key := range keys {
+			var last uint64
+			for range 3 {
+				l, err := a.TryLock(bg(), key, 10*time.Second, redlock.WithFencing())
+				require.NoError(t, err, key)
+				require.Greater(t, l.Fence(), last, "fences of %q increase", key)
+				last = l.Fence()
+				require.NoError(t, l.Unlock(bg()))
+			}
+			requireInSlot(t, clusters, key, redlock.ClusterFenceKey(key))
+		}
+		// A key with a hash tag keeps the counter name it had.
+		assert.Equal(t, redlock.FenceKey("{orders}:1"), redlock.ClusterFenceKey("{orders}:1"))
+	})
+	t.Run("fair", func(t *testing.T) {
+		for _, key := range keys {
+			l, err := a.TryLock(bg(), key, 10*time.Second, redlock.WithFairness())
+			require.NoError(t, err, key)
+			require.NoError(t, l.Unlock(bg()), key)
+		}
+	})
+	t.Run("a release wakes a waiter of another Client within a second", func(t *testing.T) {
+		releaseWakes(t, clusters, pools, "res:1", "{orders}:7", "a}b", "res:2")
+	})
+	// Every call went straight to the shard that owns its key: no master
+	// ever answered MOVED or ASK (Redis counts the errors it replies).
+	for i, cl := range clusters {
+		for _, m := range cl.Masters {
+			info, err := m.Client(t).Info(bg(), "errorstats").Result()
+			require.NoError(t, err)
+			assert.NotContains(t, info, "errorstat_MOVED", "node %d master %s redirected", i, m.Addr())
+			assert.NotContains(t, info, "errorstat_ASK", "node %d master %s redirected", i, m.Addr())
+			assert.NotContains(t, info, "errorstat_CROSSSLOT", "node %d master %s", i, m.Addr())
+		}
+	}
+}
+
+// requireClusterQueued waits until a waiter has queued for key on every
+// cluster where the holder's token is set.
+func requireClusterQueued(t *testing.T, clusters []*redistest.Cluster, key, holder string) {
+	t.Helper()
+	queue := keyslot.Companion(key, "queue")
+	require.Eventually(t, func() bool {
+		for _, cl := range clusters {
+			c := cl.Client(t)
+			if c.Get(bg(), key).Val() == holder && c.ZCard(bg(), queue).Val() < 1 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 5*time.Millisecond, "a waiter queued for %q", key)
+}
+
+// releaseWakes checks that a waiter in another Client, whose own rounds come
+// every 30s, gets each key within a second of its release: only the grant,
+// heard through the cluster, can wake it so soon.
+func releaseWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool, keys ...string) {
+	holder := defaultClient(t, pools)
+	waiter := defaultClient(t, pools)
+	slow := redlock.WithRetry(redlock.ConstantBackoff(30 * time.Second))
+	for _, key := range keys {
+		l, err := holder.TryLock(bg(), key, faultTTL)
+		require.NoError(t, err, key)
+		holder.WaitIdle()
+		got := make(chan outcome, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+			defer cancel()
+			l, err := waiter.Lock(ctx, key, faultTTL, slow)
+			got <- outcome{l, err, time.Now()}
+		}()
+		requireClusterQueued(t, clusters, key, l.Token())
+		released := time.Now()
+		require.NoError(t, l.Unlock(bg()))
+		o := <-got
+		require.NoError(t, o.err, key)
+		assert.Less(t, o.at.Sub(released), bound, "%q: the waiter got the lock %v after the release", key, o.at.Sub(released))
+		require.NoError(t, o.l.Unlock(bg()))
+	}
+}
+
+// keysOfShard returns n keys whose slot is served by the shard-th master of
+// every cluster (redistest.StartCluster splits the slots the same way).
+func keysOfShard(t *testing.T, cl *redistest.Cluster, shard, n int) []string {
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
+		key := fmt.Sprintf("shard-key:%d", i)
+		if cl.MasterOf(key) == cl.Masters[shard] {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+func TestRealClusterShardMasterKilledMidRun(t *testing.T) {
+	clusters, pools := clusterNodes(t, 3, 3)
+	c := newClient(t, pools)
+	dead := keysOfShard(t, clusters[0], 0, 4)
+	live := append(keysOfShard(t, clusters[0], 1, 4), keysOfShard(t, clusters[0], 2, 4)...)
+
+	// Locks on the other shards' keys run on, before, during and after the
+	// kills, and none fails.
+	stop := make(chan struct{})
+	failures := make(chan error, 1000)
+	done := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			key := live[n%len(live)]
+			l, err := c.TryLock(bg(), key, 10*time.Second)
+			if err == nil {
+				err = l.Unlock(bg())
+			}
+			if err != nil {
+				failures <- fmt.Errorf("%s: %w", key, err)
+			}
+			n++
+		}
+	}()
+
+	// Shard 0 of node 0 dies: its keys still lock, on nodes 1 and 2.
+	clusters[0].Masters[0].Kill()
+	for _, key := range dead {
+		l, err := c.TryLock(bg(), key, 10*time.Second)
+		require.NoError(t, err, "%q: two of three nodes are a majority", key)
+		for i, cl := range clusters[1:] {
+			require.Equal(t, l.Token(), cl.Client(t).Get(bg(), key).Val(), "node %d holds %q", i+1, key)
+		}
+		require.NoError(t, l.Unlock(bg()))
+	}
+	// Shard 0 of node 1 dies too: its keys have one node left, and fail.
+	clusters[1].Masters[0].Kill()
+	for _, key := range dead {
+		_, err := c.TryLock(bg(), key, 10*time.Second)
+		require.ErrorIs(t, err, redlock.ErrNotObtained, key)
+		var qe *redlock.QuorumError
+		require.ErrorAs(t, err, &qe)
+		assert.LessOrEqual(t, qe.Agreed, 1, "only node 2 serves %q", key)
+		c2 := clusters[2].Client(t)
+		require.Eventually(t, func() bool { return c2.Exists(bg(), key).Val() == 0 },
+			10*time.Second, 5*time.Millisecond, "the failed attempt released %q", key)
+	}
+	// The dead masters were the first seeds of their clusters: with node 2's
+	// gone too, new Clients' listeners must all move on to the next seed
+	// for the grants to arrive.
+	clusters[2].Masters[0].Kill()
+	t.Run("grants with the first seeds dead", func(t *testing.T) {
+		// Keys of the live shards that the background locks do not use.
+		releaseWakes(t, clusters, pools, keysOfShard(t, clusters[2], 1, 5)[4], keysOfShard(t, clusters[2], 2, 5)[4])
+	})
+	close(stop)
+	n := <-done
+	close(failures)
+	for err := range failures {
+		t.Errorf("a lock on a live shard failed: %v", err)
+	}
+	assert.Greater(t, n, 10, "locks ran on the live shards throughout")
+}
