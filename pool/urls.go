@@ -48,7 +48,7 @@ func FromURLs(rawURLs []string, opts ...URLOption) ([]Pool, error) {
 	}
 	pools := make([]Pool, len(all))
 	for i, ropts := range all {
-		pools[i] = newGoRedis(redis.NewClient(ropts), true)
+		pools[i] = newIdentified(ropts)
 	}
 	return pools, nil
 }

@@ -28,6 +28,9 @@ type Client struct {
 	cfg    config
 	minTTL time.Duration // the shortest TTL with validity after drift
 
+	quarantine time.Duration // see WithQuarantine; 0: off
+	trust      trust         // what was reported of each node (quarantine.go)
+
 	mu      sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
 	closed  bool
 	closing chan struct{} // closed by Close: stops waiters and auto-extensions
@@ -83,7 +86,10 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		cfg:     cfg,
 		minTTL:  lo,
 		closing: make(chan struct{}),
+
+		quarantine: quarantineFor(cfg),
 	}
+	c.grants.counts = c.grantCounts
 	c.grants.channel = grantChannelPrefix + newToken()
 	c.done = c.wg.Done
 	return c, nil
@@ -300,12 +306,13 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	slots := c.order.takeAll(key, l.token, true, nil, len(c.pools))
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				if lc.fencing {
 					return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
 				}
 				return c.pools[i].SetNX(ctx, key, l.token, ttl)
 			})
+			return c.counts(ctx, i, ok, err)
 		},
 		func(v fanout.Vote, _ bool) {
 			// A straggler: its SET may have landed after the decision. If

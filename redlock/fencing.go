@@ -86,13 +86,14 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
 	res2 := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.FenceRaise, []string{l.key, FenceKey(l.key)}, l.token, arg)
 				if err != nil {
 					return false, err
 				}
 				return asInt(r) == 1, nil
 			})
+			return c.counts(ctx, i, ok, err)
 		}, nil)
 	if !res2.Reached {
 		qe := c.quorumError("lock", ErrNotObtained, res2)
@@ -112,7 +113,7 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, FenceKey(l.key)}, l.token)
 				if err != nil || r == nil {
 					return false, err
@@ -125,6 +126,7 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 				counters[i] = n
 				return true, nil
 			})
+			return c.counts(ctx, i, ok, err)
 		}, nil)
 	if !res.Reached {
 		qe := c.quorumError("lock", ErrNotObtained, res)

@@ -141,7 +141,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.Extend, []string{l.key}, l.token, ttl.Milliseconds())
 				if err != nil {
 					return false, err
@@ -149,6 +149,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 				absent[i] = asInt(r) == scripts.ExtendAbsent
 				return asInt(r) == scripts.ExtendExtended, nil
 			})
+			return c.counts(ctx, i, ok, err)
 		},
 		func(v fanout.Vote, _ bool) {
 			<-decided

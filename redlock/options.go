@@ -36,6 +36,7 @@ type config struct {
 	clock       clock.Clock
 	lockOpts    []LockOption
 	observers   []Observer
+	quarantine  *time.Duration // nil: the default (quarantine.go)
 	err         error
 }
 

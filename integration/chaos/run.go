@@ -239,7 +239,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 	for _, tm := range cfg.teams() {
 		keys = append(keys, tm.keys...)
 		for range tm.clients {
-			client := c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout))
+			client := c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithQuarantine(cfg.quarantine()))
 			for range tm.perClient {
 				i := len(workers)
 				workers = append(workers, &worker{id: i, client: client,
@@ -327,4 +327,16 @@ func (r Result) log(logf func(string, ...any)) {
 		}
 		logf("chaos: VIOLATION fence: %v", v)
 	}
+}
+
+// quarantine is the clients' restart quarantine (redlock.WithQuarantine):
+// the longest TTL of the safe run's locks plus its drift allowance and a
+// second, so that a node restarted empty counts again only once every key
+// it forgot has expired; off in the unsafe run, whose amnesia rounds show
+// the hazard the quarantine prevents.
+func (c Config) quarantine() time.Duration {
+	if c.Unsafe {
+		return 0
+	}
+	return c.TTL + c.TTL/100 + time.Second
 }
