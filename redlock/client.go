@@ -30,6 +30,7 @@ type Client struct {
 
 	quarantine time.Duration // see WithQuarantine; 0: off
 	trust      trust         // what was reported of each node (quarantine.go)
+	clocks     *clockWatch   // nil without WithClockCheck
 
 	mu      sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
 	closed  bool
@@ -90,6 +91,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		quarantine: quarantineFor(cfg),
 	}
 	c.grants.counts = c.grantCounts
+	c.startClockCheck()
 	c.grants.channel = grantChannelPrefix + newToken()
 	c.done = c.wg.Done
 	return c, nil
@@ -136,6 +138,7 @@ func (c *Client) stop() {
 	}
 	c.mu.Unlock()
 	c.grants.close()
+	c.clocks.stop()
 	c.wg.Wait()
 }
 

@@ -47,6 +47,10 @@ var (
 	// never in an operation's error) for a node whose age the Client
 	// cannot read, so that it cannot quarantine it: the node counts.
 	ErrNodeUnverified = errors.New("redlock: node age unknown")
+	// ErrNodeClock is the per-node cause when a node said yes but its
+	// clock was seen running fast or jumping forward beyond the drift
+	// allowance (WithClockCheck): it may expire keys early.
+	ErrNodeClock = errors.New("redlock: node clock beyond the drift bound")
 )
 
 // NodeError is one node's failure within an operation. It is reachable with

@@ -36,10 +36,15 @@ const (
 	// the node counts. Reported once per run of the node; Err is a
 	// *NodeError wrapping ErrNodeUnverified, Key is empty.
 	NodeUnverified
+	// NodeClockFault: a node's clock advanced faster than the drift
+	// allowance permits (WithClockCheck); it does not count for a while.
+	// Err is a *NodeError wrapping ErrNodeClock that states the measured
+	// rate; Key is empty.
+	NodeClockFault
 )
 
 var kindNames = [...]string{"", "acquired", "not_obtained", "extended", "extend_failed", "lost", "released", "release_failed",
-	"node_quarantined", "node_unverified"}
+	"node_quarantined", "node_unverified", "node_clock_fault"}
 
 // String returns the kind in snake case, as used in logs and metric labels.
 func (k EventKind) String() string {
@@ -146,7 +151,7 @@ func logLevel(e Event) slog.Level {
 			return slog.LevelWarn
 		}
 		return slog.LevelDebug
-	case ExtendFailed, ReleaseFailed, NodeQuarantined, NodeUnverified:
+	case ExtendFailed, ReleaseFailed, NodeQuarantined, NodeUnverified, NodeClockFault:
 		return slog.LevelWarn
 	case Lost:
 		return slog.LevelError

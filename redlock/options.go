@@ -37,6 +37,7 @@ type config struct {
 	lockOpts    []LockOption
 	observers   []Observer
 	quarantine  *time.Duration // nil: the default (quarantine.go)
+	clockEvery  time.Duration  // 0: no clock check (clockcheck.go)
 	err         error
 }
 

@@ -72,10 +72,35 @@ func (c *Client) counts(ctx context.Context, i int, ok bool, err error) (bool, e
 	if !ok || err != nil {
 		return ok, err
 	}
-	if qerr := c.quarantined(ctx, i); qerr != nil {
-		return false, qerr
+	if uerr := c.untrusted(ctx, i); uerr != nil {
+		return false, uerr
 	}
 	return true, nil
+}
+
+// untrusted returns why node i must not count (a quarantine, a clock
+// fault), or nil.
+func (c *Client) untrusted(ctx context.Context, i int) error {
+	if err := c.quarantined(ctx, i); err != nil {
+		return err
+	}
+	return c.clocks.suspect(i, c.cfg.clock.Now())
+}
+
+// startClockCheck starts the clock readings of WithClockCheck; Close stops
+// them. A node out for a clock fault stays out for the quarantine, or
+// MaxTTL and its drift when the quarantine is off.
+func (c *Client) startClockCheck() {
+	if c.cfg.clockEvery == 0 {
+		return
+	}
+	hold := c.quarantine
+	if hold == 0 {
+		hold = MaxTTL + c.drift(MaxTTL)
+	}
+	c.clocks = newClockWatch(len(c.pools), c.cfg.driftFactor, hold)
+	c.clocks.running.Add(1)
+	go c.watchClocks()
 }
 
 // quarantined returns an error wrapping ErrNodeQuarantined when node i may
@@ -131,5 +156,5 @@ func (c *Client) note(ctx context.Context, i int, kind EventKind, runID string, 
 // the identity read here is that run's. A dropped grant is not lost: the
 // waiter's next round to the node hears it again, and counts it or not.
 func (c *Client) grantCounts(i int) bool {
-	return c.quarantined(context.Background(), i) == nil
+	return c.untrusted(context.Background(), i) == nil
 }
