@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -233,13 +234,18 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		stats   stats
 		faults  faultLog
 		victims = make(chan amnesia)
+		// nodeEvents counts what the clients reported of the nodes: every
+		// quarantined run, and every clock fault (the nodes share the
+		// host's clock, so any is a false alarm).
+		nodeEvents nodeReports
 		keys    []string
 		workers []*worker
 	)
 	for _, tm := range cfg.teams() {
 		keys = append(keys, tm.keys...)
 		for range tm.clients {
-			client := c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithQuarantine(cfg.quarantine()))
+			client := c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithQuarantine(cfg.quarantine()),
+				redlock.WithClockCheck(clockCheckEvery), redlock.WithObserver(&nodeEvents))
 			for range tm.perClient {
 				i := len(workers)
 				workers = append(workers, &worker{id: i, client: client,
@@ -283,6 +289,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		Failed: stats.failed.Load(), Skipped: stats.skipped.Load(), ReadErrors: stats.readErrs.Load(),
 		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), Elapsed: time.Since(start)}
 	res.log(cfg.Logf)
+	cfg.Logf("chaos: the clients reported %d quarantined node runs and %d clock faults", nodeEvents.quarantined.Load(), nodeEvents.clock.Load())
 	if len(res.Overlaps) > 0 {
 		first := slices.MinFunc(res.Overlaps, func(a, b Overlap) int { return a.B.Start.Compare(b.B.Start) })
 		cfg.Logf("chaos: first overlap %v after the clients started", first.B.Start.Sub(start).Round(time.Millisecond))
@@ -339,4 +346,23 @@ func (c Config) quarantine() time.Duration {
 		return 0
 	}
 	return c.TTL + c.TTL/100 + time.Second
+}
+
+// clockCheckEvery is how often each client reads every node's clock
+// (redlock.WithClockCheck).
+const clockCheckEvery = 250 * time.Millisecond
+
+// nodeReports counts the clients' events about nodes.
+type nodeReports struct {
+	quarantined, clock atomic.Int64
+}
+
+// Observe implements redlock.Observer.
+func (n *nodeReports) Observe(_ context.Context, e redlock.Event) {
+	switch e.Kind {
+	case redlock.NodeQuarantined:
+		n.quarantined.Add(1)
+	case redlock.NodeClockFault:
+		n.clock.Add(1)
+	}
 }
