@@ -238,8 +238,8 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		// quarantined run, and every clock fault (the nodes share the
 		// host's clock, so any is a false alarm).
 		nodeEvents nodeReports
-		keys    []string
-		workers []*worker
+		keys       []string
+		workers    []*worker
 	)
 	for _, tm := range cfg.teams() {
 		keys = append(keys, tm.keys...)
