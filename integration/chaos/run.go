@@ -245,7 +245,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		keys = append(keys, tm.keys...)
 		for range tm.clients {
 			client := c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithQuarantine(cfg.quarantine()),
-				redlock.WithClockCheck(clockCheckEvery), redlock.WithObserver(&nodeEvents))
+				redlock.WithClockCheck(cfg.clockCheck()), redlock.WithObserver(&nodeEvents))
 			for range tm.perClient {
 				i := len(workers)
 				workers = append(workers, &worker{id: i, client: client,
@@ -348,9 +348,15 @@ func (c Config) quarantine() time.Duration {
 	return c.TTL + c.TTL/100 + time.Second
 }
 
-// clockCheckEvery is how often each client reads every node's clock
-// (redlock.WithClockCheck).
-const clockCheckEvery = 250 * time.Millisecond
+// clockCheck is how often each client reads every node's clock
+// (redlock.WithClockCheck): every 250ms in the safe run, never in the
+// unsafe one, whose clients run without the protections.
+func (c Config) clockCheck() time.Duration {
+	if c.Unsafe {
+		return 0
+	}
+	return 250 * time.Millisecond
+}
 
 // nodeReports counts the clients' events about nodes.
 type nodeReports struct {
