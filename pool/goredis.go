@@ -59,6 +59,7 @@ type goRedis struct {
 	addr         string
 	ctxDeadlines bool
 	owned        bool
+	ident        *identityCell // nil for New: see Identity
 }
 
 func (g *goRedis) Addr() string { return g.addr }

@@ -67,7 +67,7 @@ func fromURL(rawURL string, opts []URLOption) (Pool, error) {
 	case err != nil:
 		return nil, fmt.Errorf("pool: invalid URL %q: %w", safe, err)
 	}
-	return newGoRedis(redis.NewClient(ropts), true), nil
+	return newIdentified(ropts), nil
 }
 
 // parseURL returns the go-redis options for rawURL and opts, and rawURL

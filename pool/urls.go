@@ -29,7 +29,7 @@ func FromURLs(rawURLs []string, opts ...URLOption) ([]Pool, error) {
 	if len(rawURLs) == 0 {
 		return nil, errors.New("pool: no URLs")
 	}
-	all := make([]func() redis.UniversalClient, len(rawURLs))
+	all := make([]func() Pool, len(rawURLs))
 	seen := make(map[string]int, len(rawURLs))
 	for i, rawURL := range rawURLs {
 		addrs, safe, err := parseAny(rawURL, opts, &all[i])
@@ -49,28 +49,28 @@ func FromURLs(rawURLs []string, opts ...URLOption) ([]Pool, error) {
 		}
 	}
 	pools := make([]Pool, len(all))
-	for i, client := range all {
-		pools[i] = newGoRedis(client(), true)
+	for i, open := range all {
+		pools[i] = open()
 	}
 	return pools, nil
 }
 
 // parseAny parses a node's URL or a cluster URL, and returns the addresses
-// it names (a cluster's seeds) and how to make its client.
-func parseAny(rawURL string, opts []URLOption, client *func() redis.UniversalClient) ([]string, string, error) {
+// it names (a cluster's seeds) and how to make its Pool.
+func parseAny(rawURL string, opts []URLOption, open *func() Pool) ([]string, string, error) {
 	if _, ok := clusterScheme(rawURL); ok {
 		copts, safe, err := parseClusterURL(rawURL, opts)
 		if err != nil {
 			return nil, safe, err
 		}
-		*client = func() redis.UniversalClient { return redis.NewClusterClient(copts) }
+		*open = func() Pool { return newGoRedis(redis.NewClusterClient(copts), true) }
 		return copts.Addrs, safe, nil
 	}
 	ropts, safe, err := parseURL(rawURL, opts)
 	if err != nil {
 		return nil, safe, err
 	}
-	*client = func() redis.UniversalClient { return redis.NewClient(ropts) }
+	*open = func() Pool { return newIdentified(ropts) }
 	return []string{ropts.Addr}, safe, nil
 }
 

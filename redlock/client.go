@@ -27,7 +27,10 @@ type Client struct {
 	cfg    config
 	minTTL time.Duration // the shortest TTL with validity after drift
 
-	cluster []bool // which pools are Redis Clusters: see queueKeys
+	cluster    []bool        // which pools are Redis Clusters: see releaseKeys
+	quarantine time.Duration // see WithQuarantine; 0: off
+	trust      trust         // what was reported of each node (quarantine.go)
+	clocks     *clockWatch   // nil without WithClockCheck
 
 	mu      sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
 	closed  bool
@@ -88,7 +91,11 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		cfg:     cfg,
 		minTTL:  lo,
 		closing: make(chan struct{}),
+
+		quarantine: quarantineFor(cfg),
 	}
+	c.grants.counts = c.grantCounts
+	c.startClockCheck()
 	c.grants.channel = grantChannelPrefix + newToken()
 	c.done = c.wg.Done
 	return c, nil
@@ -150,6 +157,7 @@ func (c *Client) stop() {
 	}
 	c.mu.Unlock()
 	c.grants.close()
+	c.clocks.stop()
 	c.wg.Wait()
 }
 
@@ -328,12 +336,13 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	slots := c.order.takeAll(key, l.token, true, nil, len(c.pools))
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				if lc.fencing {
 					return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
 				}
 				return c.pools[i].SetNX(ctx, key, l.token, ttl)
 			})
+			return c.counts(ctx, i, ok, err)
 		},
 		func(v fanout.Vote, _ bool) {
 			// A straggler: its SET may have landed after the decision. If

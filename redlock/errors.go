@@ -38,6 +38,19 @@ var (
 	// agreed too late). Its outcome is unknown; the Client cleans up after
 	// it when it answers.
 	ErrPending = errors.New("redlock: no answer before the decision")
+	// ErrNodeQuarantined is the per-node cause when a node said yes but
+	// restarted less than the quarantine ago without persisting every
+	// write (WithQuarantine): it may have forgotten a lock that is still
+	// valid, so its yes does not count.
+	ErrNodeQuarantined = errors.New("redlock: node quarantined after a restart")
+	// ErrNodeUnverified is the cause reported (in a NodeUnverified event,
+	// never in an operation's error) for a node whose age the Client
+	// cannot read, so that it cannot quarantine it: the node counts.
+	ErrNodeUnverified = errors.New("redlock: node age unknown")
+	// ErrNodeClock is the per-node cause when a node said yes but its
+	// clock was seen running fast or jumping forward beyond the drift
+	// allowance (WithClockCheck): it may expire keys early.
+	ErrNodeClock = errors.New("redlock: node clock beyond the drift bound")
 )
 
 // NodeError is one node's failure within an operation. It is reachable with

@@ -88,9 +88,10 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
 	res2 := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				return l.raiseFenceOn(ctx, i, arg)
 			})
+			return c.counts(ctx, i, ok, err)
 		}, nil)
 	if !res2.Reached {
 		qe := c.quorumError("lock", ErrNotObtained, res2)
@@ -110,7 +111,7 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, c.fenceKey(i, l.key)}, l.token)
 				if err != nil || r == nil {
 					return false, err
@@ -123,6 +124,7 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 				counters[i] = n
 				return true, nil
 			})
+			return c.counts(ctx, i, ok, err)
 		}, nil)
 	if !res.Reached {
 		qe := c.quorumError("lock", ErrNotObtained, res)

@@ -25,6 +25,7 @@ import (
 // their next round.
 type grants struct {
 	channel string
+	counts  func(i int) bool // whether node i's grants count (quarantine.go)
 
 	mu      sync.Mutex
 	inbox   map[string]*waiter // by token
@@ -63,7 +64,7 @@ func (g *grants) deliver(token string, i, seq int) {
 	g.mu.Lock()
 	w := g.inbox[token]
 	g.mu.Unlock()
-	if w != nil {
+	if w != nil && (g.counts == nil || g.counts(i)) {
 		w.deliver(i, seq)
 	}
 }

@@ -155,7 +155,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := l.extendOn(ctx, i, ttl)
 				if err != nil {
 					return false, err
@@ -163,6 +163,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 				absent[i] = r == scripts.ExtendAbsent
 				return r == scripts.ExtendExtended, nil
 			})
+			return c.counts(ctx, i, ok, err)
 		},
 		func(v fanout.Vote, _ bool) {
 			<-decided

@@ -26,9 +26,25 @@ const (
 	Released
 	// ReleaseFailed: Unlock did not reach a majority.
 	ReleaseFailed
+	// NodeQuarantined: a node restarted without persisting every write and
+	// does not count until its quarantine ends (WithQuarantine). Reported
+	// once per run of the node; Err is a *NodeError wrapping
+	// ErrNodeQuarantined, Key is empty.
+	NodeQuarantined
+	// NodeUnverified: the Client cannot read a node's age (INFO hidden, or
+	// a Pool that does not tell it), so the quarantine cannot apply to it;
+	// the node counts. Reported once per run of the node; Err is a
+	// *NodeError wrapping ErrNodeUnverified, Key is empty.
+	NodeUnverified
+	// NodeClockFault: a node's clock advanced faster than the drift
+	// allowance permits (WithClockCheck); it does not count for a while.
+	// Err is a *NodeError wrapping ErrNodeClock that states the measured
+	// rate; Key is empty.
+	NodeClockFault
 )
 
-var kindNames = [...]string{"", "acquired", "not_obtained", "extended", "extend_failed", "lost", "released", "release_failed"}
+var kindNames = [...]string{"", "acquired", "not_obtained", "extended", "extend_failed", "lost", "released", "release_failed",
+	"node_quarantined", "node_unverified", "node_clock_fault"}
 
 // String returns the kind in snake case, as used in logs and metric labels.
 func (k EventKind) String() string {
@@ -136,7 +152,7 @@ func logLevel(e Event) slog.Level {
 			return slog.LevelWarn
 		}
 		return slog.LevelDebug
-	case ExtendFailed, ReleaseFailed:
+	case ExtendFailed, ReleaseFailed, NodeQuarantined, NodeUnverified, NodeClockFault:
 		return slog.LevelWarn
 	case Lost:
 		return slog.LevelError

@@ -36,6 +36,8 @@ type config struct {
 	clock       clock.Clock
 	lockOpts    []LockOption
 	observers   []Observer
+	quarantine  *time.Duration // nil: the default (quarantine.go)
+	clockEvery  time.Duration  // 0: no clock check (clockcheck.go)
 	err         error
 }
 

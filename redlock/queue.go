@@ -44,6 +44,9 @@ func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
 			}
 			return true, parseEnqueue(v, &r)
 		})
+		if r.err == nil && (r.code == scripts.EnqueueSet || r.code == scripts.EnqueueGranted) {
+			r.err = c.untrusted(ctx, i) // the node holds our token, but must not count
+		}
 		w.replies <- r // one slot per node, and one round in flight per node
 	}()
 }

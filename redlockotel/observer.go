@@ -118,9 +118,15 @@ func New(opts ...Option) (*Observer, error) {
 }
 
 // Observe records e: it updates the metrics and ends a span for it. It
-// implements redlock.Observer.
+// implements redlock.Observer. Events about a node rather than a lock
+// (NodeQuarantined, NodeUnverified, NodeClockFault: once per node run, not
+// per operation) are not recorded; redlock.WithLogger logs them.
 func (o *Observer) Observe(ctx context.Context, e redlock.Event) {
 	if o == nil {
+		return
+	}
+	switch e.Kind {
+	case redlock.NodeQuarantined, redlock.NodeUnverified, redlock.NodeClockFault:
 		return
 	}
 	why := ""

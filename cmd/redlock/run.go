@@ -17,7 +17,7 @@ import (
 )
 
 const runUsage = `Usage: redlock run [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D]
-                   [--node-timeout D] -- COMMAND [ARG...]
+                   [--node-timeout D] [--quarantine D] -- COMMAND [ARG...]
 
 Takes the lock KEY on a majority of the nodes, runs COMMAND while keeping the
 lock alive, releases the lock when COMMAND exits, and exits with COMMAND's
@@ -51,6 +51,10 @@ Flags:
                       outlive the lock.
   --node-timeout D    bound on each call to one node
                       (default: min(TTL/20, 500ms))
+  --quarantine D      how long a node that restarted without persisting
+                      every write stays out of the majority: the longest TTL
+                      any client of these nodes uses, plus 1%; 0 turns the
+                      check off (default: 24h14m24s, for any TTL)
 
 Exit codes:
   N      COMMAND's exit code; 128+n when COMMAND was killed by signal n
@@ -91,6 +95,7 @@ type runner struct {
 	key              string
 	ttl, wait, grace time.Duration
 	nodeTimeout      time.Duration
+	quarantine       *time.Duration // nil: the library's default
 	argv             []string
 	pools            []pool.Pool
 
@@ -113,7 +118,11 @@ func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer closeNodes(r.pools)
 	r.extended = make(chan struct{}, 1)
-	c, err := redlock.New(r.pools, redlock.WithNodeTimeout(r.nodeTimeout), redlock.WithObserver(r))
+	opts := []redlock.Option{redlock.WithNodeTimeout(r.nodeTimeout), redlock.WithObserver(r)}
+	if r.quarantine != nil {
+		opts = append(opts, redlock.WithQuarantine(*r.quarantine))
+	}
+	c, err := redlock.New(r.pools, opts...)
 	if err != nil {
 		return usageError(stderr, "run", "%v", err)
 	}
@@ -144,6 +153,7 @@ func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 type runFlags struct {
 	nodes                         *urlList
 	ttl, wait, grace, nodeTimeout *durationFlag
+	quarantine                    *durationFlag
 }
 
 // define registers run's flags on fs; --key goes straight into r.
@@ -154,6 +164,7 @@ func (r *runner) define(fs *flag.FlagSet) runFlags {
 	f.wait = durationVar(fs, "wait", 0, "how long to wait for the lock")
 	f.grace = durationVar(fs, "grace", 0, "time from SIGTERM to SIGKILL")
 	f.nodeTimeout = durationVar(fs, "node-timeout", 0, "bound on each call to one node")
+	f.quarantine = durationVar(fs, "quarantine", redlock.DefaultQuarantine, "how long a restarted node without persistence does not count")
 	return f
 }
 
@@ -192,8 +203,13 @@ func (r *runner) parse(args []string) (urls []string, code int, ok bool) {
 		return nil, usageError(r.stderr, "run", "--grace must not be negative, got %v", r.grace), false
 	case f.nodeTimeout.set && r.nodeTimeout <= 0:
 		return nil, usageError(r.stderr, "run", "--node-timeout must be positive, got %v", r.nodeTimeout), false
+	case f.quarantine.d < 0:
+		return nil, usageError(r.stderr, "run", "--quarantine must not be negative, got %v", f.quarantine.d), false
 	case len(r.argv) == 0:
 		return nil, usageError(r.stderr, "run", "no command to run (give it after --)"), false
+	}
+	if f.quarantine.set {
+		r.quarantine = &f.quarantine.d
 	}
 	if !f.nodeTimeout.set {
 		r.nodeTimeout = defaultNodeTimeout(r.ttl)

@@ -19,6 +19,10 @@ const (
 	// Safe schedule: each allowed by the model, at most two nodes down.
 	killAOF     = "kill+restart at once (aof-always)"
 	killDelayed = "kill+restart after TTL" // counted with the node's persistence
+	// killAmnesia restarts a node without persistence at once: it comes
+	// back empty, and only the clients' restart quarantine keeps it out of
+	// majorities until every key it forgot has expired.
+	killAmnesia = "kill+restart at once (no persistence, quarantined)"
 	pauseNode   = "pause"
 	partition   = "partition"
 	blackhole   = "blackhole (replies lost)"
@@ -92,6 +96,7 @@ func (n *nemesis) runSafe(ctx context.Context) error {
 	rounds := []func() []fault{
 		func() []fault { return n.single(killAOF) },
 		func() []fault { return n.single(killDelayed) },
+		func() []fault { return n.single(killAmnesia) },
 		func() []fault { return n.single(pauseNode) },
 		func() []fault { return n.single(partition) },
 		func() []fault { return n.single(blackhole) },
@@ -129,7 +134,7 @@ func (n *nemesis) single(kind string) []fault {
 // spread puts random down faults on `down` distinct nodes and latency on
 // `slow` others.
 func (n *nemesis) spread(down, slow int) []fault {
-	kinds := []string{killAOF, pauseNode, partition, blackhole}
+	kinds := []string{killAOF, killAmnesia, pauseNode, partition, blackhole}
 	var out []fault
 	for j, i := range n.rng.Perm(n.c.Len())[:down+slow] {
 		kind := latency
@@ -141,11 +146,14 @@ func (n *nemesis) spread(down, slow int) []fault {
 	return out
 }
 
-// downKind adapts a kill to node i's persistence: a node without it must
-// stay down past the TTL.
+// downKind adapts a kill to node i's persistence: a node without it stays
+// down past the TTL, or comes back at once under quarantine (killAmnesia).
 func (n *nemesis) downKind(kind string, i int) string {
-	if kind != killAOF && kind != killDelayed {
+	if kind != killAOF && kind != killDelayed && kind != killAmnesia {
 		return kind
+	}
+	if kind == killAmnesia && n.c.Node(i).Persistence() != cluster.AOFAlways {
+		return killAmnesia
 	}
 	if n.c.Node(i).Persistence() == cluster.AOFAlways {
 		if kind == killDelayed && !n.anyVolatile() {
@@ -213,7 +221,7 @@ func (n *nemesis) apply(f fault) error {
 	var inject func() error
 	undo := nd.Heal
 	switch f.kind {
-	case killAOF, killDelayed:
+	case killAOF, killDelayed, killAmnesia:
 		inject, undo = func() error { return nd.Kill(ctx) }, func() error { return nd.Start(ctx) }
 	case pauseNode:
 		inject, undo = func() error { return nd.Pause(ctx) }, func() error { return nd.Unpause(ctx) }

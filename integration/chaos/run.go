@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,8 +243,12 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		stats   stats
 		faults  faultLog
 		victims = make(chan amnesia)
-		keys    []string
-		workers []*worker
+		// nodeEvents counts what the clients reported of the nodes: every
+		// quarantined run, and every clock fault (the nodes share the
+		// host's clock, so any is a false alarm).
+		nodeEvents nodeReports
+		keys       []string
+		workers    []*worker
 	)
 	for t, tm := range cfg.teams() {
 		keys = append(keys, tm.keys...)
@@ -252,7 +257,8 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 			multiEvery = max(cfg.MultiEvery, 0)
 		}
 		for range tm.clients {
-			client := c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout))
+			client := c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithQuarantine(cfg.quarantine()),
+				redlock.WithClockCheck(cfg.clockCheck()), redlock.WithObserver(&nodeEvents))
 			for range tm.perClient {
 				i := len(workers)
 				workers = append(workers, &worker{id: i, client: client,
@@ -297,6 +303,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		Failed: stats.failed.Load(), Skipped: stats.skipped.Load(), ReadErrors: stats.readErrs.Load(),
 		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), MultiLocks: stats.multi.Load(), Elapsed: time.Since(start)}
 	res.log(cfg.Logf)
+	cfg.Logf("chaos: the clients reported %d quarantined node runs and %d clock faults", nodeEvents.quarantined.Load(), nodeEvents.clock.Load())
 	if len(res.Overlaps) > 0 {
 		first := slices.MinFunc(res.Overlaps, func(a, b Overlap) int { return a.B.Start.Compare(b.B.Start) })
 		cfg.Logf("chaos: first overlap %v after the clients started", first.B.Start.Sub(start).Round(time.Millisecond))
@@ -340,5 +347,42 @@ func (r Result) log(logf func(string, ...any)) {
 			break
 		}
 		logf("chaos: VIOLATION fence: %v", v)
+	}
+}
+
+// quarantine is the clients' restart quarantine (redlock.WithQuarantine):
+// the longest TTL of the safe run's locks plus its drift allowance and a
+// second, so that a node restarted empty counts again only once every key
+// it forgot has expired; off in the unsafe run, whose amnesia rounds show
+// the hazard the quarantine prevents.
+func (c Config) quarantine() time.Duration {
+	if c.Unsafe {
+		return 0
+	}
+	return c.TTL + c.TTL/100 + time.Second
+}
+
+// clockCheck is how often each client reads every node's clock
+// (redlock.WithClockCheck): every 250ms in the safe run, never in the
+// unsafe one, whose clients run without the protections.
+func (c Config) clockCheck() time.Duration {
+	if c.Unsafe {
+		return 0
+	}
+	return 250 * time.Millisecond
+}
+
+// nodeReports counts the clients' events about nodes.
+type nodeReports struct {
+	quarantined, clock atomic.Int64
+}
+
+// Observe implements redlock.Observer.
+func (n *nodeReports) Observe(_ context.Context, e redlock.Event) {
+	switch e.Kind {
+	case redlock.NodeQuarantined:
+		n.quarantined.Add(1)
+	case redlock.NodeClockFault:
+		n.clock.Add(1)
 	}
 }

@@ -79,6 +79,9 @@ func Start(tb testing.TB, opts ...Option) *Cluster {
 		if err := pingVia(ctx, n.Addr()); err != nil {
 			tb.Fatalf("cluster: %v not answering through its proxy: %v", n, err)
 		}
+		if err := n.MarkFresh(ctx); err != nil {
+			tb.Fatalf("cluster: %v", err)
+		}
 	}
 	return c
 }

@@ -70,18 +70,20 @@ func TestNoScriptAfterRestart(t *testing.T) {
 func TestRestart(t *testing.T) {
 	c := cluster.Start(t, cluster.WithNodePersistence(1, cluster.AOFAlways))
 	t.Run("without persistence lets a second holder in", func(t *testing.T) { restartWithoutPersistence(t, c) })
+	t.Run("without persistence is quarantined", func(t *testing.T) { restartQuarantined(t, c) })
 	t.Run("with AOF always keeps the lock", func(t *testing.T) { restartWithAOFAlways(t, c) })
 	t.Run("delayed past the TTL keeps mutual exclusion", func(t *testing.T) { restartDelayedPastTTL(t, c) })
 }
 
 // restartScenario runs a scenario: A locks {0,1,2} for ttl, node crashed
-// crashes and recovers as recover says, then B tries. It returns A's lock,
-// B's (nil when refused) with its error, and when B's attempt started.
+// crashes and recovers as recover says, then B, made with bOpts, tries. It
+// returns A's lock, B's (nil when refused) with its error, and when B's
+// attempt started.
 func restartScenario(t *testing.T, c *cluster.Cluster, ttl time.Duration, crashed int,
-	recover func(context.Context, *cluster.Node)) (la, lb *redlock.Lock, bStart time.Time, bErr error) {
+	recover func(context.Context, *cluster.Node), bOpts ...redlock.Option) (la, lb *redlock.Lock, bStart time.Time, bErr error) {
 	t.Helper()
 	resetAfter(t, c)
-	a, b := newClient(t, c), newClient(t, c)
+	a, b := newClient(t, c), newClient(t, c, bOpts...)
 	ctx, k := t.Context(), key(t)
 
 	each(t, c, []int{3, 4}, (*cluster.Node).Partition)
@@ -98,14 +100,14 @@ func restartScenario(t *testing.T, c *cluster.Cluster, ttl time.Duration, crashe
 }
 
 // The hazard: node 2 restarts without persistence and forgets A's lock, so
-// B wins nodes {2,3,4} while A still holds {0,1} and believes its lock
-// valid. Two clients hold the lock at once.
+// B, with the restart quarantine off, wins nodes {2,3,4} while A still
+// holds {0,1} and believes its lock valid. Two clients hold the lock at once.
 func restartWithoutPersistence(t *testing.T, c *cluster.Cluster) {
 	const ttl = time.Minute // A's lock must outlast the restart by far
 	la, lb, _, err := restartScenario(t, c, ttl, 2, func(ctx context.Context, n *cluster.Node) {
 		require.NoError(t, n.Restart(ctx))
 		require.False(t, peek(t, c, 2, key(t)).Exists, "the restarted node forgot A's lock")
-	})
+	}, redlock.WithQuarantine(0))
 	require.NoError(t, err, "B gets the lock A holds")
 	now := time.Now()
 	require.True(t, now.Before(la.Until()), "A's validity has not ended")
@@ -114,6 +116,21 @@ func restartWithoutPersistence(t *testing.T, c *cluster.Cluster) {
 		la.Until().Sub(now).Round(time.Millisecond), lb.Until().Sub(now).Round(time.Millisecond), la.Key())
 	eventuallyValue(t, c, la.Key(), la.Token(), 0, 1)
 	eventuallyValue(t, c, la.Key(), lb.Token(), 2, 3, 4)
+}
+
+// Cure 0, the client's own: the same crash, and B with the default
+// quarantine does not count the young node 2, which has no persistence; B
+// is refused and its error names the quarantine.
+func restartQuarantined(t *testing.T, c *cluster.Cluster) {
+	const ttl = time.Minute
+	la, _, _, err := restartScenario(t, c, ttl, 2, func(ctx context.Context, n *cluster.Node) {
+		require.NoError(t, n.Restart(ctx))
+	})
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, redlock.ErrNodeQuarantined)
+	require.True(t, time.Now().Before(la.Until()))
+	eventuallyValue(t, c, la.Key(), la.Token(), 0, 1)
+	eventuallyAbsent(t, c, la.Key(), 2, 3, 4) // B's failed attempt is cleaned up
 }
 
 // Cure 1: with appendfsync always the restarted node (1) still holds A's

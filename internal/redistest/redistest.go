@@ -13,12 +13,14 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -45,6 +47,7 @@ type Server struct {
 	Port        int
 	Dir         string
 	Persistence Persistence
+	Extra       []string // more redis-server arguments
 	// BusPort is the cluster bus port of a Redis Cluster node (StartCluster),
 	// 0 for a standalone node.
 	BusPort int
@@ -75,11 +78,22 @@ func Binary(t testing.TB) string {
 	return ""
 }
 
-// Start runs one redis-server and stops it when t ends.
+// Start runs one redis-server and stops it when t ends. The new server
+// carries the fresh-start declaration (see MarkFresh): a test's servers
+// start with no lock on them, so the lock client's restart quarantine
+// counts them at once. A Restart does not declare it again.
 func Start(t testing.TB, p Persistence) *Server {
 	t.Helper()
-	s := &Server{Dir: t.TempDir(), Persistence: p}
+	return StartWith(t, p)
+}
+
+// StartWith is Start with extra redis-server arguments, such as
+// "--rename-command", "CONFIG", "".
+func StartWith(t testing.TB, p Persistence, extra ...string) *Server {
+	t.Helper()
+	s := &Server{Dir: t.TempDir(), Persistence: p, Extra: extra}
 	s.startFresh(t, false)
+	s.MarkFresh(t)
 	return s
 }
 
@@ -106,6 +120,40 @@ func (s *Server) startFresh(t testing.TB, cluster bool) {
 		t.Fatalf("start redis-server: %v", err)
 	}
 	t.Cleanup(s.Kill)
+}
+
+// FreshStartKey is pool.FreshStartKey (a test in package redistest checks
+// they agree; pool's own tests import this package).
+const FreshStartKey = "redlock:fresh-start"
+
+// MarkFresh declares that the server's current run holds no lock an earlier
+// run granted: it sets FreshStartKey to the run's run_id, which the lock
+// client's restart quarantine honours. Tests that restart a server without
+// persistence and do not study the restart call it to be counted at once.
+// On a server that refuses INFO it does nothing.
+func (s *Server) MarkFresh(t testing.TB) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	var refused redis.Error
+	if errors.As(err, &refused) {
+		return // INFO renamed away: the node's age is unknown, and so is its run
+	}
+	if err == nil {
+		err = errors.New("INFO server has no run_id")
+		for line := range strings.Lines(info) {
+			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+				err = c.Set(ctx, FreshStartKey, id, 0).Err()
+				break
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("mark redis-server on %s fresh: %v", s.Addr(), err)
+	}
 }
 
 // StartN runs n redis-servers with the same persistence.
@@ -152,7 +200,7 @@ func (s *Server) args() []string {
 	default:
 		a = append(a, "--appendonly", "no")
 	}
-	return a
+	return append(a, s.Extra...)
 }
 
 func (s *Server) start(bin string) error {

@@ -9,6 +9,7 @@ package redistls
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -24,9 +25,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockgo/redlock/internal/redistest"
 )
@@ -168,7 +172,9 @@ func Start(t testing.TB, opts Options) *Server {
 		stop := sync.OnceFunc(func() { _ = cmd.Process.Kill(); <-exited })
 		if lastErr = waitReady(filepath.Join(dir, "redis.log"), exited); lastErr == nil {
 			t.Cleanup(stop)
-			return &Server{Port: port, tls: opts.CA != nil, stop: stop}
+			s := &Server{Port: port, tls: opts.CA != nil, stop: stop}
+			s.markFresh(t, opts)
+			return s
 		}
 		stop()
 	}
@@ -258,4 +264,34 @@ func writePEM(t testing.TB, path, typ string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// markFresh declares the new server's run fresh (see redistest.MarkFresh),
+// logged in as the first user and over TLS when the server asks for them.
+func (s *Server) markFresh(t testing.TB, opts Options) {
+	t.Helper()
+	o := &redis.Options{Addr: s.Addr(), MaxRetries: -1}
+	if opts.CA != nil {
+		o.TLSConfig = opts.CA.ClientConfig()
+	}
+	if len(opts.Users) > 0 {
+		o.Username, o.Password = opts.Users[0].Name, opts.Users[0].Password
+	}
+	c := redis.NewClient(o)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		t.Fatalf("mark redis-server on %s fresh: %v", s.Addr(), err)
+	}
+	for line := range strings.Lines(info) {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			if err := c.Set(ctx, redistest.FreshStartKey, id, 0).Err(); err != nil {
+				t.Fatalf("mark redis-server on %s fresh: %v", s.Addr(), err)
+			}
+			return
+		}
+	}
+	t.Fatalf("mark redis-server on %s fresh: INFO server has no run_id", s.Addr())
 }

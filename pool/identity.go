@@ -1,0 +1,216 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Persistence is how much of its data a Redis server keeps across a restart,
+// as its configuration says.
+type Persistence int
+
+// Persistence values.
+const (
+	// PersistenceUnknown: the server did not say (CONFIG is renamed or
+	// refused, as many managed services do).
+	PersistenceUnknown Persistence = iota
+	// PersistencePartial: no AOF, or an AOF fsynced less often than every
+	// write (appendfsync everysec or no). A restart may lose recent writes.
+	PersistencePartial
+	// PersistenceAlways: appendonly yes and appendfsync always. Every write
+	// acknowledged to a client is on disk; a restart loses none.
+	PersistenceAlways
+)
+
+// String returns "unknown", "partial" or "always".
+func (p Persistence) String() string {
+	switch p {
+	case PersistenceAlways:
+		return "always"
+	case PersistencePartial:
+		return "partial"
+	}
+	return "unknown"
+}
+
+// FreshStartKey is the key an operator sets, on a server that has just
+// started for the first time in a deployment, to the server's run_id
+// (INFO server): it declares that no lock was ever granted by an earlier
+// run of that server, so the lock client counts it at once instead of
+// quarantining it. The declaration binds one run: after a restart the
+// run_id differs and the key, if it survived, no longer matches.
+//
+//	redis-cli SET redlock:fresh-start "$(redis-cli INFO server | sed -n 's/^run_id:\(.*\)\r$/\1/p')"
+const FreshStartKey = "redlock:fresh-start"
+
+// Identity is what a Pool learned of the server behind it when it last
+// connected to it.
+type Identity struct {
+	// RunID is the server's run_id, new at every start; "" when INFO hid it.
+	RunID string
+	// Started is when the server started, at the latest, on the local
+	// clock: the time of the answer less its uptime plus one second. Redis
+	// counts uptime as the difference of two whole-second clock readings,
+	// which exceeds the true uptime by up to a second; the second added
+	// back makes the server look younger, never older. The zero time when
+	// INFO hid the uptime.
+	Started time.Time
+	// Persistence is what CONFIG GET appendonly appendfsync said.
+	Persistence Persistence
+	// FreshStart reports that FreshStartKey holds RunID.
+	FreshStart bool
+	// Learned is when the answer arrived, on the local clock.
+	Learned time.Time
+	// Err says why a field is unknown (INFO or CONFIG refused); nil when all
+	// are known.
+	Err error
+}
+
+// Identifier is implemented by pools that learn their server's identity
+// each time they open a connection. A server restart always breaks the
+// connections, so the identity a command's answer was given under is known
+// by the time the answer arrives. Pools made by FromURL and FromURLs
+// implement it.
+type Identifier interface {
+	// Identity returns what the pool learned at its latest connection, and
+	// false before its first connection.
+	Identity() (Identity, bool)
+}
+
+// identityCell keeps the latest Identity of one node; its onConnect is the
+// go-redis OnConnect hook that fills it.
+type identityCell struct {
+	mu  sync.Mutex
+	id  Identity
+	set bool
+}
+
+// Identity implements Identifier.
+func (c *identityCell) Identity() (Identity, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.id, c.set
+}
+
+// onConnect reads INFO server, the persistence settings and the fresh-start
+// key in one round trip on a new connection, before any command of the
+// caller uses it. Commands the server refuses (a renamed CONFIG) leave their
+// fields unknown; a connection error fails the connection, so no command
+// runs on a server whose identity is not known.
+func (c *identityCell) onConnect(ctx context.Context, cn *redis.Conn) error {
+	var info *redis.StringCmd
+	var aof, fsync *redis.MapStringStringCmd
+	var fresh *redis.StringCmd
+	_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		info = p.Info(ctx, "server")
+		aof = p.ConfigGet(ctx, "appendonly")
+		fsync = p.ConfigGet(ctx, "appendfsync")
+		fresh = p.Get(ctx, FreshStartKey)
+		return nil
+	})
+	if err != nil && !isServerError(info.Err(), aof.Err(), fsync.Err(), fresh.Err()) {
+		return fmt.Errorf("pool: reading the server's identity: %w", err)
+	}
+	now := time.Now()
+	id := Identity{Learned: now}
+	var errs []error
+	if text, err := info.Result(); err == nil {
+		id.RunID, id.Started, err = parseInfoServer(text, now)
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, fmt.Errorf("INFO server: %w", err))
+	}
+	id.Persistence, err = persistence(aof, fsync)
+	errs = append(errs, err)
+	v, ferr := fresh.Result()
+	id.FreshStart = ferr == nil && id.RunID != "" && v == id.RunID
+	id.Err = errors.Join(errs...)
+
+	c.mu.Lock()
+	c.id, c.set = id, true
+	c.mu.Unlock()
+	return nil
+}
+
+// isServerError reports whether every failed command failed with an error
+// reply from the server (refused, renamed), not with a network error.
+func isServerError(errs ...error) bool {
+	for _, err := range errs {
+		var re redis.Error
+		if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &re) {
+			return false
+		}
+	}
+	return true
+}
+
+// parseInfoServer reads run_id and uptime_in_seconds from INFO server text.
+func parseInfoServer(text string, now time.Time) (string, time.Time, error) {
+	var runID string
+	uptime := -1
+	for line := range strings.Lines(text) {
+		k, v, ok := strings.Cut(strings.TrimRight(line, "\r\n"), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "run_id":
+			runID = v
+		case "uptime_in_seconds":
+			if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+				uptime = n
+			}
+		}
+	}
+	if uptime < 0 {
+		return runID, time.Time{}, errors.New("INFO server: no uptime_in_seconds")
+	}
+	return runID, now.Add(time.Second - time.Duration(uptime)*time.Second), nil
+}
+
+// persistence reads the answers of CONFIG GET appendonly and appendfsync.
+func persistence(aof, fsync *redis.MapStringStringCmd) (Persistence, error) {
+	a, err := aof.Result()
+	if err != nil {
+		return PersistenceUnknown, fmt.Errorf("CONFIG GET appendonly: %w", err)
+	}
+	f, err := fsync.Result()
+	if err != nil {
+		return PersistenceUnknown, fmt.Errorf("CONFIG GET appendfsync: %w", err)
+	}
+	av, aok := a["appendonly"]
+	fv, fok := f["appendfsync"]
+	switch {
+	case !aok || !fok:
+		return PersistenceUnknown, errors.New("CONFIG GET: appendonly or appendfsync hidden")
+	case av == "yes" && fv == "always":
+		return PersistenceAlways, nil
+	}
+	return PersistencePartial, nil
+}
+
+// newIdentified returns an owned go-redis Pool for ropts that learns its
+// server's identity at every new connection.
+func newIdentified(ropts *redis.Options) *goRedis {
+	cell := &identityCell{}
+	ropts.OnConnect = cell.onConnect
+	g := newGoRedis(redis.NewClient(ropts), true)
+	g.ident = cell
+	return g
+}
+
+// Identity implements Identifier: false for a Pool made by New (its
+// connections are the caller's, and the adapter does not see them open).
+func (g *goRedis) Identity() (Identity, bool) {
+	if g.ident == nil {
+		return Identity{}, false
+	}
+	return g.ident.Identity()
+}

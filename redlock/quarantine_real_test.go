@@ -1,0 +1,129 @@
+package redlock_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// restartMajority takes a lock for ttl with a fresh Client on five nodes
+// without persistence, then kills and restarts three of them at once (they
+// come back empty). It returns the lock and when the restarts began.
+func restartMajority(t *testing.T, servers []*redistest.Server, pools []pool.Pool, ttl time.Duration) (*redlock.Lock, time.Time) {
+	t.Helper()
+	a := newClient(t, pools)
+	la, err := a.TryLock(bg(), "res", ttl)
+	require.NoError(t, err)
+	a.WaitIdle()
+	require.Equal(t, 5, realHolders(t, servers, "res", la.Token()))
+	restarted := time.Now()
+	for _, s := range servers[:3] {
+		s.Kill()
+	}
+	for _, s := range servers[:3] {
+		s.Restart(t)
+	}
+	require.Equal(t, 2, realHolders(t, servers, "res", la.Token()), "the restarted nodes forgot the lock")
+	return la, restarted
+}
+
+// The classic hazard, with the quarantine off: three of five nodes restart
+// without persistence while A holds the lock, and B gets it at once.
+func TestRealRestartHazardWithoutQuarantine(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	la, _ := restartMajority(t, servers, pools, 10*time.Second)
+	b := newClient(t, pools, redlock.WithQuarantine(0))
+	lb, err := b.TryLock(bg(), "res", 10*time.Second)
+	require.NoError(t, err, "without the quarantine B gets the lock A holds")
+	now := time.Now()
+	assert.True(t, now.Before(la.Until()) && now.Before(lb.Until()), "two valid holders")
+}
+
+// The same crash with the quarantine on: B is refused, with an error that
+// names the quarantine, until the restarted nodes are older than it; by
+// then A's lock (ttl within the quarantine) has expired.
+func TestRealQuarantine(t *testing.T) {
+	const ttl, quarantine = 2 * time.Second, 3 * time.Second
+	servers, pools := realNodes(t, 5)
+	la, restarted := restartMajority(t, servers, pools, ttl)
+	rec := &recorder{}
+	b := newClient(t, pools, redlock.WithQuarantine(quarantine), redlock.WithObserver(rec))
+
+	_, err := b.TryLock(bg(), "res", ttl)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, redlock.ErrNodeQuarantined)
+	require.ErrorIs(t, err, redlock.ErrTaken, "the two nodes that kept A's lock refuse")
+	require.True(t, time.Now().Before(la.Until()), "refused while A's lock is valid")
+
+	// Poll: each refusal must name the quarantine, until it ends.
+	deadline := time.Now().Add(quarantine + 10*time.Second)
+	var lb *redlock.Lock
+	for lb == nil {
+		require.True(t, time.Now().Before(deadline), "B never got the lock")
+		time.Sleep(100 * time.Millisecond)
+		lb, err = b.TryLock(bg(), "res", ttl)
+		if err != nil {
+			require.ErrorIs(t, err, redlock.ErrNodeQuarantined)
+		}
+	}
+	got := time.Now()
+	assert.False(t, got.Before(restarted.Add(quarantine)), "B got the lock %v after the restarts", got.Sub(restarted))
+	assert.True(t, got.After(la.Until()), "A's lock had expired")
+	require.NoError(t, lb.Unlock(bg()))
+
+	quarantined := map[int]bool{}
+	for _, e := range rec.snapshot() {
+		if e.Kind == redlock.NodeQuarantined {
+			var ne *redlock.NodeError
+			require.ErrorAs(t, e.Err, &ne)
+			assert.False(t, quarantined[ne.Node], "node %d reported twice", ne.Node)
+			quarantined[ne.Node] = true
+		}
+	}
+	assert.Equal(t, map[int]bool{0: true, 1: true, 2: true}, quarantined)
+}
+
+// A node that hides CONFIG (a managed service) is taken not to persist
+// every write, though it does: after a restart it is quarantined.
+func TestRealQuarantineWithoutConfig(t *testing.T) {
+	hidden := redistest.StartWith(t, redistest.AOFAlways, "--rename-command", "CONFIG", "")
+	shown := redistest.StartWith(t, redistest.AOFAlways)
+	for _, tc := range []struct {
+		srv  *redistest.Server
+		want error
+	}{{shown, nil}, {hidden, redlock.ErrNodeQuarantined}} {
+		p, err := pool.FromURL(tc.srv.URL())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		c := newClient(t, []pool.Pool{p})
+		tc.srv.Restart(t)
+		l, err := c.TryLock(bg(), "res", time.Second)
+		if tc.want == nil {
+			require.NoError(t, err, "appendfsync always, and CONFIG says so")
+			require.NoError(t, l.Unlock(bg()))
+			continue
+		}
+		require.ErrorIs(t, err, tc.want)
+		assert.ErrorContains(t, err, "persistence unknown")
+	}
+}
+
+// A node that hides INFO cannot be aged: it counts, and is reported.
+func TestRealQuarantineWithoutInfo(t *testing.T) {
+	srv := redistest.StartWith(t, redistest.NoPersistence, "--rename-command", "INFO", "")
+	p, err := pool.FromURL(srv.URL())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	rec := &recorder{}
+	c := newClient(t, []pool.Pool{p}, redlock.WithObserver(rec))
+	l, err := c.TryLock(bg(), "res", time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(bg()))
+	assert.Contains(t, rec.kinds(), "node_unverified")
+}
