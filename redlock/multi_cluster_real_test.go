@@ -1,14 +1,9 @@
 package redlock_test
 
 import (
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,30 +12,15 @@ import (
 	"github.com/redlockgo/redlock/redlock"
 )
 
-// clusterNode starts a redis-server in cluster mode that owns every slot (a
-// cluster of one node): it enforces the one-slot rule of scripts as any
-// cluster node does. It is stopped when t ends.
+// clusterNode starts a Redis Cluster of one master that owns every slot:
+// it enforces the one-slot rule of scripts as any cluster node does. The
+// Pool is a plain client on it, declared fresh for the restart quarantine.
+// It is stopped when t ends.
 func clusterNode(t *testing.T) pool.Pool {
 	t.Helper()
-	bin := redistest.Binary(t)
-	port, err := redistest.FreePort()
-	require.NoError(t, err)
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--protected-mode", "no", "--cluster-enabled", "yes",
-		"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--logfile", filepath.Join(dir, "redis.log"))
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	raw := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = raw.Close() })
-	require.Eventually(t, func() bool { return raw.Ping(bg()).Err() == nil }, 10*time.Second, 10*time.Millisecond)
-	require.NoError(t, raw.Do(bg(), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err())
-	require.Eventually(t, func() bool {
-		info, err := raw.ClusterInfo(bg()).Result()
-		return err == nil && strings.Contains(info, "cluster_state:ok")
-	}, 10*time.Second, 10*time.Millisecond)
-	p, err := pool.FromURL("redis://" + addr)
+	master := redistest.StartCluster(t, 1, redistest.NoPersistence).Masters[0]
+	master.MarkFresh(t)
+	p, err := pool.FromURL(master.URL())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
 	return p
