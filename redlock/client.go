@@ -355,18 +355,12 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 			}
 		})
 
-	until := start.Add(ttl - c.drift(ttl))
-	var fenceErr error
-	if res.Reached && lc.fencing && c.cfg.clock.Now().Before(until) {
-		l.fence, fenceErr = c.raiseFence(ctx, l, res, counters, timeout)
-	}
-	if res.Reached && fenceErr == nil && c.cfg.clock.Now().Before(until) {
-		l.until = until
-		close(decided)
+	held, fenceErr := c.holds(ctx, l, res.Reached, res, counters, lc, start, timeout)
+	failed = !held
+	close(decided)
+	if held {
 		return l, nil
 	}
-	failed = true
-	close(decided)
 
 	// Failed: release everywhere our SET may have landed, in the background
 	// (Close waits for it); a straggler releases itself when it answers. A
@@ -375,11 +369,40 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	if fenceErr != nil {
 		return nil, fenceErr
 	}
+	return nil, c.notObtained(res, res.Reached, start)
+}
+
+// holds decides an attempt on lock l that started at start: it holds when
+// a majority agreed (reached) and validity is left, fenced first when lc
+// asks for it (votes are the nodes that count for the fence, counters what
+// they read). It sets l's validity and fence; err is the fence's failure.
+func (c *Client) holds(ctx context.Context, l *Lock, reached bool, votes fanout.Result, counters []uint64, lc lockConfig, start time.Time, timeout time.Duration) (bool, error) {
+	until := start.Add(l.ttl - c.drift(l.ttl))
+	if !reached || !c.cfg.clock.Now().Before(until) {
+		return false, nil
+	}
+	if lc.fencing {
+		fence, err := c.raiseFence(ctx, l, votes, counters, timeout)
+		if err != nil {
+			return false, err
+		}
+		l.fence = fence
+		if !c.cfg.clock.Now().Before(until) {
+			return false, nil
+		}
+	}
+	l.until = until
+	return true, nil
+}
+
+// notObtained is the error of an attempt that did not hold: its votes and,
+// when a majority agreed (reached), the validity it used up.
+func (c *Client) notObtained(res fanout.Result, reached bool, start time.Time) *QuorumError {
 	qe := c.quorumError("lock", ErrNotObtained, res)
-	if res.Reached {
+	if reached {
 		qe.Reason = fmt.Sprintf("validity used up after %v", c.cfg.clock.Since(start))
 	}
-	return nil, qe
+	return qe
 }
 
 // mayHold reports whether our write may have landed on the node of v: it

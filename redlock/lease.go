@@ -121,14 +121,9 @@ func (c *Client) acquireLease(ctx context.Context, key string, ttl time.Duration
 
 	place, agreed := agreedPlace(res, places)
 	l.kind = kind.placed(place)
-	until := start.Add(ttl - c.drift(ttl))
-	var fenceErr error
-	ok := agreed >= c.quorum && c.cfg.clock.Now().Before(until)
-	if ok && lc.fencing {
-		l.fence, fenceErr = c.raiseFence(ctx, l, agreedVotes(res, places, place), counters, timeout)
-		ok = fenceErr == nil && c.cfg.clock.Now().Before(until)
-	}
-	failed = !ok
+	votes := agreedVotes(res, places, place)
+	held, fenceErr := c.holds(ctx, l, agreed >= c.quorum, votes, counters, lc, start, timeout)
+	failed = !held
 	close(decided)
 
 	var dirty []int // nodes that may hold the attempt but are not part of the lease
@@ -138,18 +133,14 @@ func (c *Client) acquireLease(ctx context.Context, key string, ttl time.Duration
 		}
 	}
 	c.releaseLeaseAsync(l, kind, dirty, timeout)
-	if !failed {
-		l.until = until
+	if held {
 		return l, nil
 	}
 	if fenceErr != nil {
 		return nil, fenceErr
 	}
-	qe := c.quorumError("lock", ErrNotObtained, agreedVotes(res, places, place))
-	switch {
-	case agreed >= c.quorum:
-		qe.Reason = fmt.Sprintf("validity used up after %v", c.cfg.clock.Since(start))
-	case res.Yes >= c.quorum:
+	qe := c.notObtained(votes, agreed >= c.quorum, start)
+	if agreed < c.quorum && res.Yes >= c.quorum {
 		qe.Reason = "nodes took different permits"
 	}
 	return nil, qe

@@ -40,38 +40,23 @@ func (c *Client) acquireAll(ctx context.Context, keys []string, ttl time.Duratio
 			// A straggler whose keys may have landed after the decision:
 			// undo them if the attempt failed; Unlock covers them if not.
 			<-decided
-			if (v.OK || v.Err != nil) && failed {
+			if mayHold(v) && failed {
 				c.releaseAllAsync(keys, l.token, []int{v.Node}, timeout)
 			}
 		})
 
-	until := start.Add(ttl - c.drift(ttl))
-	var fenceErr error
-	if res.Reached && lc.fencing && c.cfg.clock.Now().Before(until) {
-		l.fence, fenceErr = c.raiseFence(ctx, l, res, counters, timeout)
-	}
-	if res.Reached && fenceErr == nil && c.cfg.clock.Now().Before(until) {
-		l.until = until
-		close(decided)
+	ok, fenceErr := c.holds(ctx, l, res.Reached, res, counters, lc, start, timeout)
+	failed = !ok
+	close(decided)
+	if ok {
 		return l, nil
 	}
-	failed = true
-	close(decided)
 
-	var dirty []int
-	for _, v := range res.Votes {
-		if v.OK || v.Err != nil {
-			dirty = append(dirty, v.Node)
-		}
-	}
-	c.releaseAllAsync(keys, l.token, dirty, timeout)
+	c.releaseAllAsync(keys, l.token, mayHoldNodes(res), timeout)
 	if fenceErr != nil {
 		return nil, fenceErr
 	}
-	qe := c.quorumError("lock", ErrNotObtained, res)
-	if res.Reached {
-		qe.Reason = fmt.Sprintf("validity used up after %v", c.cfg.clock.Since(start))
-	}
+	qe := c.notObtained(res, res.Reached, start)
 	taken := make(map[int]string) // read only from the votes in: stragglers still write held
 	for _, v := range res.Votes {
 		if k := held[v.Node]; !v.OK && v.Err == nil && k > 0 && k <= len(keys) {

@@ -162,6 +162,10 @@ func cdfPanel(title string, curves []curve) (*plot.Plot, error) {
 	if lo <= hi {
 		// Whole decades, so that the log axis has labelled ticks.
 		p.X.Min, p.X.Max = math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
+	} else {
+		// No curve has a point: an empty panel, on an axis a log scale takes.
+		p.Title.Text += " (no data)"
+		p.X.Min, p.X.Max = 0.1, 1
 	}
 	for _, c := range curves {
 		if len(c.d) == 0 {

@@ -28,12 +28,10 @@ const (
 	endMarker   = "<!-- bench:end -->"
 )
 
-// WriteDoc writes the plot to dir/PlotFile and the tables into dir/DocFile,
-// between the markers (appended, with the markers, when the file has none).
+// WriteDoc writes the tables into dir/DocFile, between the markers
+// (appended, with the markers, when the file has none), and then the plot to
+// dir/PlotFile: a plot that fails loses no figures.
 func (r *Results) WriteDoc(dir string) error {
-	if err := r.Plot(filepath.Join(dir, PlotFile)); err != nil {
-		return err
-	}
 	path := filepath.Join(dir, DocFile)
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -41,7 +39,10 @@ func (r *Results) WriteDoc(dir string) error {
 	}
 	var b strings.Builder
 	r.Markdown(&b)
-	return os.WriteFile(path, []byte(splice(string(old), b.String())), 0o644)
+	if err := os.WriteFile(path, []byte(splice(string(old), b.String())), 0o644); err != nil {
+		return err
+	}
+	return r.Plot(filepath.Join(dir, PlotFile))
 }
 
 // splice replaces what lies between the markers in doc with generated, or

@@ -2,6 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 	"image/png"
 	"math"
 	"os"
@@ -281,4 +284,16 @@ func TestFaultTableEdges(t *testing.T) {
 	r.faultTable(&b)
 	assert.Contains(t, b.String(), "| "+faultedName(blackholedName)+" | 90 | 50.0 ms | 150 ms | 150 ms | 1 | n/a | n/a | n/a |")
 	assert.NotContains(t, b.String(), "| "+oursMany+" |")
+}
+
+func TestCDFPanelWithoutData(t *testing.T) {
+	p, err := cdfPanel("empty", []curve{{name: Ours}, {name: Redsync}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.X.Min <= 0 {
+		t.Fatalf("an empty panel's log axis starts at %v: drawing it would panic", p.X.Min)
+	}
+	img := vgimg.New(vg.Centimeter*10, vg.Centimeter*8)
+	p.Draw(draw.New(img)) // a scenario with no successful operation still plots
 }

@@ -161,7 +161,10 @@ func (c *Cluster) Reset(ctx context.Context) error {
 }
 
 // FlushAll deletes every key on every node that is running and not paused,
-// directly; the others are left alone.
+// directly; the others are left alone. A node's fresh-start declaration
+// (MarkFresh) is kept: it is about the node's run, which a flush does not
+// change, and without it the lock client's restart quarantine would refuse
+// the node.
 func (c *Cluster) FlushAll(ctx context.Context) error {
 	var errs []error
 	for _, n := range c.nodes {
@@ -171,11 +174,26 @@ func (c *Cluster) FlushAll(ctx context.Context) error {
 		if down {
 			continue
 		}
-		if err := n.direct.FlushAll(ctx).Err(); err != nil {
+		if err := n.flushAll(ctx); err != nil {
 			errs = append(errs, n.errorf("flushall", err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// flushAll deletes every key on n but its fresh-start declaration.
+func (n *Node) flushAll(ctx context.Context) error {
+	fresh, err := n.direct.Get(ctx, pool.FreshStartKey).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	if err := n.direct.FlushAll(ctx).Err(); err != nil {
+		return err
+	}
+	if fresh == "" {
+		return nil
+	}
+	return n.direct.Set(ctx, pool.FreshStartKey, fresh, 0).Err()
 }
 
 // close removes everything Start created, in reverse order: the pools, the

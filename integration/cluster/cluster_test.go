@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlockgo/redlock/integration/cluster"
+	"github.com/redlockgo/redlock/pool"
 )
 
 // viaProxy returns a client that reaches n the way the lock does: through
@@ -221,3 +222,17 @@ func (f *fatalRecorder) Fatal(args ...any) {
 }
 
 func (f *fatalRecorder) Fatalf(format string, args ...any) { f.Fatal() }
+
+func TestFlushAllKeepsTheFreshStartDeclaration(t *testing.T) {
+	ctx := context.Background()
+	c := cluster.Start(t, cluster.WithNodes(1))
+	rc := viaProxy(t, c.Nodes()[0])
+	declared, err := rc.Get(ctx, pool.FreshStartKey).Result()
+	require.NoError(t, err, "Start declares every node fresh")
+	require.NoError(t, rc.Set(ctx, "some-lock", "token", 0).Err())
+	require.NoError(t, c.FlushAll(ctx))
+	require.ErrorIs(t, rc.Get(ctx, "some-lock").Err(), redis.Nil, "FlushAll deletes the keys")
+	kept, err := rc.Get(ctx, pool.FreshStartKey).Result()
+	require.NoError(t, err, "but keeps the declaration: without it every new connection finds the node quarantined")
+	require.Equal(t, declared, kept)
+}
