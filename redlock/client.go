@@ -337,8 +337,11 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				if lc.fencing {
+				switch {
+				case lc.fencing:
 					return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
+				case c.cfg.lockDelay > 0:
+					return c.setDelayed(ctx, i, key, l.token, ttl)
 				}
 				return c.pools[i].SetNX(ctx, key, l.token, ttl)
 			})
@@ -406,8 +409,9 @@ func (c *Client) notObtained(res fanout.Result, reached bool, start time.Time) *
 }
 
 // mayHold reports whether our write may have landed on the node of v: it
-// said yes, or its outcome is unknown.
-func mayHold(v fanout.Vote) bool { return v.OK || v.Err != nil }
+// said yes, or its outcome is unknown (a refusal for the lock-delay is
+// known: nothing was set).
+func mayHold(v fanout.Vote) bool { return v.OK || (v.Err != nil && !isDelayed(v.Err)) }
 
 // mayHoldNodes returns the nodes of res's votes where our write may have
 // landed, in the order they voted.

@@ -33,8 +33,9 @@ func (c *Client) fenceKey(i int, key string) string {
 	return fenceKey(key)
 }
 
-// releaseKeys returns the KEYS of Enqueue and Release for key on each node:
-// built once per call, shared by the nodes of one kind.
+// releaseKeys returns the KEYS of Enqueue and Release for key on each node,
+// with its holder marker under a lock-delay: built once per call, shared by
+// the nodes of one kind.
 func (c *Client) releaseKeys(key string) [][]string {
 	out := make([][]string, len(c.pools))
 	var plain, clustered []string
@@ -42,12 +43,12 @@ func (c *Client) releaseKeys(key string) [][]string {
 		switch {
 		case !c.cluster[i]:
 			if plain == nil {
-				plain = scripts.Keys(key)
+				plain = c.withHeld(scripts.Keys(key), i, key)
 			}
 			out[i] = plain
 		default:
 			if clustered == nil {
-				clustered = scripts.ClusterKeys(key)
+				clustered = c.withHeld(scripts.ClusterKeys(key), i, key)
 			}
 			out[i] = clustered
 		}

@@ -51,6 +51,11 @@ var (
 	// clock was seen running fast or jumping forward beyond the drift
 	// allowance (WithClockCheck): it may expire keys early.
 	ErrNodeClock = errors.New("redlock: node clock beyond the drift bound")
+	// ErrLockDelay is the per-node cause when a node refused a key whose
+	// last holder's lock expired without a release less than the lock-delay
+	// ago (WithLockDelay). The node set nothing; the NodeError names the
+	// time left.
+	ErrLockDelay = errors.New("redlock: lock-delay after an expired holder")
 )
 
 // NodeError is one node's failure within an operation. It is reachable with
@@ -61,8 +66,9 @@ type NodeError struct {
 	// Addr is the node's address, without credentials.
 	Addr string
 	// Err is what happened on the node: ErrTaken, ErrNotHeld, a network
-	// error, ErrNodeTimeout for a node that did not answer in time, or
-	// ErrPending for one that had not answered when the operation decided.
+	// error, ErrNodeTimeout for a node that did not answer in time,
+	// ErrPending for one that had not answered when the operation decided,
+	// or ErrLockDelay for a key in its lock-delay (WithLockDelay).
 	Err error
 }
 

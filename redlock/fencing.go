@@ -48,11 +48,15 @@ func (l *Lock) Fence() uint64 {
 // setFenced is phase 1 on one node: SET NX PX and read the counter. It stores
 // the counter in *counter.
 func (c *Client) setFenced(ctx context.Context, i int, key, token string, ttl time.Duration, counter *uint64) (bool, error) {
-	r, err := c.pools[i].Eval(ctx, scripts.AcquireFenced, []string{key, c.fenceKey(i, key)}, token, ttl.Milliseconds())
+	keys := c.withHeld([]string{key, c.fenceKey(i, key)}, i, key)
+	r, err := c.pools[i].Eval(ctx, scripts.AcquireFenced, keys, c.withDelay([]any{token, ttl.Milliseconds()})...)
 	if err != nil {
 		return false, err
 	}
 	arr, _ := r.([]any)
+	if len(arr) > 0 && asInt(arr[0]) == scripts.AcquireDelayed {
+		return false, delayedReply(arr)
+	}
 	if len(arr) == 0 || asInt(arr[0]) != 1 {
 		return false, nil
 	}

@@ -44,7 +44,9 @@ func (l *Lock) extendOn(ctx context.Context, i int, ttl time.Duration) (int64, e
 	case l.keys != nil:
 		return l.extendAllOn(ctx, i, ttl)
 	}
-	r, err := p.Eval(ctx, scripts.Extend, []string{l.key}, l.token, ttl.Milliseconds())
+	c := l.c
+	keys := c.withHeld([]string{l.key}, i, l.key)
+	r, err := p.Eval(ctx, scripts.Extend, keys, c.withDelay([]any{l.token, ttl.Milliseconds()})...)
 	return asInt(r), err
 }
 
@@ -64,6 +66,8 @@ func (l *Lock) healOn(ctx context.Context, i int, ttl time.Duration) (bool, erro
 	switch {
 	case l.keys != nil:
 		return l.healAllOn(ctx, i, ttl)
+	case l.kind == nil && l.c.cfg.lockDelay > 0:
+		return l.c.setDelayed(ctx, i, l.key, l.token, ttl) // our own marker does not refuse
 	case l.kind == nil:
 		return l.c.pools[i].SetNX(ctx, l.key, l.token, ttl)
 	}

@@ -38,6 +38,7 @@ type config struct {
 	observers   []Observer
 	quarantine  *time.Duration // nil: the default (quarantine.go)
 	clockEvery  time.Duration  // 0: no clock check (clockcheck.go)
+	lockDelay   time.Duration  // 0: no lock-delay (lockdelay.go)
 	err         error
 }
 

@@ -37,8 +37,8 @@ func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
 		defer cancel()
 		r := reply{node: i, seq: seq}
 		_, r.err = s.run(ctx, func(ctx context.Context) (bool, error) {
-			v, err := c.pools[i].Eval(ctx, scripts.Enqueue, q.keys[i], w.token, w.ttl.Milliseconds(),
-				w.ticket, w.lease().Milliseconds(), seq, c.grants.channel, take)
+			v, err := c.pools[i].Eval(ctx, scripts.Enqueue, q.keys[i], c.withDelay([]any{w.token, w.ttl.Milliseconds(),
+				w.ticket, w.lease().Milliseconds(), seq, c.grants.channel, take})...)
 			if err != nil {
 				return false, err
 			}
@@ -72,6 +72,7 @@ func parseEnqueue(v any, r *reply) error {
 		if len(arr) > 2 {
 			r.holderTTL = time.Duration(max(asInt(arr[2]), 0)) * time.Millisecond
 		}
+		r.delayed = len(arr) > 3 && asInt(arr[3]) == 1
 	case scripts.EnqueueLeft:
 		return errLeft
 	default:
@@ -123,7 +124,7 @@ func (c *Client) releaseAsync(key, token string, nodes []int, timeout time.Durat
 // ms, the token may not queue again ("": it stays queued). They are built
 // once per release, for every node.
 func (c *Client) releaseArgs(token string, keep any) []any {
-	return []any{token, keep, c.grants.channel}
+	return c.withDelay([]any{token, keep, c.grants.channel})
 }
 
 // release runs Release on node i in its slot of this Client's order of

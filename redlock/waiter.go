@@ -132,6 +132,7 @@ type nodeView struct {
 	// answer, runs out unless extended (zero: unknown).
 	heldUntil time.Time
 	lastSent  time.Time // when the latest round went to the node
+	delayed   bool      // the latest "queued" answer found the key in its lock-delay, until heldUntil
 	err       error     // the latest round's error, nil once answered
 }
 
@@ -145,8 +146,10 @@ type reply struct {
 	// holder is the ticket of the waiter the queue gave the key to, when
 	// queued behind it.
 	holder string
-	// holderTTL is the key's time to live when queued (0: free or unknown).
+	// holderTTL is the key's time to live when queued (0: free or unknown),
+	// or what is left of its lock-delay when delayed.
 	holderTTL time.Duration
+	delayed   bool // the key is free but in its lock-delay (WithLockDelay)
 	err       error
 }
 
@@ -305,15 +308,15 @@ func (w *waiter) onReply(r reply) {
 	}
 	switch r.code {
 	case scripts.EnqueueSet:
-		v.granted, v.seq, w.grantMark, w.heard = true, r.seq, w.seq, true
+		v.granted, v.seq, v.delayed, w.grantMark, w.heard = true, r.seq, false, w.seq, true
 	case scripts.EnqueueGranted:
-		v.granted, v.seq, w.grantMark, w.heard = true, r.grantSeq, w.seq, true
+		v.granted, v.seq, v.delayed, w.grantMark, w.heard = true, r.grantSeq, false, w.seq, true
 	default:
 		w.waited = true
 		if v.granted && v.seq >= r.seq {
 			return // a grant that followed this round, heard first
 		}
-		v.granted, v.queued, v.holder = false, r.seq, r.holder
+		v.granted, v.queued, v.holder, v.delayed = false, r.seq, r.holder, r.delayed
 		v.heldUntil = time.Time{}
 		if r.holderTTL > 0 {
 			v.heldUntil = w.clk.Now().Add(r.holderTTL)
@@ -418,11 +421,16 @@ func (w *waiter) anyBusy() bool {
 // the error of a wait that failed.
 func (w *waiter) result() fanout.Result {
 	var res fanout.Result
+	now := w.clk.Now()
 	for i, v := range w.view {
 		if v.busy && v.err == nil && !v.granted && v.queued == 0 {
 			continue // no answer yet: not listed, as a straggler
 		}
-		res.Votes = append(res.Votes, fanout.Vote{Node: i, OK: v.granted, Err: v.err})
+		err := v.err
+		if err == nil && !v.granted && v.delayed {
+			err = delayError(max(v.heldUntil.Sub(now), 0))
+		}
+		res.Votes = append(res.Votes, fanout.Vote{Node: i, OK: v.granted, Err: err})
 		if v.granted {
 			res.Yes++
 		}

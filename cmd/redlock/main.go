@@ -24,7 +24,8 @@ const usageText = `redlock: a distributed lock (Redlock) for shell scripts.
 
 Usage:
   redlock run    [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D]
-                 [--node-timeout D] [--quarantine D] -- COMMAND [ARG...]
+                 [--node-timeout D] [--quarantine D] [--lock-delay D]
+                 -- COMMAND [ARG...]
   redlock status [--nodes URLS] --key KEY [--timeout D]
   redlock demo   [--nodes URLS] [--workers N] [--tickets N]
   redlock help   [COMMAND]

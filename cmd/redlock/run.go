@@ -17,7 +17,8 @@ import (
 )
 
 const runUsage = `Usage: redlock run [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D]
-                   [--node-timeout D] [--quarantine D] -- COMMAND [ARG...]
+                   [--node-timeout D] [--quarantine D] [--lock-delay D]
+                   -- COMMAND [ARG...]
 
 Takes the lock KEY on a majority of the nodes, runs COMMAND while keeping the
 lock alive, releases the lock when COMMAND exits, and exits with COMMAND's
@@ -55,6 +56,9 @@ Flags:
                       every write stays out of the majority: the longest TTL
                       any client of these nodes uses, plus 1%; 0 turns the
                       check off (default: 24h14m24s, for any TTL)
+  --lock-delay D      after a lock on KEY expired without a release (its
+                      holder died), wait D more before taking it; every
+                      client of KEY must use the same D (default 0: off)
 
 Exit codes:
   N      COMMAND's exit code; 128+n when COMMAND was killed by signal n
@@ -96,6 +100,7 @@ type runner struct {
 	ttl, wait, grace time.Duration
 	nodeTimeout      time.Duration
 	quarantine       *time.Duration // nil: the library's default
+	lockDelay        time.Duration  // 0: off
 	argv             []string
 	pools            []pool.Pool
 
@@ -121,6 +126,9 @@ func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	opts := []redlock.Option{redlock.WithNodeTimeout(r.nodeTimeout), redlock.WithObserver(r)}
 	if r.quarantine != nil {
 		opts = append(opts, redlock.WithQuarantine(*r.quarantine))
+	}
+	if r.lockDelay != 0 {
+		opts = append(opts, redlock.WithLockDelay(r.lockDelay))
 	}
 	c, err := redlock.New(r.pools, opts...)
 	if err != nil {
@@ -153,7 +161,7 @@ func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 type runFlags struct {
 	nodes                         *urlList
 	ttl, wait, grace, nodeTimeout *durationFlag
-	quarantine                    *durationFlag
+	quarantine, lockDelay         *durationFlag
 }
 
 // define registers run's flags on fs; --key goes straight into r.
@@ -165,6 +173,7 @@ func (r *runner) define(fs *flag.FlagSet) runFlags {
 	f.grace = durationVar(fs, "grace", 0, "time from SIGTERM to SIGKILL")
 	f.nodeTimeout = durationVar(fs, "node-timeout", 0, "bound on each call to one node")
 	f.quarantine = durationVar(fs, "quarantine", redlock.DefaultQuarantine, "how long a restarted node without persistence does not count")
+	f.lockDelay = durationVar(fs, "lock-delay", 0, "how long a key whose holder died stays free of new holders")
 	return f
 }
 
@@ -211,6 +220,7 @@ func (r *runner) parse(args []string) (urls []string, code int, ok bool) {
 	if f.quarantine.set {
 		r.quarantine = &f.quarantine.d
 	}
+	r.lockDelay = f.lockDelay.d
 	if !f.nodeTimeout.set {
 		r.nodeTimeout = defaultNodeTimeout(r.ttl)
 	}

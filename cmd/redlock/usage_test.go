@@ -36,6 +36,7 @@ func TestBadUsage(t *testing.T) {
 		{"ttl too short", nil, []string{"run", "--nodes", nodes, "--key", "k", "--ttl", "1ms", "--", "true"}, "--ttl must be at least 10ms"},
 		{"negative wait", nil, []string{"run", "--nodes", nodes, "--key", "k", "--wait", "-1s", "--", "true"}, "--wait must not be negative"},
 		{"negative quarantine", nil, []string{"run", "--nodes", nodes, "--key", "k", "--quarantine", "-1s", "--", "true"}, "--quarantine must not be negative"},
+		{"negative lock delay", nil, []string{"run", "--nodes", nodes, "--key", "k", "--lock-delay", "-1s", "--", "true"}, "lock delay must be between 1ms and"},
 		{"negative grace", nil, []string{"run", "--nodes", nodes, "--key", "k", "--grace", "-1s", "--", "true"}, "--grace must not be negative"},
 		{"no nodes", []string{nodesEnv + "="}, []string{"run", "--key", "k", "--", "true"}, "no nodes: give --nodes or set REDLOCK_NODES"},
 		{"bad scheme", nil, []string{"run", "--nodes", "http://127.0.0.1:1", "--key", "k", "--", "true"}, "scheme must be redis or rediss"},

@@ -13,11 +13,16 @@
 -- block the queue. The entry records ARGV[5]: release.lua names it in the
 -- grant, and the waiter counts the lock's validity from the moment it sent
 -- that round, which this node processed before the grant.
+-- Under a lock-delay, KEYS[6] is the key's holder marker and ARGV[8] the
+-- delay in ms: a free key whose marker names another token (its holder
+-- vanished less than the delay ago, see acquire_delay.lua) is not taken,
+-- and a key taken sets the marker.
 -- Returns {1} when this call set the key; {2, seq} when the key already
 -- holds the waiter's token (granted after the waiter's round seq, 0 if
 -- unknown); {0, ticket, pttl} when queued, ticket being the holder's if the
 -- queue gave it the lock ('' otherwise) and pttl the key's remaining time to
--- live in ms (0 when the key is free); {3} when the waiter has left the
+-- live in ms (0 when the key is free), or {0, '', pttl, 1} when the key is
+-- free but in its lock-delay for pttl ms more; {3} when the waiter has left the
 -- queue (release.lua) and this round arrived late: it is not queued again.
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
@@ -49,16 +54,29 @@ for i = 2, 4 do
     redis.call('PEXPIRE', KEYS[i], lease)
   end
 end
-if v == false and ARGV[7] == '1' then
+local delayed = 0
+if v == false and KEYS[6] then
+  local m = redis.call('GET', KEYS[6])
+  if m and m ~= ARGV[1] then
+    delayed = math.max(redis.call('PTTL', KEYS[6]), 1)
+  end
+end
+if v == false and ARGV[7] == '1' and delayed == 0 then
   local head = redis.call('ZRANGE', KEYS[2], 0, 0)
   if head[1] == ARGV[1] then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    if KEYS[6] then
+      redis.call('SET', KEYS[6], ARGV[1], 'PX', tonumber(ARGV[2]) + tonumber(ARGV[8]))
+    end
     redis.call('ZREM', KEYS[2], ARGV[1])
     redis.call('ZREM', KEYS[3], ARGV[1])
     redis.call('HDEL', KEYS[4], ARGV[1])
     redis.call('HSET', KEYS[4], '.', ARGV[3] .. ' ' .. ARGV[5] .. ' ' .. ARGV[1])
     return {1}
   end
+end
+if delayed > 0 then
+  return {0, '', delayed, 1}
 end
 local holder, pttl = '', 0
 if v then

@@ -4,7 +4,9 @@
 -- in ms, to keep the caller from queueing again ('' for a waiter that only
 -- gives a grant back and stays); ARGV[3] the caller's own channel, if any:
 -- a grant to a waiter listening there is not published, the caller reads
--- it from the reply.
+-- it from the reply. Under a lock-delay, KEYS[6] is the key's holder
+-- marker (acquire_delay.lua) and ARGV[4] the delay in ms: a delete deletes
+-- the marker too, and a hand-off sets it for the new holder.
 -- Removes the caller from the queue (a waiter leaving: it is remembered as
 -- departed for ARGV[2] ms, so that a round of its still on its way cannot
 -- queue it again, to be handed a key nobody will release), then deletes the
@@ -33,6 +35,9 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return {0}
 end
 redis.call('DEL', KEYS[1])
+if KEYS[6] then
+  redis.call('DEL', KEYS[6])
+end
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[3], id)
@@ -51,6 +56,9 @@ while true do
   if e then
     local seq, ttl, ch = string.match(e, '^(%S+) (%S+) (%S+)$')
     redis.call('SET', KEYS[1], id, 'PX', ttl)
+    if KEYS[6] then
+      redis.call('SET', KEYS[6], id, 'PX', tonumber(ttl) + tonumber(ARGV[4]))
+    end
     redis.call('HSET', KEYS[4], '.', head[2] .. ' ' .. seq .. ' ' .. id)
     if ch ~= ARGV[3] then
       redis.call('PUBLISH', ch, id .. ' ' .. seq)

@@ -24,6 +24,8 @@ var (
 	enqueueSrc string
 	//go:embed fence_read.lua
 	fenceReadSrc string
+	//go:embed acquire_delay.lua
+	acquireDelaySrc string
 )
 
 var (
@@ -44,6 +46,16 @@ var (
 	Enqueue = pool.NewScript(enqueueSrc)
 	// FenceRead reads the fence counter while the key holds the token.
 	FenceRead = pool.NewScript(fenceReadSrc)
+	// AcquireDelay sets the key like SET NX PX, and its holder marker,
+	// unless the key is in its lock-delay.
+	AcquireDelay = pool.NewScript(acquireDelaySrc)
+)
+
+// AcquireDelay's reply codes; AcquireFenced answers AcquireDelayed too.
+const (
+	AcquireHeld    = 0
+	AcquireSet     = 1
+	AcquireDelayed = -1
 )
 
 // Enqueue's reply codes.
@@ -80,3 +92,11 @@ func ClusterKeys(key string) []string {
 	}
 	return keys
 }
+
+// HeldKey returns the name of key's holder marker, which a lock-delay keeps
+// (acquire_delay.lua): named after the key, as Keys names its queue.
+func HeldKey(key string) string { return key + ":held" }
+
+// ClusterHeldKey is HeldKey for a node that is a Redis Cluster, in the key's
+// hash slot (keyslot.Companion).
+func ClusterHeldKey(key string) string { return keyslot.Companion(key, "held") }

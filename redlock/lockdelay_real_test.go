@@ -1,0 +1,248 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// vanish takes "res" for ttl with c and never unlocks it: its holder
+// vanished. It returns the lock and a time before the acquisition.
+func vanish(t *testing.T, servers []*redistest.Server, c *redlock.Client, ttl time.Duration) (*redlock.Lock, time.Time) {
+	t.Helper()
+	start := time.Now()
+	l, err := c.TryLock(bg(), "res", ttl)
+	require.NoError(t, err)
+	c.WaitIdle()
+	require.Equal(t, 5, realHolders(t, servers, "res", l.Token()))
+	return l, start
+}
+
+// awaitExpiry polls until "res" has expired on every node.
+func awaitExpiry(t *testing.T, servers []*redistest.Server, within time.Duration) {
+	t.Helper()
+	clients := make([]*redis.Client, len(servers))
+	for i, s := range servers {
+		clients[i] = s.Client(t)
+	}
+	deadline := time.Now().Add(within)
+	for {
+		n := int64(0)
+		for _, c := range clients {
+			e, err := c.Exists(bg(), "res").Result()
+			require.NoError(t, err)
+			n += e
+		}
+		if n == 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "the vanished holder's key never expired")
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// markers returns the holder marker of "res" on each node ("" if none) and
+// its remaining time to live.
+func markers(t *testing.T, servers []*redistest.Server) ([]string, []time.Duration) {
+	t.Helper()
+	vals := make([]string, len(servers))
+	ttls := make([]time.Duration, len(servers))
+	for i, s := range servers {
+		c := s.Client(t)
+		v, err := c.Get(bg(), "res:held").Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		require.NoError(t, err)
+		vals[i] = v
+		ttls[i], err = c.PTTL(bg(), "res:held").Result()
+		require.NoError(t, err)
+	}
+	return vals, ttls
+}
+
+// A holder that vanishes: TryLock, fenced or not, fair or not, is refused
+// with ErrLockDelay after its key expired, until ttl+delay after its
+// acquisition, and then succeeds.
+func TestRealLockDelayRefusesAfterVanishedHolder(t *testing.T) {
+	const ttl, delay = 500 * time.Millisecond, 2 * time.Second
+	servers, pools := realNodes(t, 5)
+	a := newClient(t, pools, redlock.WithLockDelay(delay))
+	la, start := vanish(t, servers, a, ttl)
+	b := newClient(t, pools, redlock.WithLockDelay(delay))
+
+	awaitExpiry(t, servers, 5*time.Second)
+	for _, opts := range [][]redlock.LockOption{nil, {redlock.WithFencing()}, {redlock.WithFairness()}} {
+		_, err := b.TryLock(bg(), "res", ttl, opts...)
+		require.True(t, time.Now().Before(start.Add(ttl+delay)), "the machine was too slow to try within the delay")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, redlock.ErrLockDelay, "a free key in its lock-delay is refused")
+		require.ErrorContains(t, err, "left")
+		var ne *redlock.NodeError
+		require.ErrorAs(t, err, &ne)
+	}
+	b.WaitIdle()
+	vals, _ := markers(t, servers)
+	for i, v := range vals {
+		assert.Equal(t, la.Token(), v, "node %d: the refusals left the vanished holder's marker alone", i)
+	}
+
+	var lb *redlock.Lock
+	for lb == nil {
+		require.True(t, time.Now().Before(start.Add(ttl+delay+10*time.Second)), "B never got the lock")
+		time.Sleep(50 * time.Millisecond)
+		var err error
+		lb, err = b.TryLock(bg(), "res", ttl)
+		if err != nil {
+			require.ErrorIs(t, err, redlock.ErrLockDelay)
+		}
+	}
+	got := time.Now()
+	assert.False(t, got.Before(start.Add(ttl+delay)), "B got the lock %v after A's acquisition, before ttl+delay", got.Sub(start))
+	require.NoError(t, lb.Unlock(bg()))
+}
+
+// Lock waits out the lock-delay and gets the key within a second after it
+// ends, not before.
+func TestRealLockDelayLockWaits(t *testing.T) {
+	const ttl, delay = 500 * time.Millisecond, 1500 * time.Millisecond
+	servers, pools := realNodes(t, 5)
+	a := newClient(t, pools, redlock.WithLockDelay(delay))
+	_, start := vanish(t, servers, a, ttl)
+	b := newClient(t, pools, redlock.WithLockDelay(delay))
+
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+	defer cancel()
+	lb, err := b.Lock(ctx, "res", ttl)
+	require.NoError(t, err)
+	got := time.Now()
+	ends := start.Add(ttl + delay)
+	assert.False(t, got.Before(ends), "B got the lock %v after A's acquisition, before ttl+delay", got.Sub(start))
+	assert.Less(t, got.Sub(ends), time.Second, "B got the lock too long after the delay ended")
+	require.NoError(t, lb.Unlock(bg()))
+}
+
+// A holder that unlocks: the next acquisition is immediate, Extend refreshes
+// the marker, and a hand-off to a waiter gives the marker to the waiter, so
+// that a waiter that vanishes in turn is covered too.
+func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
+	const ttl, delay = 2 * time.Second, 3 * time.Second
+	servers, pools := realNodes(t, 5)
+	a := newClient(t, pools, redlock.WithLockDelay(delay))
+	b := newClient(t, pools, redlock.WithLockDelay(delay))
+
+	la, err := a.TryLock(bg(), "res", ttl)
+	require.NoError(t, err)
+	require.NoError(t, la.Extend(bg(), 5*time.Second))
+	_, ttls := markers(t, servers)
+	for i, d := range ttls {
+		assert.Greater(t, d, 5*time.Second+delay-time.Second, "node %d: Extend refreshed the marker", i)
+	}
+	require.NoError(t, la.Unlock(bg()))
+	vals, _ := markers(t, servers)
+	assert.Equal(t, make([]string, 5), vals, "Unlock deleted the marker")
+	lb, err := b.TryLock(bg(), "res", ttl)
+	require.NoError(t, err, "after an Unlock the key passes at once")
+	require.NoError(t, lb.Unlock(bg()))
+
+	// Hand-off: B waits while A holds; A's Unlock hands B the key.
+	la, err = a.TryLock(bg(), "res", ttl)
+	require.NoError(t, err)
+	got := make(chan *redlock.Lock, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+		defer cancel()
+		l, err := b.Lock(ctx, "res", ttl, redlock.WithFairness())
+		assert.NoError(t, err)
+		got <- l
+	}()
+	require.Eventually(t, func() bool {
+		n, err := servers[0].Client(t).ZCard(bg(), "res:queue").Result()
+		return err == nil && n == 1
+	}, 5*time.Second, 10*time.Millisecond, "B joins the queue")
+	require.NoError(t, la.Unlock(bg()))
+	lb = <-got
+	require.NotNil(t, lb)
+	a.WaitIdle()
+	b.WaitIdle()
+	vals, _ = markers(t, servers)
+	held := 0
+	for _, v := range vals {
+		if v == lb.Token() {
+			held++
+		}
+	}
+	assert.GreaterOrEqual(t, held, 3, "the hand-off gave the marker to B: %v", vals)
+	require.NoError(t, lb.Unlock(bg()))
+}
+
+// Without the option, a vanished holder's key is taken as soon as it
+// expires, and no marker is written.
+func TestRealNoLockDelayByDefault(t *testing.T) {
+	const ttl = 500 * time.Millisecond
+	servers, pools := realNodes(t, 5)
+	a := newClient(t, pools)
+	vanish(t, servers, a, ttl)
+	vals, _ := markers(t, servers)
+	assert.Equal(t, make([]string, 5), vals, "no marker without the option")
+	b := newClient(t, pools)
+	awaitExpiry(t, servers, 5*time.Second)
+	lb, err := b.TryLock(bg(), "res", ttl)
+	require.NoError(t, err, "the key is free at expiry")
+	require.NoError(t, lb.Unlock(bg()))
+}
+
+// On Redis Cluster nodes the marker is the key's companion in its slot, so
+// that one script sets both: every path works over keys of many kinds, and
+// a vanished holder's key is refused there too.
+func TestRealLockDelayOnClusters(t *testing.T) {
+	const delay = 2 * time.Second
+	clusters, pools := clusterNodes(t, 3, 3)
+	a := newClient(t, pools, redlock.WithLockDelay(delay))
+	b := newClient(t, pools, redlock.WithLockDelay(delay))
+	keys := []string{"{orders}:1", "x{y}z", "a}b", "res:1", "res:2"}
+	for _, key := range keys {
+		for _, opts := range [][]redlock.LockOption{nil, {redlock.WithFencing()}, {redlock.WithFairness()}} {
+			l, err := a.TryLock(bg(), key, 10*time.Second, opts...)
+			require.NoError(t, err, key)
+			a.WaitIdle()
+			requireInSlot(t, clusters, key, keyslot.Companion(key, "held"))
+			require.NoError(t, l.Extend(bg(), 10*time.Second), key)
+			require.NoError(t, l.Unlock(bg()), key)
+		}
+	}
+
+	const ttl = 300 * time.Millisecond
+	start := time.Now()
+	_, err := a.TryLock(bg(), "res:3", ttl)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		for _, cl := range clusters {
+			if cl.Client(t).Exists(bg(), "res:3").Val() != 0 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond, "the vanished holder's key expires")
+	_, err = b.TryLock(bg(), "res:3", ttl)
+	require.True(t, time.Now().Before(start.Add(ttl+delay)), "the machine was too slow to try within the delay")
+	require.ErrorIs(t, err, redlock.ErrLockDelay)
+
+	for i, cl := range clusters {
+		for _, m := range cl.Masters {
+			info, err := m.Client(t).Info(bg(), "errorstats").Result()
+			require.NoError(t, err)
+			assert.NotContains(t, info, "errorstat_CROSSSLOT", "node %d master %s", i, m.Addr())
+			assert.NotContains(t, info, "errorstat_MOVED", "node %d master %s redirected", i, m.Addr())
+		}
+	}
+}
