@@ -1,5 +1,7 @@
 // Package scripts holds the Lua scripts the lock runs on each node. Each
-// .lua file states its contract in its header comment.
+// .lua file states its contract in its header comment; watch.lua holds the
+// functions that the scripts which register or wake watchers share, and is
+// prepended to them.
 package scripts
 
 import (
@@ -24,13 +26,15 @@ var (
 	enqueueSrc string
 	//go:embed fence_read.lua
 	fenceReadSrc string
+	//go:embed watch.lua
+	watchSrc string
 )
 
 var (
 	// Release removes the caller from the key's queue, deletes the key only
 	// while it holds the caller's token, and then hands it to the next
 	// waiter in the queue.
-	Release = pool.NewScript(releaseSrc)
+	Release = pool.NewScript(watchSrc + releaseSrc)
 	// Extend resets the key's TTL only while it holds the caller's token.
 	Extend = pool.NewScript(extendSrc)
 	// Status returns the key's value and remaining TTL.
@@ -80,3 +84,13 @@ func ClusterKeys(key string) []string {
 	}
 	return keys
 }
+
+// WatchKey returns the name of the lock key's watch set (watch.lua): the
+// channels of the Clients blocked in LockAll, RLock or AcquirePermit on the
+// key, which an Unlock that leaves the key free wakes. Named after the key's
+// queue, so that a key with a hash tag keeps it in its slot.
+func WatchKey(key string) string { return key + ":queue:watch" }
+
+// ClusterWatchKey is WatchKey for a node that is a Redis Cluster: a name in
+// the key's hash slot (keyslot.Companion).
+func ClusterWatchKey(key string) string { return keyslot.Companion(key, "queue:watch") }
