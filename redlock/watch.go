@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"slices"
 	"time"
 
 	"github.com/redlockgo/redlock/internal/scripts"
@@ -97,14 +96,4 @@ func (c *Client) watchKeys(i int, keys []string) []string {
 func (c *Client) startWatching(keys []string) (<-chan struct{}, func()) {
 	c.grants.start(c.pools, c.nodeTimeout(0))
 	return c.released.watch(keys)
-}
-
-// withWatch returns Release's KEYS on each node (releaseKeys) followed by
-// key's watch set there: the KEYS of an Unlock, which wakes the watchers.
-func (c *Client) withWatch(key string, keys [][]string) [][]string {
-	out := make([][]string, len(keys))
-	for i, ks := range keys {
-		out[i] = append(slices.Clip(ks), c.watchKeys(i, []string{key})...)
-	}
-	return out
 }

@@ -41,8 +41,11 @@ end
 while true do
   local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   if not head[1] then
-    -- KEYS[6], given by an Unlock only: the key's watch set (watch.lua).
-    watch_wake(KEYS[6], KEYS[1], now)
+    -- An Unlock ends ARGV with 'wake': the key's watch set, named after its
+    -- queue (scripts.WatchKey), is woken (watch.lua).
+    if ARGV[#ARGV] == 'wake' then
+      watch_wake(KEYS[2] .. ':watch', KEYS[1], now)
+    end
     return {1}
   end
   local id = head[1]

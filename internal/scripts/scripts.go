@@ -87,10 +87,12 @@ func ClusterKeys(key string) []string {
 
 // WatchKey returns the name of the lock key's watch set (watch.lua): the
 // channels of the Clients blocked in LockAll, RLock or AcquirePermit on the
-// key, which an Unlock that leaves the key free wakes. Named after the key's
-// queue, so that a key with a hash tag keeps it in its slot.
-func WatchKey(key string) string { return key + ":queue:watch" }
+// key, which an Unlock that leaves the key free wakes. It is the key's
+// queue (Keys) followed by ":watch": release.lua, whose KEYS after the
+// queue's are the lock-delay's, derives it from KEYS[2], in the same slot.
+func WatchKey(key string) string { return Keys(key)[1] + ":watch" }
 
-// ClusterWatchKey is WatchKey for a node that is a Redis Cluster: a name in
-// the key's hash slot (keyslot.Companion).
-func ClusterWatchKey(key string) string { return keyslot.Companion(key, "queue:watch") }
+// ClusterWatchKey is WatchKey for a node that is a Redis Cluster: its queue
+// (ClusterKeys) followed by ":watch", which keeps the queue's hash tag and so
+// the key's slot.
+func ClusterWatchKey(key string) string { return keyslot.Companion(key, "queue") + ":watch" }
