@@ -40,7 +40,8 @@ type Client struct {
 	order   order     // this Client's node calls per key, in order
 	grants  grants    // grants heard for this Client's waiters
 	busy    contended // keys its Lock calls recently found held
-	// released wakes LockAll calls when a lock on one of their keys is released
+	// released wakes LockAll, RLock and AcquirePermit calls when one of their
+	// keys is released here, or elsewhere and heard by grants (watch.go)
 	released releases
 
 	closeMu  sync.Mutex  // serialises Close and Shutdown
@@ -95,6 +96,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		quarantine: quarantineFor(cfg),
 	}
 	c.grants.counts = c.grantCounts
+	c.grants.woken = &c.released
 	c.startClockCheck()
 	c.grants.channel = grantChannelPrefix + newToken()
 	c.done = c.wg.Done

@@ -23,9 +23,13 @@ import (
 // A node that cannot be listened to (down, or a Pool without
 // pool.Notifier) only costs its grants' messages: waiters learn them at
 // their next round.
+//
+// The same channel carries the wake-ups of the Client's blocked LockAll,
+// RLock and AcquirePermit calls (watch.go): "free <key>", passed to woken.
 type grants struct {
 	channel string
 	counts  func(i int) bool // whether node i's grants count (quarantine.go)
+	woken   *releases        // the Client's calls waiting for a key to be free
 
 	mu      sync.Mutex
 	inbox   map[string]*waiter // by token
@@ -115,6 +119,12 @@ func (g *grants) listen(ctx context.Context, i int, n pool.Notifier, timeout tim
 	cancel()
 	for m := range l.Messages() {
 		if m.Channel != g.channel {
+			continue
+		}
+		if key, ok := strings.CutPrefix(m.Payload, wakePrefix); ok {
+			if g.woken != nil {
+				g.woken.wake([]string{key})
+			}
 			continue
 		}
 		token, s, _ := strings.Cut(m.Payload, " ")

@@ -3,7 +3,6 @@ package redlock
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -20,13 +19,14 @@ type leaseKind interface {
 	// take acquires the lease for token on p. It returns whether it did, the
 	// place taken (the permit's slot; "" for a reader) and the fence
 	// counter read in the same step. heal asks for exactly the lease's
-	// place, ignoring waiting writers.
-	take(ctx context.Context, p pool.Pool, token string, ttl time.Duration, heal bool) (ok bool, place string, counter uint64, err error)
+	// place, ignoring waiting writers. When refused, it registers w.
+	take(ctx context.Context, p pool.Pool, token string, ttl time.Duration, heal bool, w nodeWatch) (ok bool, place string, counter uint64, err error)
 	// extend runs the kind's extend script, with scripts.Extend's codes.
 	extend(ctx context.Context, p pool.Pool, token string, ttl time.Duration) (int64, error)
 	// release ends the lease for token on node i of c; it reports whether
-	// it was live. A key it hands to a waiter of c is delivered to it.
-	release(ctx context.Context, c *Client, i int, token string) (bool, error)
+	// it was live. A key it hands to a waiter of c is delivered to it. With
+	// wake (an Unlock), a key it leaves free wakes its watchers.
+	release(ctx context.Context, c *Client, i int, token string, wake bool) (bool, error)
 	// raiseFence raises the fence counter to fence while the lease is live.
 	raiseFence(ctx context.Context, p pool.Pool, token, fence string) (bool, error)
 	// attempt returns the kind for a new attempt (a permit's starting slot).
@@ -57,7 +57,7 @@ func (l *Lock) releaseOn(ctx context.Context, s slot, i int, keys []string, args
 		return l.c.release(ctx, s, i, keys, args)
 	}
 	return s.run(ctx, func(ctx context.Context) (bool, error) {
-		return l.kind.release(ctx, l.c, i, l.token)
+		return l.kind.release(ctx, l.c, i, l.token, true)
 	})
 }
 
@@ -71,7 +71,7 @@ func (l *Lock) healOn(ctx context.Context, i int, ttl time.Duration) (bool, erro
 	case l.kind == nil:
 		return l.c.pools[i].SetNX(ctx, l.key, l.token, ttl)
 	}
-	ok, _, _, err := l.kind.take(ctx, l.c.pools[i], l.token, ttl, true)
+	ok, _, _, err := l.kind.take(ctx, l.c.pools[i], l.token, ttl, true, nodeWatch{})
 	return ok, err
 }
 
@@ -94,8 +94,9 @@ func (l *Lock) raiseFenceOn(ctx context.Context, i int, fence string) (bool, err
 // of the attempt wherever it may have landed when it fails. Nodes must agree
 // on the place (a permit's slot): the decision waits for a majority on one
 // place, or until none can have it; a node that took another place is
-// released at once.
-func (c *Client) acquireLease(ctx context.Context, key string, ttl time.Duration, lc lockConfig, kind leaseKind) (*Lock, error) {
+// released at once. w registers the Client as a watcher of the key where
+// it is refused (nil: nowhere).
+func (c *Client) acquireLease(ctx context.Context, key string, ttl time.Duration, lc lockConfig, kind leaseKind, w *watching) (*Lock, error) {
 	kind = kind.attempt()
 	l := c.newLock(key, newToken(), ttl, lc.heal)
 	timeout := c.nodeTimeout(ttl)
@@ -109,7 +110,7 @@ func (c *Client) acquireLease(ctx context.Context, key string, ttl time.Duration
 	res := fanout.QuorumOn(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (ok bool, err error) {
-				ok, places[i], counters[i], err = kind.take(ctx, c.pools[i], l.token, ttl, false)
+				ok, places[i], counters[i], err = kind.take(ctx, c.pools[i], l.token, ttl, false, w.on(c, i, key))
 				return ok, err
 			})
 		},
@@ -211,7 +212,7 @@ func (c *Client) releaseLeaseAsync(l *Lock, kind leaseKind, nodes []int, timeout
 		defer c.wg.Done()
 		fanout.Each(context.Background(), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				return kind.release(ctx, c, i, l.token)
+				return kind.release(ctx, c, i, l.token, false)
 			})
 		})
 	}()
@@ -219,36 +220,38 @@ func (c *Client) releaseLeaseAsync(l *Lock, kind leaseKind, nodes []int, timeout
 
 // obtainLease is TryRLock and TryAcquirePermit after their own checks: one
 // attempt, or, when wait is set, attempts paced by the retry strategy until
-// one succeeds, the strategy stops, ctx ends or the Client closes.
+// one succeeds, the strategy stops, ctx ends or the Client closes; a
+// release that leaves the key free cuts the pause short (watch.go).
 func (c *Client) obtainLease(ctx context.Context, key string, ttl time.Duration, lc lockConfig, kind leaseKind, wait bool) (*Lock, error) {
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
+	var woken <-chan struct{}
+	if wait {
+		var stop func()
+		woken, stop = c.startWatching([]string{key})
+		defer stop()
+	}
 	var prev error // the error of the last attempt that ran to its decision
 	for attempt := 1; ; attempt++ {
-		l, err := c.acquireLease(ctx, key, ttl, lc, kind)
+		var delay time.Duration
+		retry := false
+		if wait {
+			// Asked before the attempt: an attempt followed by a pause
+			// watches for the key's release, for that long.
+			delay, retry = lc.retry.NextDelay(attempt)
+		}
+		l, err := c.acquireLease(ctx, key, ttl, lc, kind, c.watching(retry, delay, ttl))
 		if err != nil && ctx.Err() != nil {
 			// ctx cut this attempt short: the attempt before it says more.
 			err = withContext(cmp.Or(prev, err), ctx.Err())
 		}
-		if err == nil || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil || !retry {
 			return c.obtained(ctx, key, l, err, start, attempt, lc)
 		}
 		prev = err
-		delay, retry := lc.retry.NextDelay(attempt)
-		if !wait || !retry {
+		if err := c.pause(ctx, delay, woken, err); err != nil {
 			return c.obtained(ctx, key, nil, err, start, attempt, lc)
 		}
-		t := c.cfg.clock.NewTimer(delay)
-		select {
-		case <-t.C():
-			continue
-		case <-ctx.Done():
-			err = withContext(err, ctx.Err())
-		case <-c.closing:
-			err = errors.Join(err, ErrClosed)
-		}
-		t.Stop()
-		return c.obtained(ctx, key, nil, err, start, attempt, lc)
 	}
 }
 

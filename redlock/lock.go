@@ -254,7 +254,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 }
 
 // release deletes the lock on every node and returns at the majority.
-// Each node hands the key straight to the first waiter in its queue.
+// Each node hands the key straight to the first waiter in its queue, or,
+// with nobody queued, wakes the key's watchers (watch.go).
 func (l *Lock) release(ctx context.Context) fanout.Result {
 	if l.keys != nil {
 		return l.releaseAll(ctx)
@@ -262,7 +263,8 @@ func (l *Lock) release(ctx context.Context) fanout.Result {
 	c := l.c
 	defer c.released.wake([]string{l.key})
 	slots := c.order.takeAll(l.key, l.token, true, nil, len(c.pools))
-	keys, args := c.releaseKeys(l.key), c.releaseArgs(l.token, l.leave)
+	// "wake": an Unlock wakes the key's watchers (release.lua, watch.go).
+	keys, args := c.releaseKeys(l.key), append(c.releaseArgs(l.token, l.leave), "wake")
 	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
 			return l.releaseOn(ctx, slots[i], i, keys[i], args)

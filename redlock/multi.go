@@ -49,7 +49,7 @@ func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duratio
 	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
-	l, err := c.acquireAll(ctx, keys, ttl, lc)
+	l, err := c.acquireAll(ctx, keys, ttl, lc, nil)
 	if err != nil {
 		err = withContext(err, ctx.Err())
 	}
@@ -64,13 +64,18 @@ func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duratio
 //
 // Waiting policy: a multi-lock does not queue. It tries again after each
 // delay of the retry strategy (WithRetry; retry k after NextDelay(k)), and
-// at once when a lock on any of its keys is released through the same
-// Client; releases made elsewhere are noticed at the next retry, so the
-// strategy's largest delay bounds how long a free set goes unnoticed
-// (250ms by default). There is no FIFO order across multi-locks, nor
-// between a multi-lock and single-key waiters: a release hands a key to a
-// waiting Lock call first, and a multi-lock may wait while its keys keep
-// passing among single-key holders.
+// at once when the Unlock of a lock, multi-lock, reader or permit leaves
+// one of its keys free, in any Client: an attempt that finds a key held
+// registers the Client's channel as a watcher of that key on each node, in
+// the same script, and the release there tells the Client (docs/design.md,
+// "Wake-ups"). So a free set is noticed within a message's way, whatever
+// the retry delay; a wake-up lost with a listener's connection costs a
+// retry delay, and a key freed by expiry, not by Unlock, is noticed at the
+// next retry (the strategy's largest delay: 250ms by default). There is no
+// FIFO order across multi-locks, nor between a multi-lock and single-key
+// waiters: a release hands a key to a waiting Lock call first (without
+// waking watchers), and a multi-lock may wait while its keys keep passing
+// among single-key holders.
 //
 // On failure the error wraps ErrNotObtained and, when ctx ended the wait,
 // ctx.Err() (ErrClosed when the Client closed), with the per-node detail of
@@ -87,14 +92,16 @@ func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, 
 	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
-	woken, stop := c.released.watch(keys)
+	woken, stop := c.startWatching(keys)
 	defer stop()
 	for attempt := 1; ; attempt++ {
-		l, err := c.acquireAll(ctx, keys, ttl, lc)
+		// Asked before the attempt: an attempt followed by a pause watches
+		// for the release of the key it finds held, for that long.
+		delay, retry := lc.retry.NextDelay(attempt)
+		l, err := c.acquireAll(ctx, keys, ttl, lc, c.watching(retry, delay, ttl))
 		if err == nil || ctx.Err() != nil {
 			return c.obtained(ctx, keys[0], l, withContext(err, ctx.Err()), start, attempt, lc)
 		}
-		delay, retry := lc.retry.NextDelay(attempt)
 		if !retry {
 			return c.obtained(ctx, keys[0], nil, err, start, attempt, lc)
 		}
@@ -159,12 +166,13 @@ func normalKeys(keys []string) ([]string, error) {
 	if keys[0] == "" {
 		return nil, errors.New("redlock: empty key")
 	}
-	companions := make(map[string]string, 5*len(keys))
+	companions := make(map[string]string, 6*len(keys))
 	for _, k := range keys {
 		companions[fenceKey(k)] = k
 		for _, q := range scripts.Keys(k)[1:] {
 			companions[q] = k
 		}
+		companions[scripts.WatchKey(k)] = k
 	}
 	for _, k := range keys {
 		if base, ok := companions[k]; ok {

@@ -15,8 +15,9 @@ import (
 // acquireAll is one attempt of a multi-lock: AcquireAll on every node in
 // parallel, decided as acquire decides (majority, validity, fence), and on
 // failure undone on every node where it may have landed. keys are sorted and
-// checked; ttl is in whole milliseconds.
-func (c *Client) acquireAll(ctx context.Context, keys []string, ttl time.Duration, lc lockConfig) (*Lock, error) {
+// checked; ttl is in whole milliseconds. w registers the Client as a
+// watcher of a key found held (nil: none).
+func (c *Client) acquireAll(ctx context.Context, keys []string, ttl time.Duration, lc lockConfig, w *watching) (*Lock, error) {
 	l := c.newLock(keys[0], newToken(), ttl, lc.heal)
 	l.keys = keys
 	timeout := c.nodeTimeout(ttl)
@@ -33,7 +34,7 @@ func (c *Client) acquireAll(ctx context.Context, keys []string, ttl time.Duratio
 	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				return l.setAllOn(ctx, i, lc.fencing, counters, &held[i])
+				return l.setAllOn(ctx, i, lc.fencing, counters, &held[i], w.on(c, i, keys...))
 			})
 		},
 		func(v fanout.Vote, _ bool) {
@@ -73,17 +74,24 @@ func (c *Client) acquireAll(ctx context.Context, keys []string, ttl time.Duratio
 
 // setAllOn runs AcquireAll for l on node i; with fencing it stores the
 // largest of the keys' counters in counters[i]. It records in *held which
-// key (1-based) the node found held.
-func (l *Lock) setAllOn(ctx context.Context, i int, fencing bool, counters []uint64, held *int) (bool, error) {
+// key (1-based) the node found held, which w then watches.
+func (l *Lock) setAllOn(ctx context.Context, i int, fencing bool, counters []uint64, held *int, w nodeWatch) (bool, error) {
 	ks := l.keys
-	if fencing {
-		ks = make([]string, 0, 2*len(l.keys))
+	args := []any{l.token, l.ttl.Milliseconds(), len(l.keys)}
+	if fencing || w.keys != nil {
+		ks = make([]string, 0, 3*len(l.keys))
 		ks = append(ks, l.keys...)
+	}
+	if fencing {
 		for _, k := range l.keys {
 			ks = append(ks, fenceKey(k))
 		}
 	}
-	r, err := l.c.pools[i].Eval(ctx, scripts.AcquireAll, ks, l.token, l.ttl.Milliseconds(), len(l.keys))
+	if w.keys != nil {
+		ks = append(ks, w.keys...)
+		args = append(args, w.channel, w.lease)
+	}
+	r, err := l.c.pools[i].Eval(ctx, scripts.AcquireAll, ks, args...)
 	if err != nil {
 		return false, err
 	}
@@ -157,7 +165,7 @@ func (l *Lock) releaseAll(ctx context.Context) fanout.Result {
 	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				n, err := c.releaseAllOn(ctx, i, l.keys, l.token)
+				n, err := c.releaseAllOn(ctx, i, l.keys, l.token, true)
 				return n == len(l.keys), err
 			})
 		}, nil)
@@ -176,7 +184,7 @@ func (c *Client) releaseAllAsync(keys []string, token string, nodes []int, timeo
 		defer c.wg.Done()
 		fanout.Each(context.Background(), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				n, err := c.releaseAllOn(ctx, i, keys, token)
+				n, err := c.releaseAllOn(ctx, i, keys, token, false)
 				return n > 0, err
 			})
 		})
@@ -185,8 +193,14 @@ func (c *Client) releaseAllAsync(keys []string, token string, nodes []int, timeo
 
 // releaseAllOn runs ReleaseAll on node i and returns how many keys it
 // deleted; the waiters of this Client it handed keys to hear of it at once.
-func (c *Client) releaseAllOn(ctx context.Context, i int, keys []string, token string) (int, error) {
-	v, err := c.pools[i].Eval(ctx, scripts.ReleaseAll, scripts.KeysAll(keys), token)
+// With wake (an Unlock), the keys it leaves free wake their watchers.
+func (c *Client) releaseAllOn(ctx context.Context, i int, keys []string, token string, wake bool) (int, error) {
+	ks, args := scripts.KeysAll(keys), []any{token}
+	if wake {
+		ks = append(ks, c.watchKeys(i, keys)...)
+		args = append(args, len(keys))
+	}
+	v, err := c.pools[i].Eval(ctx, scripts.ReleaseAll, ks, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -253,8 +267,9 @@ func (s multiSlot) run(ctx context.Context, op func(context.Context) (bool, erro
 	return op(ctx)
 }
 
-// releases wakes a Client's LockAll calls when a lock of the Client on one
-// of their keys is released. A wake-up only makes the call try again
+// releases wakes a Client's LockAll, RLock and AcquirePermit calls when one
+// of their keys is released: by a lock of the Client, or elsewhere, as the
+// nodes tell the Client (watch.go). A wake-up only makes the call try again
 // early; a lost one costs a retry delay.
 type releases struct {
 	mu      sync.Mutex

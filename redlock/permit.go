@@ -44,12 +44,16 @@ func (c *Client) TryAcquirePermit(ctx context.Context, key string, limit int, tt
 // AcquirePermit takes one of limit permits of key for ttl (see
 // TryAcquirePermit), waiting until it succeeds, the retry strategy
 // (WithRetry) stops, ctx ends or the Client closes. Retry k is a new
-// attempt, NextDelay(k) after the one before it: a released permit is
-// noticed by the next attempt, so with the default strategy within 250ms
-// plus one attempt. On failure the error wraps ErrNotObtained, the per-node
-// detail of the last attempt that ran to its decision and, when ctx ended
-// the wait, ctx.Err(); it returns within ctx's deadline whatever the nodes
-// do.
+// attempt, NextDelay(k) after the one before it, or at once when a
+// holder's Unlock frees a permit, in any Client: a refused attempt
+// registers the Client as a watcher of key on each node, in the same
+// script, and the release there tells it (as for LockAll; see
+// docs/permits.md). A permit freed by expiry is noticed by the next
+// attempt, with the default strategy within 250ms plus one attempt; so is
+// a wake-up lost with a listener's connection. On failure the error wraps
+// ErrNotObtained, the per-node detail of the last attempt that ran to its
+// decision and, when ctx ended the wait, ctx.Err(); it returns within ctx's
+// deadline whatever the nodes do.
 func (c *Client) AcquirePermit(ctx context.Context, key string, limit int, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.acquirePermit(ctx, key, limit, ttl, opts, true)
 }
@@ -81,13 +85,18 @@ type permitLease struct {
 	slot  string
 }
 
-func (p permitLease) take(ctx context.Context, node pool.Pool, token string, ttl time.Duration, heal bool) (bool, string, uint64, error) {
+func (p permitLease) take(ctx context.Context, node pool.Pool, token string, ttl time.Duration, heal bool, w nodeWatch) (bool, string, uint64, error) {
 	only := "0"
 	if heal {
 		only = "1"
 	}
-	v, err := node.Eval(ctx, scripts.PermitAcquire, []string{p.key, fenceKey(p.key)},
-		token, ttl.Milliseconds(), p.limit, p.slot, only)
+	keys := []string{p.key, fenceKey(p.key)}
+	args := []any{token, ttl.Milliseconds(), p.limit, p.slot, only}
+	if w.keys != nil {
+		keys = append(keys, w.keys[0])
+		args = append(args, w.channel, w.lease)
+	}
+	v, err := node.Eval(ctx, scripts.PermitAcquire, keys, args...)
 	if err != nil {
 		return false, "", 0, err
 	}
@@ -99,8 +108,12 @@ func (p permitLease) extend(ctx context.Context, node pool.Pool, token string, t
 	return asInt(v), err
 }
 
-func (p permitLease) release(ctx context.Context, c *Client, i int, token string) (bool, error) {
-	v, err := c.pools[i].Eval(ctx, scripts.PermitRelease, []string{p.key}, token)
+func (p permitLease) release(ctx context.Context, c *Client, i int, token string, wake bool) (bool, error) {
+	keys := []string{p.key}
+	if wake {
+		keys = append(keys, c.watchKeys(i, keys)...)
+	}
+	v, err := c.pools[i].Eval(ctx, scripts.PermitRelease, keys, token)
 	return asInt(v) == 1, err
 }
 

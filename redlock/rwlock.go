@@ -39,9 +39,14 @@ func (c *Client) TryRLock(ctx context.Context, key string, ttl time.Duration, op
 
 // RLock takes a read lock on key for ttl (see TryRLock), waiting until it
 // succeeds, the retry strategy (WithRetry) stops, ctx ends or the Client
-// closes. Retry k is a new attempt, NextDelay(k) after the one before it: a
-// released writer's key is noticed by the next attempt, so with the default
-// strategy within 250ms plus one attempt. On failure the error wraps
+// closes. Retry k is a new attempt, NextDelay(k) after the one before it,
+// or at once when the writer's Unlock leaves the key free, in any Client:
+// a refused attempt registers the Client as a watcher of the key on each
+// node, in the same script, and the release there tells it (as for
+// LockAll; see docs/rwlock.md). A writer's key freed otherwise (its TTL
+// ran out, or a waiting writer gave up) is noticed by the next attempt,
+// with the default strategy within 250ms plus one attempt; so is a wake-up
+// lost with a listener's connection. On failure the error wraps
 // ErrNotObtained, the per-node detail of the last attempt that ran to its
 // decision and, when ctx ended the wait, ctx.Err(); it returns within ctx's
 // deadline whatever the nodes do.
@@ -65,13 +70,18 @@ func (c *Client) rlock(ctx context.Context, key string, ttl time.Duration, opts 
 // readLease is a reader's leaseKind (rlock_*.lua).
 type readLease struct{ key string }
 
-func (r readLease) take(ctx context.Context, p pool.Pool, token string, ttl time.Duration, heal bool) (bool, string, uint64, error) {
+func (r readLease) take(ctx context.Context, p pool.Pool, token string, ttl time.Duration, heal bool, w nodeWatch) (bool, string, uint64, error) {
 	flag := "0"
 	if heal {
 		flag = "1"
 	}
 	keys := []string{r.key, scripts.ReadersKey(r.key), scripts.Keys(r.key)[2], fenceKey(r.key)}
-	v, err := p.Eval(ctx, scripts.RLockAcquire, keys, token, ttl.Milliseconds(), flag)
+	args := []any{token, ttl.Milliseconds(), flag}
+	if w.keys != nil {
+		keys = append(keys, w.keys[0])
+		args = append(args, w.channel, w.lease)
+	}
+	v, err := p.Eval(ctx, scripts.RLockAcquire, keys, args...)
 	if err != nil {
 		return false, "", 0, err
 	}
@@ -83,9 +93,12 @@ func (r readLease) extend(ctx context.Context, p pool.Pool, token string, ttl ti
 	return asInt(v), err
 }
 
-func (r readLease) release(ctx context.Context, c *Client, i int, token string) (bool, error) {
+func (r readLease) release(ctx context.Context, c *Client, i int, token string, wake bool) (bool, error) {
 	q := scripts.Keys(r.key)
 	keys := []string{r.key, scripts.ReadersKey(r.key), q[1], q[2], q[3]}
+	if wake {
+		keys = append(keys, c.watchKeys(i, keys[:1])...)
+	}
 	v, err := c.pools[i].Eval(ctx, scripts.RLockRelease, keys, token)
 	if err != nil {
 		return false, err

@@ -8,9 +8,19 @@
 -- node as it found it.
 -- Returns {1, c1, ..., cn} when set (ci the counter of KEYS[i], "0" if
 -- absent; no counters when none were given), {0, i} when KEYS[i] was held.
+-- A blocked LockAll also gives ARGV[4], its Client's channel, ARGV[5], a
+-- lease in ms, and after the other KEYS the n keys' watch sets: the channel
+-- then watches the key found held (watch.lua).
 local n = tonumber(ARGV[3])
+local last = #KEYS
+if ARGV[4] then
+  last = #KEYS - n
+end
 for i = 1, n do
   if redis.call('EXISTS', KEYS[i]) == 1 then
+    if ARGV[4] then
+      watch_add(KEYS[last + i], ARGV[4], ARGV[5])
+    end
     return {0, i}
   end
 end
@@ -18,7 +28,7 @@ for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
 end
 local out = {1}
-for i = n + 1, #KEYS do
+for i = n + 1, last do
   out[#out + 1] = redis.call('GET', KEYS[i]) or '0'
 end
 return out

@@ -29,19 +29,19 @@ var (
 // extend scripts answer with Extend's codes.
 var (
 	// RLockAcquire adds a reader to a key that no writer holds or waits for.
-	RLockAcquire = pool.NewScript(rlockAcquireSrc)
+	RLockAcquire = pool.NewScript(watchSrc + rlockAcquireSrc)
 	// RLockExtend extends one reader's own lease.
 	RLockExtend = pool.NewScript(rlockExtendSrc)
 	// RLockRelease removes one reader; the last one frees the key.
-	RLockRelease = pool.NewScript(rlockReleaseSrc)
+	RLockRelease = pool.NewScript(watchSrc + rlockReleaseSrc)
 	// RLockFence raises the fence counter while the reader's lease is live.
 	RLockFence = pool.NewScript(rlockFenceSrc)
 	// PermitAcquire takes a free slot of a semaphore.
-	PermitAcquire = pool.NewScript(permitAcquireSrc)
+	PermitAcquire = pool.NewScript(watchSrc + permitAcquireSrc)
 	// PermitExtend extends one holder's own permit.
 	PermitExtend = pool.NewScript(permitExtendSrc)
 	// PermitRelease frees every slot that holds the caller's token.
-	PermitRelease = pool.NewScript(permitReleaseSrc)
+	PermitRelease = pool.NewScript(watchSrc + permitReleaseSrc)
 	// PermitFence raises the fence counter while the permit is live.
 	PermitFence = pool.NewScript(permitFenceSrc)
 )

@@ -41,4 +41,8 @@ for k = 0, tries - 1 do
     return {1, s, redis.call('GET', KEYS[2]) or '0'}
   end
 end
+-- A blocked AcquirePermit also gives KEYS[3], the semaphore's watch set,
+-- ARGV[6], its Client's channel, and ARGV[7], a lease in ms: it then watches
+-- the semaphore (watch.lua).
+watch_add(KEYS[3], ARGV[6], ARGV[7])
 return {0}

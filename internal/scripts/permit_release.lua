@@ -6,6 +6,8 @@
 -- slots; other holders' slots are never touched. A semaphore left empty
 -- vanishes.
 -- Returns 1 when a live permit of the caller was freed here, 0 otherwise.
+-- KEYS[2], given by an Unlock only: the semaphore's watch set (watch.lua),
+-- whose watchers are woken when a live permit is freed.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then
@@ -19,5 +21,8 @@ for i = 1, #all, 2 do
     redis.call('HDEL', KEYS[1], all[i])
     if tok == ARGV[1] and tonumber(exp) > now then held = 1 end
   end
+end
+if held == 1 then
+  watch_wake(KEYS[2], KEYS[1], now)
 end
 return held

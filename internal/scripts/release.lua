@@ -46,6 +46,11 @@ end
 while true do
   local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   if not head[1] then
+    -- An Unlock ends ARGV with 'wake': the key's watch set, named after its
+    -- queue (scripts.WatchKey), is woken (watch.lua).
+    if ARGV[#ARGV] == 'wake' then
+      watch_wake(KEYS[2] .. ':watch', KEYS[1], now)
+    end
     return {1}
   end
   local id = head[1]

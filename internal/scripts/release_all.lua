@@ -10,10 +10,17 @@
 -- "<token> <seq>" (as in release.lua).
 -- Returns {d, token1, seq1, token2, seq2, ...}: d the number of keys
 -- deleted, then one pair per key handed to a waiter.
+-- An Unlock also gives ARGV[2], the number n of lock keys, and after the n
+-- groups the n keys' watch sets (watch.lua): a key it leaves free wakes its
+-- watchers.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {0}
-for g = 0, #KEYS / 5 - 1 do
+local n = #KEYS / 5
+if ARGV[2] then
+  n = tonumber(ARGV[2])
+end
+for g = 0, n - 1 do
   local key, queue, leases, entries = KEYS[5 * g + 1], KEYS[5 * g + 2], KEYS[5 * g + 3], KEYS[5 * g + 4]
   if redis.call('GET', key) == ARGV[1] then
     redis.call('DEL', key)
@@ -26,6 +33,7 @@ for g = 0, #KEYS / 5 - 1 do
     while true do
       local head = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')
       if not head[1] then
+        watch_wake(KEYS[5 * n + g + 1], key, now)
         break
       end
       local id = head[1]

@@ -12,13 +12,18 @@
 -- queue (its lease there not run out): waiting writers go first.
 -- Returns {1, counter} when joined (counter "0" if absent); {0, 'writer'}
 -- when a writer holds the key; {0, 'waiting'} when a writer waits for it.
+-- A blocked RLock also gives KEYS[5], the key's watch set, ARGV[4], its
+-- Client's channel, and ARGV[5], a lease in ms: a refused reader then
+-- watches the key (watch.lua).
 local v = redis.call('GET', KEYS[1])
 if v and v ~= 'r:readers' then
+  watch_add(KEYS[5], ARGV[4], ARGV[5])
   return {0, 'writer'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if ARGV[3] ~= '1' and #redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf', 'LIMIT', 0, 1) > 0 then
+  watch_add(KEYS[5], ARGV[4], ARGV[5])
   return {0, 'waiting'}
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)

@@ -38,6 +38,8 @@ end
 while true do
   local head = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
   if not head[1] then
+    -- KEYS[6], given by an Unlock only: the key's watch set (watch.lua).
+    watch_wake(KEYS[6], KEYS[1], now)
     return {held}
   end
   local id = head[1]

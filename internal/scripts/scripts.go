@@ -1,5 +1,7 @@
 // Package scripts holds the Lua scripts the lock runs on each node. Each
-// .lua file states its contract in its header comment.
+// .lua file states its contract in its header comment; watch.lua holds the
+// functions that the scripts which register or wake watchers share, and is
+// prepended to them.
 package scripts
 
 import (
@@ -26,13 +28,15 @@ var (
 	fenceReadSrc string
 	//go:embed acquire_delay.lua
 	acquireDelaySrc string
+	//go:embed watch.lua
+	watchSrc string
 )
 
 var (
 	// Release removes the caller from the key's queue, deletes the key only
 	// while it holds the caller's token, and then hands it to the next
 	// waiter in the queue.
-	Release = pool.NewScript(releaseSrc)
+	Release = pool.NewScript(watchSrc + releaseSrc)
 	// Extend resets the key's TTL only while it holds the caller's token.
 	Extend = pool.NewScript(extendSrc)
 	// Status returns the key's value and remaining TTL.
@@ -100,3 +104,15 @@ func HeldKey(key string) string { return key + ":held" }
 // ClusterHeldKey is HeldKey for a node that is a Redis Cluster, in the key's
 // hash slot (keyslot.Companion).
 func ClusterHeldKey(key string) string { return keyslot.Companion(key, "held") }
+
+// WatchKey returns the name of the lock key's watch set (watch.lua): the
+// channels of the Clients blocked in LockAll, RLock or AcquirePermit on the
+// key, which an Unlock that leaves the key free wakes. It is the key's
+// queue (Keys) followed by ":watch": release.lua, whose KEYS after the
+// queue's are the lock-delay's, derives it from KEYS[2], in the same slot.
+func WatchKey(key string) string { return Keys(key)[1] + ":watch" }
+
+// ClusterWatchKey is WatchKey for a node that is a Redis Cluster: its queue
+// (ClusterKeys) followed by ":watch", which keeps the queue's hash tag and so
+// the key's slot.
+func ClusterWatchKey(key string) string { return keyslot.Companion(key, "queue") + ":watch" }
