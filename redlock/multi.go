@@ -38,15 +38,11 @@ import (
 // "{order:42}:items" and "{order:42}:invoice"; otherwise each node answers
 // with a CROSSSLOT error, reported as that node's error.
 func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	done, err := c.begin()
+	done, keys, lc, err := c.beginLockAll(ctx, keys, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	keys, lc, err := c.checkAll(ctx, keys, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
 	l, err := c.acquireAll(ctx, keys, ttl, lc, nil)
@@ -81,15 +77,11 @@ func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duratio
 // ctx.Err() (ErrClosed when the Client closed), with the per-node detail of
 // the last attempt; it returns within ctx's deadline whatever the nodes do.
 func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	done, err := c.begin()
+	done, keys, lc, err := c.beginLockAll(ctx, keys, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	keys, lc, err := c.checkAll(ctx, keys, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
 	woken, stop := c.startWatching(keys)
@@ -190,4 +182,19 @@ func normalKeys(keys []string) ([]string, error) {
 // extensions did not get through in time). Errors are as for Do.
 func (c *Client) DoAll(ctx context.Context, keys []string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) error {
 	return c.do(ctx, fn, opts, func(all []LockOption) (*Lock, error) { return c.LockAll(ctx, keys, ttl, all...) })
+}
+
+// beginLockAll is beginLock for a multi-lock: it registers the operation
+// (the caller must call done) and returns the keys sorted and checked.
+func (c *Client) beginLockAll(ctx context.Context, keys []string, ttl time.Duration, opts []LockOption) (func(), []string, lockConfig, error) {
+	done, err := c.begin()
+	if err != nil {
+		return nil, nil, lockConfig{}, err
+	}
+	keys, lc, err := c.checkAll(ctx, keys, ttl, opts)
+	if err != nil {
+		done()
+		return nil, nil, lockConfig{}, err
+	}
+	return done, keys, lc, nil
 }
