@@ -182,7 +182,11 @@ func (c *Client) begin() (func(), error) {
 // lock, or an error wrapping ErrNotObtained (and ctx.Err() when ctx ended the
 // attempt) with one *NodeError per node that did not agree. It does not wait
 // for a slow node once the majority has decided, and the cleanup of a failed
-// attempt runs in the background. WithFairness makes it respect the queue of
+// attempt runs in the background. Once a node has answered that the key is
+// held, it waits for the nodes still silent at most a quarter of the node
+// timeout (50ms at most) before it gives up, rather than the whole node
+// timeout: a silent node does not stall contended attempts, nor the waiters
+// whose nodes such an attempt took. WithFairness makes it respect the queue of
 // waiters: it takes the lock only if nobody waits for it.
 //
 // ttl counts in whole milliseconds, as Redis does, from the shortest that
@@ -336,7 +340,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	start := c.cfg.clock.Now()
 
 	slots := c.order.takeAll(key, l.token, true, nil, len(c.pools))
-	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
+	res := fanout.QuorumOn(ctx, &c.wg, len(c.pools), c.quorum, timeout, contendedGrace(timeout),
 		func(ctx context.Context, i int) (bool, error) {
 			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				switch {
@@ -358,7 +362,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 			if mayHold(v) && failed {
 				c.releaseAsync(key, l.token, []int{v.Node}, timeout, "")
 			}
-		})
+		}, nil)
 
 	held, fenceErr := c.holds(ctx, l, res.Reached, res, counters, lc, start, timeout)
 	failed = !held
@@ -375,6 +379,15 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 		return nil, fenceErr
 	}
 	return nil, c.notObtained(res, res.Reached, start)
+}
+
+// contendedGrace is how long an acquisition that found the key held on some
+// node still waits for the nodes that have not answered (fanout.QuorumOn):
+// as long as a waiter waits for missing grants (waiter.check). A silent node
+// would otherwise hold every contended attempt for the node timeout, and
+// with it the nodes the attempt took from the waiters queued there.
+func contendedGrace(timeout time.Duration) time.Duration {
+	return max(min(timeout/4, 50*time.Millisecond), time.Millisecond)
 }
 
 // holds decides an attempt on lock l that started at start: it holds when

@@ -31,7 +31,7 @@ func (c *Client) acquireAll(ctx context.Context, keys []string, ttl time.Duratio
 	start := c.cfg.clock.Now()
 
 	slots := c.order.takeKeys(keys, l.token, nil, len(c.pools))
-	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
+	res := fanout.QuorumOn(ctx, &c.wg, len(c.pools), c.quorum, timeout, contendedGrace(timeout),
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				return l.setAllOn(ctx, i, lc.fencing, counters, &held[i], w.on(c, i, keys...))
@@ -44,7 +44,7 @@ func (c *Client) acquireAll(ctx context.Context, keys []string, ttl time.Duratio
 			if mayHold(v) && failed {
 				c.releaseAllAsync(keys, l.token, []int{v.Node}, timeout)
 			}
-		})
+		}, nil)
 
 	ok, fenceErr := c.holds(ctx, l, res.Reached, res, counters, lc, start, timeout)
 	failed = !ok

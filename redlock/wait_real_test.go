@@ -251,3 +251,32 @@ func TestRealExpiryWithoutReleaseStillEndsInAcquisition(t *testing.T) {
 	t.Logf("acquired %v after the holder's 300ms lock; the default backoff's bound is 100ms", time.Since(start))
 	require.NoError(t, l.Unlock(bg()))
 }
+
+// A contended attempt does not wait the node timeout for a silent node: once
+// a node answered that the key is held, the silent one gets a quarter of the
+// node timeout (50ms at most). Here the attempt can still win only through
+// the silent node: two live nodes said yes and two said no.
+func TestRealContendedAttemptDoesNotWaitOutASilentNode(t *testing.T) {
+	servers, pools := realNodes(t, 4)
+	pools = append(pools, silentNode(t))
+	for _, s := range servers[:2] { // another holder, on two nodes only
+		require.NoError(t, s.Client(t).Set(bg(), "k", "other", time.Minute).Err())
+	}
+	c := defaultClient(t, pools)
+	const ttl = 10 * time.Second // node timeout 500ms
+	start := time.Now()
+	_, err := c.TryLock(bg(), "k", ttl)
+	took := time.Since(start)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, redlock.ErrPending, "the silent node is reported pending")
+	assert.Less(t, took, 500*time.Millisecond, "a contended TryLock waited %v, the node timeout is 500ms", took)
+	// The two nodes the attempt took are given back.
+	require.Eventually(t, func() bool {
+		for _, s := range servers[2:] {
+			if n, err := s.Client(t).Exists(bg(), "k").Result(); err != nil || n != 0 {
+				return false
+			}
+		}
+		return true
+	}, bound, 5*time.Millisecond)
+}

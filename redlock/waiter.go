@@ -30,8 +30,8 @@ import (
 //
 //	state     event                                       next      action
 //	queued    grants valid on a majority                   won       return the validity
-//	queued    grants on a minority, and a node held by     yielding  give the grants back (release.lua
-//	          a queue holder with an earlier ticket                  passes each to the next waiter)
+//	queued    grants on a minority, and too few nodes left yielding  give the grants back (release.lua
+//	          beside those held by earlier tickets (settle)          passes each to the next waiter)
 //	yielding  a round sees no earlier holder any more       queued    take a free key again
 //	queued,   round timer (retry strategy, lease refresh)  same      send a round to every idle node
 //	yielding                                                         that is not quiet (below)
@@ -170,7 +170,7 @@ func newWaiter(nodes queueNodes, clk clock.Clock, n, quorum int, token string, t
 		quorum:    quorum,
 		retry:     retry,
 		heartbeat: max(min(lease/3, ttl/3), time.Millisecond),
-		check:     max(min(nodeTimeout/4, 50*time.Millisecond), time.Millisecond),
+		check:     contendedGrace(nodeTimeout),
 		replies:   make(chan reply, n),
 		grants:    make(chan grant, 2*n),
 		view:      make([]nodeView, n),
@@ -361,9 +361,18 @@ func (w *waiter) live(v nodeView, now time.Time) bool {
 // end is the end of validity of a grant that followed a round sent at t.
 func (w *waiter) end(t time.Time) time.Time { return t.Add(w.ttl - w.drift) }
 
-// settle moves between queued and yielding (see the table on waiter).
+// settle moves between queued and yielding (see the table on waiter). A
+// waiter yields when the nodes held by earlier waiters leave it too few for
+// a majority; nodes that failed its latest round count as lost too while an
+// earlier waiter holds any node, so that a split with a silent node in it
+// ends at once: the earliest waiter never yields, and gets what the others
+// give back.
 func (w *waiter) settle() {
-	if w.earlierHeld() <= len(w.view)-w.quorum {
+	earlier := w.earlierHeld()
+	if earlier > 0 {
+		earlier += w.failing()
+	}
+	if earlier <= len(w.view)-w.quorum {
 		w.state = waitQueued
 		return
 	}
@@ -392,6 +401,18 @@ func (w *waiter) earlierHeld() int {
 			continue
 		}
 		if t, err := strconv.ParseFloat(v.holder, 64); err == nil && t < float64(w.ticket) {
+			n++
+		}
+	}
+	return n
+}
+
+// failing counts the nodes whose latest round failed: a silent or refusing
+// node cannot grant us anything for now.
+func (w *waiter) failing() int {
+	n := 0
+	for _, v := range w.view {
+		if v.err != nil && !v.granted {
 			n++
 		}
 	}

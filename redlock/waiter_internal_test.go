@@ -388,3 +388,57 @@ func TestWaiterHoldingAMinorityAsksEveryNodeAtEachRetry(t *testing.T) {
 		}
 	})
 }
+
+// A split with a silent node in it: we hold two of five nodes, an earlier
+// waiter holds two, and the fifth does not answer. Neither can complete a
+// majority; the later waiter (us) gives its grants back at once, and the
+// earlier one never does.
+func TestWaiterInASplitWithASilentNodeYieldsOnlyToAnEarlierTicket(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		holder string // the other waiter's ticket
+		yields bool
+	}{
+		{name: "the other is earlier: give back", holder: "1", yields: true},
+		{name: "the other is later: keep", holder: "99999999999999999", yields: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeQueue{}
+				w := newWaiter(f, clock.Real{}, 5, 3, "me", testTTL, 102*time.Millisecond, every(time.Second), 500*time.Millisecond)
+				ctx, cancel := context.WithCancel(t.Context())
+				out := start(w, ctx, time.Second, true)
+				synctest.Wait()
+				answerSplit := func(rounds []sentRound) {
+					for _, r := range rounds {
+						switch r.node {
+						case 0, 1:
+							answer(w, r, scripts.EnqueueSet, 0, "")
+						case 2, 3:
+							answer(w, r, scripts.EnqueueQueued, 0, tc.holder)
+						default:
+							w.replies <- reply{node: r.node, seq: r.seq, err: ErrNodeTimeout}
+						}
+					}
+				}
+				answerSplit(f.take())
+				synctest.Wait()
+				time.Sleep(w.check) // the check asks the nodes we lack again
+				synctest.Wait()
+				answerSplit(f.take())
+				synctest.Wait()
+				f.mu.Lock()
+				given := f.given
+				f.mu.Unlock()
+				if tc.yields && (len(given) != 1 || len(given[0]) != 2) {
+					t.Fatalf("gave back %v; want nodes 0 and 1 at once", given)
+				}
+				if !tc.yields && len(given) != 0 {
+					t.Fatalf("the earliest waiter gave back %v", given)
+				}
+				cancel()
+				<-out
+			})
+		})
+	}
+}

@@ -46,7 +46,7 @@ type Late func(v Vote, reached bool)
 // within timeout plus the time late takes, so the owner of wg can wait for
 // them.
 func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.Duration, op Op, late Late) Result {
-	return QuorumOn(ctx, wg, n, need, timeout, op, late, nil)
+	return QuorumOn(ctx, wg, n, need, timeout, 0, op, late, nil)
 }
 
 // QuorumOn is Quorum for yes votes that must agree on a place (a permit's
@@ -54,7 +54,15 @@ func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.D
 // has returned, and the decision comes as soon as need nodes said yes for
 // one place, or no place can reach need any more. Result.Reached reports the
 // former; Result.Yes still counts every yes. A nil place is Quorum.
-func QuorumOn(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.Duration, op Op, late Late, place func(node int) string) Result {
+//
+// A positive grace bounds the wait on a contended outcome: once a node said
+// an explicit no (the resource is held elsewhere) and the decision still
+// hangs on nodes that have not answered, it waits at most grace more for
+// them, then decides as if they said no. Without it one silent node holds
+// every contended attempt, and the nodes it did take from everyone else, for
+// the whole node timeout. Giving up is always safe: the stragglers' answers
+// go to late as usual.
+func QuorumOn(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout, grace time.Duration, op Op, late Late, place func(node int) string) Result {
 	// All nodes start together, so one deadline serves them all: one context
 	// per fan-out rather than one per node. The last node call to end
 	// releases it (and its timer) without waiting for the deadline.
@@ -95,16 +103,7 @@ func QuorumOn(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time
 	}
 	res := Result{Votes: make([]Vote, 0, n)}
 	t := tally{place: place}
-wait:
-	for t.best < need && t.best+n-len(res.Votes) >= need {
-		select {
-		case v := <-votes:
-			res.add(v)
-			t.add(v)
-		case <-ctx.Done():
-			break wait // node calls derive from ctx and are ending too
-		}
-	}
+	collect(ctx, votes, &res, &t, n, need, grace)
 	mu.Lock()
 	decided, reached = true, t.best >= need
 	mu.Unlock()
@@ -115,6 +114,29 @@ wait:
 	}
 	res.Reached = reached
 	return res
+}
+
+// collect adds votes to res and t until need is reached or can no longer
+// be, ctx ends, or grace has passed since the first explicit no (when grace
+// is positive): the nodes still silent then count as no.
+func collect(ctx context.Context, votes <-chan Vote, res *Result, t *tally, n, need int, grace time.Duration) {
+	var contended <-chan time.Time
+	for t.best < need && t.best+n-len(res.Votes) >= need {
+		select {
+		case v := <-votes:
+			res.add(v)
+			t.add(v)
+			if contended == nil && grace > 0 && !v.OK && v.Err == nil {
+				gt := time.NewTimer(grace)
+				defer gt.Stop()
+				contended = gt.C
+			}
+		case <-contended:
+			return
+		case <-ctx.Done():
+			return // node calls derive from ctx and are ending too
+		}
+	}
 }
 
 // tally counts the yes votes per place; best is the most for one place.

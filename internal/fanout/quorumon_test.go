@@ -1,6 +1,7 @@
 package fanout_test
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -35,7 +36,7 @@ func TestQuorumOnWaitsForAgreement(t *testing.T) {
 				var wg sync.WaitGroup
 				out := make(chan fanout.Result, 1)
 				go func() {
-					out <- fanout.QuorumOn(t.Context(), &wg, len(tc.answers), 3, time.Minute, g.op, g.onLate,
+					out <- fanout.QuorumOn(t.Context(), &wg, len(tc.answers), 3, time.Minute, 0, g.op, g.onLate,
 						func(i int) string { return tc.places[i] })
 				}()
 				synctest.Wait()
@@ -69,4 +70,83 @@ func TestQuorumOnWaitsForAgreement(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A contended outcome (an explicit no has arrived) waits for a silent node
+// at most grace; without a no, or with grace 0, it waits for it up to the
+// node timeout.
+func TestQuorumOnGraceBoundsAContendedWait(t *testing.T) {
+	const grace, timeout = 50 * time.Millisecond, time.Minute
+	for _, tc := range []struct {
+		name    string
+		answers [4]answer     // nodes 0-3 answer at once; node 4 stays silent
+		grace   time.Duration // passed to QuorumOn
+		returns time.Duration // when QuorumOn must return, after the answers
+	}{
+		{name: "two yes and two no: the silent node gets grace", answers: [4]answer{yes, yes, no, no},
+			grace: grace, returns: grace},
+		{name: "without grace the silent node gets the timeout", answers: [4]answer{yes, yes, no, no},
+			grace: 0, returns: timeout},
+		{name: "errors are not a no: no grace", answers: [4]answer{yes, yes, failed, failed},
+			grace: grace, returns: timeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var late []fanout.Vote
+				op := func(ctx context.Context, i int) (bool, error) {
+					if i == 4 {
+						<-ctx.Done() // silent until the node timeout
+						return false, ctx.Err()
+					}
+					return tc.answers[i].ok, tc.answers[i].err
+				}
+				onLate := func(v fanout.Vote, _ bool) {
+					mu.Lock()
+					defer mu.Unlock()
+					late = append(late, v)
+				}
+				var wg sync.WaitGroup
+				start := time.Now()
+				res := fanout.QuorumOn(t.Context(), &wg, 5, 3, timeout, tc.grace, op, onLate, nil)
+				if got := time.Since(start); got != tc.returns {
+					t.Errorf("QuorumOn returned after %v; want %v", got, tc.returns)
+				}
+				if res.Reached || res.Yes != 2 {
+					t.Errorf("Reached = %v with %d yes; want false with 2", res.Reached, res.Yes)
+				}
+				wg.Wait() // node 4 ends at the timeout in every case
+				mu.Lock()
+				defer mu.Unlock()
+				if len(res.Votes)+len(late) != 5 {
+					t.Errorf("%d votes and %d late; want 5 in all", len(res.Votes), len(late))
+				}
+			})
+		})
+	}
+}
+
+// A silent node that answers yes within the grace still completes the
+// majority.
+func TestQuorumOnGraceLetsAPromptStragglerWin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGated(yes, yes, no, no, yes)
+		var wg sync.WaitGroup
+		out := make(chan fanout.Result, 1)
+		go func() {
+			out <- fanout.QuorumOn(t.Context(), &wg, 5, 3, time.Minute, 50*time.Millisecond, g.op, g.onLate, nil)
+		}()
+		synctest.Wait()
+		for _, i := range []int{0, 1, 2, 3} {
+			g.release(i)
+		}
+		time.Sleep(49 * time.Millisecond)
+		g.release(4)
+		res := <-out
+		if !res.Reached {
+			t.Errorf("Reached = false; want true: node 4 said yes within the grace")
+		}
+		wg.Wait()
+		checkEachSeenOnce(t, g, res)
+	})
 }
