@@ -35,7 +35,7 @@ import (
 //	yielding  a round sees no earlier holder any more       queued    take a free key again
 //	queued,   round timer (retry strategy, lease refresh)  same      send a round to every idle node
 //	yielding                                                         that is not quiet (below)
-//	          grant on a minority                           same      arm the check timer
+//	          grant on a minority                           same      arm the check timer (checkAfter)
 //	          check timer                                   same      send a round to idle, ungranted nodes
 //	          retries exhausted and no round in flight      failed    return the last error
 //	          ctx ended, or the Client closed               failed    return at once
@@ -68,12 +68,15 @@ type waiter struct {
 	// waiter's lease in the queues, and keeps sent[] recent enough that a
 	// grant leaves most of the TTL as validity.
 	heartbeat time.Duration
-	// check is how long a waiter granted by a minority waits for the other
-	// grants before asking the nodes that have not granted it: a message
-	// may be lost, and a silent node announces nothing. A quarter of the
-	// node timeout, at most 50ms: the others' grants normally follow within
-	// a round trip, and the answer to the check comes within a node timeout.
+	// check bounds how long a waiter granted by a minority waits for the
+	// other grants before asking the nodes that have not granted it: a
+	// message may be lost, a silent node announces nothing, and in a split
+	// only rounds tell who holds the other nodes. A quarter of the node
+	// timeout, at most 50ms; checkAfter shortens it to a few of the
+	// waiter's round trips once it has measured one.
 	check time.Duration
+	// rtt is the slowest answer to one of this waiter's rounds so far.
+	rtt time.Duration
 
 	replies chan reply // one slot per node: at most one round in flight per node
 	grants  chan grant // dropped when full: the next round learns the same
@@ -234,7 +237,7 @@ func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, delay time.D
 			return time.Time{}, ErrNotObtained
 		}
 		if checkC == nil && w.heard && w.granted() > 0 {
-			checkT = w.clk.NewTimer(w.check)
+			checkT = w.clk.NewTimer(w.checkAfter())
 			checkC = checkT.C()
 		}
 	}
@@ -295,6 +298,17 @@ func (w *waiter) quiet(i int, now time.Time) bool {
 		now.Sub(v.lastSent) < w.heartbeat && w.nodes.listening(i)
 }
 
+// checkAfter is the delay of the check timer: three of the slowest round
+// trips seen, at least 1ms and at most check. The other grants of a
+// release normally follow the first within a round trip; waiting longer
+// only prolongs a split (the nodes answer the check at once).
+func (w *waiter) checkAfter() time.Duration {
+	if w.rtt == 0 {
+		return w.check
+	}
+	return min(w.check, max(3*w.rtt, time.Millisecond))
+}
+
 // onReply records a node's answer to a round.
 func (w *waiter) onReply(r reply) {
 	v := &w.view[r.node]
@@ -303,6 +317,7 @@ func (w *waiter) onReply(r reply) {
 	if r.err != nil {
 		return
 	}
+	w.rtt = max(w.rtt, w.clk.Now().Sub(v.lastSent))
 	if r.code != scripts.EnqueueQueued && r.seq < v.floor {
 		return // granted before we gave it back
 	}

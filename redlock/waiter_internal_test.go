@@ -442,3 +442,39 @@ func TestWaiterInASplitWithASilentNodeYieldsOnlyToAnEarlierTicket(t *testing.T) 
 		})
 	}
 }
+
+// The check after a grant on a minority comes three round trips later (the
+// slowest this waiter measured), not at the 50ms cap: a split among waiters
+// costs a few round trips.
+func TestWaiterChecksAfterThreeRoundTrips(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		w := newTestWaiter(f, every(time.Second))
+		start(w, t.Context(), time.Second, true)
+		synctest.Wait()
+		first := f.take()
+		time.Sleep(2 * time.Millisecond) // the nodes answer after 2ms
+		later := "9" + strconv.FormatInt(w.ticket, 10)
+		for _, r := range first {
+			if r.node == 0 {
+				answer(w, r, scripts.EnqueueSet, 0, "")
+				continue
+			}
+			w.replies <- reply{node: r.node, seq: r.seq, code: scripts.EnqueueQueued, holder: later, holderTTL: 5 * time.Second}
+		}
+		synctest.Wait()
+		time.Sleep(6*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		if got := f.take(); len(got) != 0 {
+			t.Fatalf("checked before three round trips: %v", got)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if got := nodesOf(f.take()); len(got) != 2 {
+			t.Fatalf("check after three round trips asked %v; want the two nodes that have not granted", got)
+		}
+		if w.check <= 6*time.Millisecond {
+			t.Fatalf("the cap (%v) must exceed the measured check for this test to mean anything", w.check)
+		}
+	})
+}
