@@ -154,14 +154,16 @@ func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
 	require.NoError(t, err, "after an Unlock the key passes at once")
 	require.NoError(t, lb.Unlock(bg()))
 
-	// Hand-off: B waits while A holds; A's Unlock hands B the key.
-	la, err = a.TryLock(bg(), "res", ttl)
+	// Hand-off: B waits while A holds; A's Unlock hands B the key. A's
+	// lock must outlive B's joining the queue, however loaded the machine.
+	const handTTL = 20 * time.Second
+	la, err = a.TryLock(bg(), "res", handTTL)
 	require.NoError(t, err)
 	got := make(chan *redlock.Lock, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
 		defer cancel()
-		l, err := b.Lock(ctx, "res", ttl, redlock.WithFairness())
+		l, err := b.Lock(ctx, "res", handTTL, redlock.WithFairness())
 		assert.NoError(t, err)
 		got <- l
 	}()
