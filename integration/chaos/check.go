@@ -151,6 +151,9 @@ func Check(h History) Report {
 		}
 		r.FenceViolations = append(r.FenceViolations, lockFences(holds[k])...)
 		r.FenceViolations = append(r.FenceViolations, storeFences(writes[k])...)
+		if _, ok := h.Final[k]; !ok && len(writes[k]) == 0 {
+			continue // a key that guards no counter (a permit key)
+		}
 		c := count(k, writes[k], h.Final[k])
 		r.Counters = append(r.Counters, c)
 		r.LostUpdates += c.Lost
