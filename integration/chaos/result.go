@@ -12,8 +12,8 @@ type Result struct {
 	Config Config
 	// Faults counts the injected faults by kind.
 	Faults map[string]int
-	// Failed counts Lock calls that returned an error (expected under
-	// faults); Skipped the writes not made because validity had run out;
+	// Failed counts acquisition calls (Lock, LockAll, RLock,
+	// AcquirePermit) that returned an error (expected under faults); Skipped the writes not made because validity had run out;
 	// ReadErrors the holds whose read of the store failed.
 	Failed, Skipped, ReadErrors int64
 	// LongHolds counts the holds kept past the TTL by auto-extension, and
