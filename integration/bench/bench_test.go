@@ -20,10 +20,12 @@ import (
 //
 // Sub-benchmarks: Serial/{proxy,direct}/IMPL (one lock+unlock at a time,
 // through the proxies or straight to Redis), Parallel/IMPL (64 goroutines
-// on distinct keys, with GOMAXPROCS 2) and SlowNode/IMPL (one node's
-// replies 20ms late). Failed operations are counted in the errors/op
-// metric rather than failing the benchmark: a loaded machine can make the
-// node timeouts of this library and the floor expire now and then.
+// on distinct keys, with GOMAXPROCS 2), Family/CALL (TryLock, TryLockAll
+// over 4 keys and TryRLock, each with Unlock, straight to Redis) and
+// SlowNode/IMPL (one node's replies 20ms late). Failed operations are
+// counted in the errors/op metric rather than failing the benchmark: a
+// loaded machine can make the node timeouts of this library and the floor
+// expire now and then.
 func BenchmarkCluster(b *testing.B) {
 	c := cluster.Start(b)
 	for _, r := range []route{viaProxy, direct} {
@@ -36,6 +38,15 @@ func BenchmarkCluster(b *testing.B) {
 	b.Run("Parallel", func(b *testing.B) {
 		for _, e := range benchEntrants(b, c, viaProxy) {
 			b.Run(e.name, func(b *testing.B) { parallel(b, e, 64) })
+		}
+	})
+	b.Run("Family", func(b *testing.B) {
+		healthy(b, c)
+		b.Cleanup(func() { healthy(b, c) })
+		f := newFleet(c, direct)
+		b.Cleanup(func() { closeFleet(b, f) })
+		for _, e := range familyEntrants(b, f) {
+			b.Run(e.name, func(b *testing.B) { serial(b, e) })
 		}
 	})
 	b.Run("SlowNode", func(b *testing.B) {

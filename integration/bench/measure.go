@@ -84,7 +84,10 @@ type Results struct {
 	Faulted    []string
 	Contended  map[string]*contended // by variant, healthy and faulted
 	Throughput map[string]*rate      // by implementation
-	Elapsed    time.Duration         // the measurement, without building or starting nodes
+	// Family is the lock family scenario (TryLockAll, TryRLock against
+	// TryLock); nil when it did not run.
+	Family  *FamilyResult
+	Elapsed time.Duration // the measurement, without building or starting nodes
 }
 
 // LatencyResult is one latency scenario.
@@ -142,6 +145,8 @@ func Measure(tb testing.TB, c *cluster.Cluster, cfg Config) *Results {
 		tb.Logf("bench: %s", s.name)
 		res.Latency = append(res.Latency, runLatency(tb, c, cfg, s))
 	}
+	tb.Logf("bench: the lock family")
+	res.Family = runFamily(tb, c, cfg)
 	tb.Logf("bench: contention")
 	res.Contention, res.Faulted, res.Contended = runContention(tb, c, cfg)
 	tb.Logf("bench: throughput")

@@ -60,7 +60,7 @@ func splice(doc, generated string) string {
 	return doc[:i] + block + doc[j+len(endMarker):]
 }
 
-// Markdown writes the run's tables: latency, contention (healthy, then under
+// Markdown writes the run's tables: latency, the lock family, contention (healthy, then under
 // faults), throughput, the targets, the machine and the plot.
 func (r *Results) Markdown(w io.Writer) {
 	m := r.Machine
@@ -70,6 +70,7 @@ func (r *Results) Markdown(w io.Writer) {
 		"in-process toxiproxy proxy; load average at the start %s.\n\n",
 		m.CPUs, m.CPU, m.Kernel, m.Go, m.Redis, m.Backend, m.Load)
 	r.latencyTable(w)
+	r.familyTable(w)
 	r.contentionTable(w)
 	r.faultTable(w)
 	r.throughputTable(w)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -126,6 +127,11 @@ func fakeResults() *Results {
 	r.Throughput = map[string]*rate{
 		Ours: {ops: 1000, elapsed: time.Second}, Redsync: {ops: 800, elapsed: time.Second}, Floor: {ops: 1100, elapsed: time.Second},
 	}
+	r.Family = &FamilyResult{Route: direct, Series: map[string]*series{
+		familyTryLock:    {lat: ms(0.4, 0.8), ops: 2, mallocs: 100, bytes: 9000, measured: 2},
+		familyTryLockAll: {lat: ms(0.6, 1.6), ops: 3, errs: 1, firstErr: errors.New("redlock: lock not obtained"), mallocs: 300, bytes: 27000, measured: 3},
+		familyTryRLock:   {lat: ms(0.5, 1.2), ops: 2},
+	}}
 	return r
 }
 
@@ -150,11 +156,32 @@ func TestMarkdown(t *testing.T) {
 		"| " + oursMany + ", one node +20ms: wait p99 ≤ 2x healthy 8 Clients | 2.00x | met |",
 		"| " + Ours + " | 1000 | 0 | 1.25x | 0.909x |",
 		"- one node down: the last node: made up; a new client's PING: refused.",
+		"| call | p50 | p99 | max | allocs/op | bytes/op | operations (errors) | p50 / TryLock (1 key) | p99 / TryLock (1 key) |",
+		"| TryLock (1 key) | 0.4 ms | 0.8 ms | 0.8 ms | 50.0 | 4500 | 2 (0) | 1.00x | 1.00x |",
+		"| TryLockAll (4 keys) | 0.6 ms | 1.60 ms | 1.60 ms | 100 | 9000 | 3 (1) | 1.50x | 2.00x |",
+		"| TryRLock (1 key) | 0.5 ms | 1.20 ms | 1.20 ms | n/a | n/a | 2 (0) | 1.25x | 1.50x |",
+		"- TryLockAll (4 keys)'s first error: redlock: lock not obtained.",
 		PlotFile,
 	} {
 		assert.Contains(t, md, want)
 	}
 	assert.NotContains(t, md, "NaN")
+}
+
+// A run without the family scenario (TestContention's) writes no family
+// table, and a family run missing its TryLock base prints no ratio.
+func TestFamilyTableEdges(t *testing.T) {
+	r := fakeResults()
+	r.Family = nil
+	var b strings.Builder
+	r.Markdown(&b)
+	assert.NotContains(t, b.String(), "lock family")
+
+	r.Family = &FamilyResult{Route: direct, Series: map[string]*series{familyTryRLock: {lat: ms(0.5), ops: 1}}}
+	b.Reset()
+	r.familyTable(&b)
+	assert.Contains(t, b.String(), "| TryRLock (1 key) | 0.5 ms | 0.5 ms | 0.5 ms | n/a | n/a | 1 (0) | n/a | n/a |")
+	assert.NotContains(t, b.String(), "NaN")
 }
 
 func TestWriteDoc(t *testing.T) {

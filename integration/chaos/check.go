@@ -13,8 +13,13 @@ type Report struct {
 	// Acquisitions counts the holds: successful Lock calls.
 	Acquisitions int
 	// Overlaps lists every pair of holds of the same key whose intervals
-	// [Start, End) intersect: two clients relying on the lock at once.
+	// [Start, End) intersect, unless both are readers' (Hold.Shared): two
+	// clients relying on an exclusive hold at once. Permit keys (holds with
+	// a Limit) are judged by Excesses instead.
 	Overlaps []Overlap
+	// Excesses lists every moment a permit key had more holds relied upon
+	// at once than its limit.
+	Excesses []Excess
 	// FenceViolations lists fences that did not increase: at the lock (a
 	// later acquisition got a fence no greater than an earlier one's) or at
 	// the store (an accepted write whose fence was not above every fence
@@ -26,11 +31,23 @@ type Report struct {
 	Counters []Counter
 	// LostUpdates sums Counter.Lost over the keys.
 	LostUpdates int64
+	// Workloads has one entry per workload, in the order of Workloads.
+	Workloads []WorkloadReport
 }
 
 // Violations counts the safety violations other than lost updates:
-// overlapping pairs and fence violations.
-func (r Report) Violations() int { return len(r.Overlaps) + len(r.FenceViolations) }
+// overlapping pairs, excesses and fence violations.
+func (r Report) Violations() int { return len(r.Overlaps) + len(r.Excesses) + len(r.FenceViolations) }
+
+// Workload returns w's part of the report (zero when w had nothing).
+func (r Report) Workload(w Workload) WorkloadReport {
+	for _, x := range r.Workloads {
+		if x.Workload == w {
+			return x
+		}
+	}
+	return WorkloadReport{Workload: w}
+}
 
 // Overlap is two holds of one key that were relied upon at the same time;
 // A started first.
@@ -48,8 +65,8 @@ func (o Overlap) Duration() time.Duration {
 }
 
 func (o Overlap) String() string {
-	return fmt.Sprintf("key %s: client %d [%s] and client %d [%s] overlap for %v",
-		o.A.Key, o.A.Client, span(o.A), o.B.Client, span(o.B), o.Duration())
+	return fmt.Sprintf("key %s: client %d (%s) [%s] and client %d (%s) [%s] overlap for %v",
+		o.A.Key, o.A.Client, holdKind(o.A), span(o.A), o.B.Client, holdKind(o.B), span(o.B), o.Duration())
 }
 
 // FenceViolation is a fence that was not strictly greater than one issued
@@ -59,6 +76,8 @@ type FenceViolation struct {
 	// the resource accepted).
 	Where string
 	Key   string
+	// Workload is the offender's.
+	Workload Workload
 	// Client and Fence are the offender; Prior is the greater-or-equal fence
 	// that came before it, from client PriorClient.
 	Client, PriorClient int
@@ -83,6 +102,10 @@ type KeyLoad struct {
 	Contended int
 	// PeakCalls is the most Lock calls of the key in progress at once.
 	PeakCalls int
+	// PeakHolders is the most holds of the key relied upon at once: 1 for
+	// an exclusive key in a clean run, up to the limit for a permit key,
+	// more with readers.
+	PeakHolders int
 	// WaitP50 and WaitMax are the median and longest time from a Lock
 	// call's beginning to its lock (Start - Begin).
 	WaitP50, WaitMax time.Duration
@@ -121,35 +144,35 @@ func Check(h History) Report {
 		if len(holds[k]) > 0 {
 			r.Load = append(r.Load, load(k, holds[k]))
 		}
-		r.Overlaps = append(r.Overlaps, overlaps(holds[k])...)
+		if slices.ContainsFunc(holds[k], func(h Hold) bool { return h.Limit > 0 }) {
+			r.Excesses = append(r.Excesses, excesses(holds[k])...)
+		} else {
+			r.Overlaps = append(r.Overlaps, overlaps(holds[k])...)
+		}
 		r.FenceViolations = append(r.FenceViolations, lockFences(holds[k])...)
 		r.FenceViolations = append(r.FenceViolations, storeFences(writes[k])...)
+		if _, ok := h.Final[k]; !ok && len(writes[k]) == 0 {
+			continue // a key that guards no counter (a permit key)
+		}
 		c := count(k, writes[k], h.Final[k])
 		r.Counters = append(r.Counters, c)
 		r.LostUpdates += c.Lost
 	}
+	r.Workloads = byWorkload(r, h.Holds)
 	return r
 }
 
 // overlaps returns every pair of non-empty holds (of one key) whose
-// intervals intersect, by a sweep over the holds in order of Start.
+// intervals intersect, but for pairs of readers.
 func overlaps(hs []Hold) []Overlap {
-	hs = slices.Clone(hs)
-	slices.SortFunc(hs, func(a, b Hold) int {
-		return cmp.Or(a.Start.Compare(b.Start), a.End.Compare(b.End))
-	})
 	var out []Overlap
-	var active []Hold // holds whose End is after the current Start
-	for _, h := range hs {
-		if !h.End.After(h.Start) {
-			continue // relied upon for no time at all
-		}
-		active = slices.DeleteFunc(active, func(a Hold) bool { return !a.End.After(h.Start) })
+	sweep(hs, func(active []Hold, h Hold) {
 		for _, a := range active {
-			out = append(out, Overlap{A: a, B: h})
+			if !a.Shared || !h.Shared {
+				out = append(out, Overlap{A: a, B: h})
+			}
 		}
-		active = append(active, h)
-	}
+	})
 	return out
 }
 
@@ -188,6 +211,7 @@ func load(key string, hs []Hold) KeyLoad {
 		}
 	}
 	l.PeakCalls = peak(hs)
+	sweep(hs, func(active []Hold, _ Hold) { l.PeakHolders = max(l.PeakHolders, len(active)+1) })
 	return l
 }
 
@@ -241,7 +265,7 @@ func lockFences(hs []Hold) []FenceViolation {
 			}
 		}
 		if top != nil && h.Fence <= top.Fence {
-			out = append(out, FenceViolation{Where: "lock", Key: h.Key, Client: h.Client, Fence: h.Fence,
+			out = append(out, FenceViolation{Where: "lock", Key: h.Key, Workload: h.Workload, Client: h.Client, Fence: h.Fence,
 				PriorClient: top.Client, Prior: top.Fence})
 		}
 	}
@@ -266,7 +290,7 @@ func storeFences(ws []Write) []FenceViolation {
 				top = &byDone[i]
 			}
 		}
-		v := FenceViolation{Where: "store", Key: w.Key, Client: w.Client, Fence: w.Fence}
+		v := FenceViolation{Where: "store", Key: w.Key, Workload: w.Workload, Client: w.Client, Fence: w.Fence}
 		if top != nil && w.Fence <= top.Fence {
 			v.PriorClient, v.Prior = top.Client, top.Fence
 			out = append(out, v)
@@ -307,6 +331,14 @@ func groupBy[T any](xs []T, key func(T) string) map[string][]T {
 		out[key(x)] = append(out[key(x)], x)
 	}
 	return out
+}
+
+// holdKind names what a hold was: its workload, and "reader" for a reader.
+func holdKind(h Hold) string {
+	if h.Shared {
+		return h.Workload.String() + " reader"
+	}
+	return h.Workload.String()
 }
 
 func span(h Hold) string {

@@ -242,14 +242,15 @@ func TestCheckFlagsTheHazards(t *testing.T) {
 }
 
 func TestResultVerdict(t *testing.T) {
-	clean := chaos.Result{Report: chaos.Report{Acquisitions: 10}, Faults: map[string]int{"pause": 2, "partition": 1}}
-	overlap := clean
-	overlap.Overlaps = []chaos.Overlap{{A: hold("k", 1, 0, 10), B: hold("k", 2, 5, 20)}}
+	faults := map[string]int{"pause": 2, "partition": 1}
+	clean := chaos.Result{Report: chaos.Report{Acquisitions: 10}, Faults: faults}
+	overlap := chaos.Result{Report: chaos.Check(chaos.History{Holds: []chaos.Hold{hold("k", 1, 0, 10), hold("k", 2, 5, 20)}}), Faults: faults}
+	overlap.Acquisitions = 10
 	lost := clean
 	lost.LostUpdates = 3
-	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=0", clean.Summary())
-	assert.Equal(t, "acquisitions=10 faults=3 violations=1 lost_updates=0", overlap.Summary())
-	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=3", lost.Summary())
+	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=0 | exclusive holds=0 violations=0", clean.Summary())
+	assert.Equal(t, "acquisitions=10 faults=3 violations=1 lost_updates=0 | exclusive holds=2 violations=1", overlap.Summary())
+	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=3 | exclusive holds=0 violations=0", lost.Summary())
 
 	unsafe := func(r chaos.Result) chaos.Result { r.Config.Unsafe = true; return r }
 	for _, tc := range []struct {
@@ -290,25 +291,25 @@ func TestCheckLoad(t *testing.T) {
 		{"none", nil, nil},
 		{"a queue of three: both later ones contended", []chaos.Hold{
 			queued("k", 1, 0, 1, 10), queued("k", 2, 2, 10, 20), queued("k", 3, 5, 20, 30),
-		}, []chaos.KeyLoad{{Key: "k", Acquisitions: 3, Holders: 3, Contended: 2, PeakCalls: 2, WaitP50: ms(8), WaitMax: ms(15)}}},
+		}, []chaos.KeyLoad{{Key: "k", Acquisitions: 3, Holders: 3, Contended: 2, PeakCalls: 2, PeakHolders: 1, WaitP50: ms(8), WaitMax: ms(15)}}},
 		{"one after another: nobody contended", []chaos.Hold{
 			queued("k", 1, 0, 1, 10), queued("k", 2, 10, 11, 20), queued("k", 1, 25, 26, 30),
-		}, []chaos.KeyLoad{{Key: "k", Acquisitions: 3, Holders: 2, PeakCalls: 1, WaitP50: ms(1), WaitMax: ms(1)}}},
+		}, []chaos.KeyLoad{{Key: "k", Acquisitions: 3, Holders: 2, PeakCalls: 1, PeakHolders: 1, WaitP50: ms(1), WaitMax: ms(1)}}},
 		{"calls racing on a free key", []chaos.Hold{
 			queued("k", 1, 0, 5, 6), queued("k", 2, 1, 7, 8), queued("k", 3, 2, 9, 10), queued("k", 4, 20, 21, 22),
-		}, []chaos.KeyLoad{{Key: "k", Acquisitions: 4, Holders: 4, Contended: 3, PeakCalls: 3, WaitP50: ms(5), WaitMax: ms(7)}}},
+		}, []chaos.KeyLoad{{Key: "k", Acquisitions: 4, Holders: 4, Contended: 3, PeakCalls: 3, PeakHolders: 1, WaitP50: ms(5), WaitMax: ms(7)}}},
 		{"a long hold covers later calls", []chaos.Hold{
 			queued("k", 1, 0, 1, 100), queued("k", 2, 50, 100, 110), queued("k", 3, 60, 110, 120),
-		}, []chaos.KeyLoad{{Key: "k", Acquisitions: 3, Holders: 3, Contended: 2, PeakCalls: 2, WaitP50: ms(50), WaitMax: ms(50)}}},
+		}, []chaos.KeyLoad{{Key: "k", Acquisitions: 3, Holders: 3, Contended: 2, PeakCalls: 2, PeakHolders: 1, WaitP50: ms(50), WaitMax: ms(50)}}},
 		{"keys apart", []chaos.Hold{
 			queued("a", 1, 0, 1, 10), queued("b", 2, 2, 3, 20), queued("a", 3, 5, 10, 12),
 		}, []chaos.KeyLoad{
-			{Key: "a", Acquisitions: 2, Holders: 2, Contended: 1, PeakCalls: 1, WaitP50: ms(1), WaitMax: ms(5)},
-			{Key: "b", Acquisitions: 1, Holders: 1, PeakCalls: 1, WaitP50: ms(1), WaitMax: ms(1)},
+			{Key: "a", Acquisitions: 2, Holders: 2, Contended: 1, PeakCalls: 1, PeakHolders: 1, WaitP50: ms(1), WaitMax: ms(5)},
+			{Key: "b", Acquisitions: 1, Holders: 1, PeakCalls: 1, PeakHolders: 1, WaitP50: ms(1), WaitMax: ms(1)},
 		}},
 		{"an empty tenure meets nothing", []chaos.Hold{
 			queued("k", 1, 0, 1, 10), queued("k", 2, 20, 30, 15), queued("k", 3, 25, 31, 40),
-		}, []chaos.KeyLoad{{Key: "k", Acquisitions: 3, Holders: 3, Contended: 1, PeakCalls: 2, WaitP50: ms(6), WaitMax: ms(10)}}},
+		}, []chaos.KeyLoad{{Key: "k", Acquisitions: 3, Holders: 3, Contended: 1, PeakCalls: 2, PeakHolders: 1, WaitP50: ms(6), WaitMax: ms(10)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := chaos.Check(chaos.History{Holds: tc.holds, Final: map[string]int64{"writes only": 0}})

@@ -11,6 +11,16 @@
 // acquisitions, holders, contended acquisitions and peak of Lock calls at
 // once, so that one can see the contention happened.
 //
+// Two more teams of four Clients each play the rest of the lock family on
+// keys of their own: readers (RLock) and writers (Lock) on two read/write
+// keys, where any writer overlapping another holder is a violation, and
+// permits (AcquirePermit, limit 2) of one key, where more valid holders at
+// an instant than the limit is one. The ordinary workers' multi-locks
+// (LockAll) are the fourth workload. Each hold carries its Workload, and
+// the report counts holds and violations per workload; the unsafe run's
+// victim holds one claim of every workload through each amnesia round,
+// and that run passes only when every workload shows violations.
+//
 // Run drives one run on a cluster of five nodes (integration/cluster); Check
 // judges a History, and is what the unit tests feed with synthetic histories.
 // The safe schedule stays within the model (at most two nodes down at once,
@@ -23,7 +33,7 @@
 // integration/ run it, configured by environment variables (see
 // chaos_test.go), and it ends with one summary line:
 //
-//	acquisitions=N faults=F violations=V lost_updates=L
+//	acquisitions=N faults=F violations=V lost_updates=L | exclusive holds=H violations=V | multi ... | rw ... | permits ...
 //
 // docs/safety.md explains the schedule, the assumptions and the results.
 package chaos

@@ -19,6 +19,14 @@ type Hold struct {
 	End time.Time
 	// Fence is the lock's fencing token; 0 without fencing.
 	Fence uint64
+	// Workload is the workload the hold belongs to (Exclusive when unset).
+	Workload Workload
+	// Shared marks a reader's hold (RLock): readers of a key may overlap
+	// one another, never a writer.
+	Shared bool
+	// Limit is a permit's limit (AcquirePermit): up to Limit holds of the
+	// key may overlap; 0 for every other hold, which must overlap none.
+	Limit int
 }
 
 // Outcome is what became of a write to a counter.
@@ -56,6 +64,8 @@ type Write struct {
 	// Sent is when the write was sent, Done when its answer arrived.
 	Sent, Done time.Time
 	Outcome    Outcome
+	// Workload is the workload of the hold the write was made under.
+	Workload Workload
 }
 
 // History is everything a run observed: every hold, every write, and the

@@ -3,8 +3,6 @@ package chaos
 import (
 	"context"
 	"time"
-
-	"github.com/redlockgo/redlock/redlock"
 )
 
 // defaultMultiEvery is Config.MultiEvery's default: about one iteration in
@@ -24,22 +22,15 @@ func (w *worker) multiIteration(ctx context.Context) {
 	if w.role == pauser {
 		ttl = pauserTTL
 	}
-	var opts []redlock.LockOption
-	if w.fencing {
-		opts = append(opts, redlock.WithFencing())
-	}
-	lctx, cancel := context.WithTimeout(ctx, lockWait)
-	defer cancel()
-	begin := time.Now()
-	l, err := w.client.LockAll(lctx, []string{w.keys[i], w.keys[j]}, ttl, opts...)
-	if err != nil {
-		w.stats.failed.Add(1)
+	c := claim{workload: Multi, keys: []string{w.keys[i], w.keys[j]}}
+	l, begin, ok := w.take(ctx, c, ttl, nil)
+	if !ok {
 		return
 	}
 	w.stats.multi.Add(1)
 	start := time.Now()
 	for _, k := range l.Keys() {
-		w.update(k, l, func() { time.Sleep(workTime(w.rng)) })
+		w.update(k, Multi, l, func() { time.Sleep(workTime(w.rng)) })
 	}
-	w.release(l, begin, start)
+	w.release(l, c, begin, start)
 }

@@ -61,6 +61,17 @@ type Config struct {
 	// takes none: a multi-lock does not queue, and would mostly time out
 	// behind the hot keys' queues.
 	MultiEvery int
+	// RWClients is the number of further Clients with one worker each on
+	// RWKeys read/write keys of their own: about one iteration in
+	// WriteEvery a writer (Lock) that updates the key's counter, the others
+	// readers (RLock) holding it 5-20ms. Defaults 4, 2 and 4; RWClients
+	// negative: no read/write workload.
+	RWClients, RWKeys, WriteEvery int
+	// PermitClients is the number of further Clients with one worker each
+	// taking permits (AcquirePermit) of one key with limit PermitLimit,
+	// each held 5-20ms. Defaults 4 and 2; PermitClients negative: no permit
+	// workload.
+	PermitClients, PermitLimit int
 	// LongEvery makes about one hold in LongEvery work for 1.5 TTLs, kept
 	// alive by WithAutoExtend; default 400, negative never.
 	LongEvery int
@@ -93,6 +104,11 @@ func (c Config) withDefaults(tb testing.TB) (Config, error) {
 	c.NodeTimeout = cmp.Or(c.NodeTimeout, 150*time.Millisecond)
 	c.LongEvery = cmp.Or(c.LongEvery, 400)
 	c.MultiEvery = cmp.Or(c.MultiEvery, defaultMultiEvery)
+	c.RWClients = max(cmp.Or(c.RWClients, defaultRWClients), 0)
+	c.RWKeys = cmp.Or(c.RWKeys, defaultRWKeys)
+	c.WriteEvery = cmp.Or(c.WriteEvery, defaultWriteEvery)
+	c.PermitClients = max(cmp.Or(c.PermitClients, defaultPermitClients), 0)
+	c.PermitLimit = cmp.Or(c.PermitLimit, defaultPermitLimit)
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
@@ -108,24 +124,38 @@ func (c Config) withDefaults(tb testing.TB) (Config, error) {
 	if c.HotClients > 0 && c.HotKeys < 1 {
 		return c, fmt.Errorf("chaos: hot clients need at least one hot key, got %d", c.HotKeys)
 	}
+	if c.RWClients > 0 && (c.RWKeys < 1 || c.WriteEvery < 1) {
+		return c, fmt.Errorf("chaos: read/write clients need a key and WriteEvery of at least 1, got %d and %d", c.RWKeys, c.WriteEvery)
+	}
+	if c.PermitClients > 0 && (c.PermitLimit < 1 || c.PermitLimit > redlock.MaxPermits) {
+		return c, fmt.Errorf("chaos: permit limit must be between 1 and %d, got %d", redlock.MaxPermits, c.PermitLimit)
+	}
 	return c, nil
 }
 
 // team is a group of workers: clients Clients, each shared by perClient
-// workers, all locking keys.
+// workers, all playing workload on keys.
 type team struct {
 	clients, perClient int
 	keys               []string
+	workload           Workload
 }
 
 // teams lays the workers out: the ordinary team (Clients Clients of
 // PerClient workers on Keys keys; the unsafe roles go to its first
 // workers), then the hot team (HotClients Clients of one worker each on
-// HotKeys keys), if any.
+// HotKeys keys), the read/write team and the permit team, each of one
+// worker per Client, if any.
 func (c Config) teams() []team {
 	ts := []team{{clients: c.Clients, perClient: c.PerClient, keys: keyNames("chaos:", c.Keys)}}
 	if c.HotClients > 0 {
 		ts = append(ts, team{clients: c.HotClients, perClient: 1, keys: keyNames("chaos:hot:", c.HotKeys)})
+	}
+	if c.RWClients > 0 {
+		ts = append(ts, team{clients: c.RWClients, perClient: 1, keys: c.rwKeys(), workload: RW})
+	}
+	if c.PermitClients > 0 {
+		ts = append(ts, team{clients: c.PermitClients, perClient: 1, keys: permitKeys, workload: Permits})
 	}
 	return ts
 }
@@ -152,72 +182,6 @@ func (c Config) persistence() []cluster.Option {
 		cluster.WithNodePersistence(3, cluster.NoPersistence), cluster.WithNodePersistence(4, cluster.NoPersistence)}
 }
 
-// Result is a run's outcome: the checker's report and what was injected.
-type Result struct {
-	Report
-	Config Config
-	// Faults counts the injected faults by kind.
-	Faults map[string]int
-	// Failed counts Lock calls that returned an error (expected under
-	// faults); Skipped the writes not made because validity had run out;
-	// ReadErrors the holds whose read of the store failed.
-	Failed, Skipped, ReadErrors int64
-	// LongHolds counts the holds kept past the TTL by auto-extension, and
-	// LostLocks those reported lost (ErrLockLost) before the work was done.
-	LongHolds, LostLocks int64
-	// MultiLocks counts the multi-locks obtained (LockAll over two keys).
-	MultiLocks int64
-	Elapsed    time.Duration
-}
-
-// FaultCount is the number of faults injected, all kinds together.
-func (r Result) FaultCount() int {
-	n := 0
-	for _, c := range r.Faults {
-		n += c
-	}
-	return n
-}
-
-// Summary is the run's one-line verdict.
-func (r Result) Summary() string {
-	return fmt.Sprintf("acquisitions=%d faults=%d violations=%d lost_updates=%d",
-		r.Acquisitions, r.FaultCount(), r.Violations(), r.LostUpdates)
-}
-
-// Found reports whether the checker found any violation or lost update.
-func (r Result) Found() bool { return r.Violations() > 0 || r.LostUpdates > 0 }
-
-// Exit statuses of a chaos run.
-const (
-	// ExitOK: the run met its expectation.
-	ExitOK = 0
-	// ExitViolations: violations or lost updates were found, unexpected.
-	ExitViolations = 1
-	// ExitHarness: no verdict; the cluster could not be started or
-	// repaired, goroutines leaked, or another test failed.
-	ExitHarness = 2
-	// ExitNoViolations: violations were expected (an unsafe run) and none
-	// were found: the negative control failed, the checker is broken.
-	ExitNoViolations = 3
-)
-
-// ExitCode maps the result to an exit status. An unsafe run that finds
-// violations exits ExitViolations, like a safe one, unless
-// expectViolations says that finding them is the point; finding none is
-// ExitNoViolations whenever violations were expected or the run was unsafe.
-func (r Result) ExitCode(expectViolations bool) int {
-	switch {
-	case r.Found() && !expectViolations:
-		return ExitViolations
-	case r.Found():
-		return ExitOK
-	case expectViolations || r.Config.Unsafe:
-		return ExitNoViolations
-	}
-	return ExitOK
-}
-
 // Run runs one chaos run on a fresh cluster of five nodes plus a separate
 // node for the counters, both removed when tb ends, and checks its history.
 // It fails tb if the cluster cannot start; it returns an error (with the
@@ -229,9 +193,11 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	cfg.Logf("chaos: unsafe=%v fencing=%v seed=%d duration=%v clients=%d workers-per-client=%d keys=%d "+
-		"hot-clients=%d (one worker each) hot-keys=%d ttl=%v node-timeout=%v multi-every=%d",
+		"hot-clients=%d (one worker each) hot-keys=%d ttl=%v node-timeout=%v multi-every=%d "+
+		"rw-clients=%d rw-keys=%d write-every=%d permit-clients=%d permit-limit=%d",
 		cfg.Unsafe, cfg.Fencing, cfg.Seed, cfg.Duration, cfg.Clients, cfg.PerClient, cfg.Keys,
-		cfg.HotClients, cfg.HotKeys, cfg.TTL, cfg.NodeTimeout, cfg.MultiEvery)
+		cfg.HotClients, cfg.HotKeys, cfg.TTL, cfg.NodeTimeout, cfg.MultiEvery,
+		cfg.RWClients, cfg.RWKeys, cfg.WriteEvery, cfg.PermitClients, cfg.PermitLimit)
 	c := cluster.Start(tb, cfg.persistence()...)
 	storage := cluster.Start(tb, cluster.WithNodes(1)).Node(0).Client() // never faulted
 	var st store = plainStore{rdb: storage}
@@ -251,7 +217,9 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		workers    []*worker
 	)
 	for t, tm := range cfg.teams() {
-		keys = append(keys, tm.keys...)
+		if tm.workload != Permits { // a permit key guards no counter
+			keys = append(keys, tm.keys...)
+		}
 		multiEvery := 0
 		if t == 0 { // the ordinary team
 			multiEvery = max(cfg.MultiEvery, 0)
@@ -264,12 +232,12 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 				workers = append(workers, &worker{id: i, client: client,
 					keys: tm.keys, ttl: cfg.TTL, fencing: cfg.Fencing, store: st, rec: &rec, stats: &stats,
 					faults: &faults, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), longEvery: max(cfg.LongEvery, 0),
-					multiEvery: multiEvery})
+					multiEvery: multiEvery, workload: tm.workload, writeEvery: cfg.WriteEvery, limit: cfg.PermitLimit})
 			}
 		}
 	}
 	if cfg.Unsafe {
-		workers[0].role, workers[0].victim = victim, victims
+		workers[0].role, workers[0].victim, workers[0].victimClaims = victim, victims, cfg.victimClaims()
 		workers[1].role = pauser
 	}
 	n := &nemesis{c: c, ttl: max(cfg.TTL, pauserTTL), rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
@@ -312,42 +280,6 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		return res, fmt.Errorf("chaos: the nemesis could not repair a node: %w", nemErr)
 	}
 	return res, nil
-}
-
-// maxListed bounds the violations of each kind written to the log.
-const maxListed = 20
-
-// log writes the report: faults by kind, counters, violations.
-func (r Result) log(logf func(string, ...any)) {
-	logf("chaos: %d acquisitions in %v (%.0f/s); %d Lock calls failed; %d writes skipped (validity over); "+
-		"%d store reads failed; %d holds past the TTL by auto-extension, %d of them lost; %d multi-locks (LockAll)",
-		r.Acquisitions, r.Elapsed.Round(time.Millisecond), float64(r.Acquisitions)/r.Elapsed.Seconds(),
-		r.Failed, r.Skipped, r.ReadErrors, r.LongHolds, r.LostLocks, r.MultiLocks)
-	for _, k := range kinds(r.Faults) {
-		logf("chaos: fault %-48s x%d", k, r.Faults[k])
-	}
-	for _, l := range r.Load {
-		logf("chaos: key %s: %d acquisitions by %d holders, %d contended; up to %d Lock calls at once; wait p50 %v, max %v",
-			l.Key, l.Acquisitions, l.Holders, l.Contended, l.PeakCalls, l.WaitP50.Round(time.Millisecond), l.WaitMax.Round(time.Millisecond))
-	}
-	for _, c := range r.Counters {
-		logf("chaos: counter %s: final=%d committed=%d unknown=%d rejected=%d lost=%d",
-			c.Key, c.Final, c.Committed, c.Unknown, c.Rejects, c.Lost)
-	}
-	for i, o := range r.Overlaps {
-		if i == maxListed {
-			logf("chaos: ... %d more overlaps", len(r.Overlaps)-maxListed)
-			break
-		}
-		logf("chaos: VIOLATION overlap: %v", o)
-	}
-	for i, v := range r.FenceViolations {
-		if i == maxListed {
-			logf("chaos: ... %d more fence violations", len(r.FenceViolations)-maxListed)
-			break
-		}
-		logf("chaos: VIOLATION fence: %v", v)
-	}
 }
 
 // quarantine is the clients' restart quarantine (redlock.WithQuarantine):

@@ -54,8 +54,17 @@ type worker struct {
 	// multiEvery: about one iteration in multiEvery takes two keys with
 	// LockAll (see multiIteration); 0 never.
 	multiEvery int
-	// victim receives the nemesis' requests (victim role only).
-	victim <-chan amnesia
+	// workload is what the worker's iterations do: Exclusive (with a
+	// multi-lock now and then, see multiEvery), RW or Permits.
+	workload Workload
+	// writeEvery: about one RW iteration in writeEvery is a writer.
+	writeEvery int
+	// limit is the Permits workload's limit.
+	limit int
+	// victim receives the nemesis' requests, and victimClaims are the
+	// holds it keeps through each (victim role only).
+	victim       <-chan amnesia
+	victimClaims []claim
 }
 
 // lockWait bounds one Lock call, so that a worker stuck behind a fault
@@ -79,8 +88,16 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
-// iteration is one hold of a random key.
+// iteration is one hold of a random key of the worker's workload.
 func (w *worker) iteration(ctx context.Context) {
+	switch w.workload {
+	case RW:
+		w.rwIteration(ctx)
+		return
+	case Permits:
+		w.permitIteration(ctx)
+		return
+	}
 	if w.multiEvery > 0 && len(w.keys) >= 2 && w.rng.IntN(w.multiEvery) == 0 {
 		w.multiIteration(ctx)
 		return
@@ -96,12 +113,13 @@ func (w *worker) iteration(ctx context.Context) {
 		// A short TTL, so that a pause past validity is short too.
 		ttl = pauserTTL
 	}
-	l, begin, ok := w.lock(ctx, key, ttl, opts)
+	c := claim{workload: Exclusive, keys: []string{key}}
+	l, begin, ok := w.take(ctx, c, ttl, opts)
 	if !ok {
 		return
 	}
 	start := time.Now()
-	w.update(key, l, func() {
+	w.update(key, Exclusive, l, func() {
 		if long {
 			// Work for 1.5 TTLs, unless the lock is lost first.
 			w.stats.long.Add(1)
@@ -116,29 +134,13 @@ func (w *worker) iteration(ctx context.Context) {
 		}
 		time.Sleep(workTime(w.rng))
 	})
-	w.release(l, begin, start)
-}
-
-// lock takes key, recording when the call began.
-func (w *worker) lock(ctx context.Context, key string, ttl time.Duration, opts []redlock.LockOption) (*redlock.Lock, time.Time, bool) {
-	if w.fencing {
-		opts = append(opts, redlock.WithFencing())
-	}
-	lctx, cancel := context.WithTimeout(ctx, lockWait)
-	defer cancel()
-	begin := time.Now()
-	l, err := w.client.Lock(lctx, key, ttl, opts...)
-	if err != nil {
-		w.stats.failed.Add(1)
-		return nil, begin, false
-	}
-	return l, begin, true
+	w.release(l, c, begin, start)
 }
 
 // update is the read-modify-write of key's counter under l: read, work,
 // check validity, write. The store is reached with a context of its own,
 // so that the end of the run never cuts a write in half.
-func (w *worker) update(key string, l *redlock.Lock, work func()) {
+func (w *worker) update(key string, wl Workload, l *redlock.Lock, work func()) {
 	ctx := context.Background()
 	v, err := w.store.read(ctx, key)
 	if err != nil {
@@ -157,46 +159,21 @@ func (w *worker) update(key string, l *redlock.Lock, work func()) {
 	}
 	sent := time.Now()
 	out := w.store.write(ctx, key, v+1, l.Fence())
-	w.rec.write(Write{Key: key, Client: w.id, Fence: l.Fence(), Sent: sent, Done: time.Now(), Outcome: out})
+	w.rec.write(Write{Key: key, Client: w.id, Fence: l.Fence(), Sent: sent, Done: time.Now(), Outcome: out, Workload: wl})
 }
 
 // release records the hold, then unlocks. The hold ends when the worker
 // stops relying on the lock: now, or Until() if that came first.
-func (w *worker) release(l *redlock.Lock, begin, start time.Time) {
+func (w *worker) release(l *redlock.Lock, c claim, begin, start time.Time) {
 	end := time.Now()
 	if u := l.Until(); u.Before(end) {
 		end = u
 	}
 	for _, k := range l.Keys() { // one key, or every key of a multi-lock
-		w.rec.hold(Hold{Key: k, Client: w.id, Begin: begin, Start: start, End: end, Fence: l.Fence()})
+		w.rec.hold(Hold{Key: k, Client: w.id, Begin: begin, Start: start, End: end, Fence: l.Fence(),
+			Workload: c.workload, Shared: c.shared, Limit: c.limit})
 	}
 	_ = l.Unlock(context.Background()) // errors are expected under faults: copies expire
-}
-
-// serve plays the victim of one amnesia round: hold the first key through
-// the restart of a majority, then write, as a holder whose lock is still
-// valid is entitled to.
-func (w *worker) serve(ctx context.Context, req amnesia) {
-	l, begin, ok := w.lock(ctx, w.keys[0], victimTTL, nil)
-	if !ok {
-		req.ready <- false
-		return
-	}
-	start := time.Now()
-	ready := false
-	w.update(w.keys[0], l, func() {
-		ready = true
-		req.ready <- true
-		select {
-		case <-req.restarted:
-		case <-time.After(victimTTL / 2):
-		}
-		time.Sleep(victimLinger) // others get in meanwhile
-	})
-	if !ready {
-		req.ready <- false // the store failed before the work began
-	}
-	w.release(l, begin, start)
 }
 
 // workTime is the pause between read and write of an ordinary hold.
