@@ -34,6 +34,10 @@ const (
 
 const (
 	smokeDuration = 20 * time.Second
+	// smokeNodeTimeout is the smoke run's node timeout: under the race
+	// detector on a loaded machine, calls past the default 150ms made the
+	// smoke take no lock at all, and check nothing.
+	smokeNodeTimeout = 400 * time.Millisecond
 	// setupBudget is the time beyond the run's duration that starting and
 	// removing the clusters, the last round of faults and the final check
 	// may take on a loaded machine.
@@ -112,6 +116,13 @@ func TestChaos(t *testing.T) {
 		outcome.broken = true
 		t.Fatal(err)
 	}
+	if !res.Config.Unsafe {
+		for _, w := range res.Config.Workloads() {
+			if res.Workload(w).Holds == 0 {
+				t.Errorf("workload %s took no lock in %v: the run checked nothing there (is the machine overloaded?)", w, res.Elapsed)
+			}
+		}
+	}
 	switch res.ExitCode(expect) {
 	case chaos.ExitViolations:
 		t.Errorf("%d violations and %d lost updates (see VIOLATION above)", res.Violations(), res.LostUpdates)
@@ -121,8 +132,9 @@ func TestChaos(t *testing.T) {
 }
 
 func configFromEnv() (chaos.Config, bool, error) {
-	cfg := chaos.Config{Duration: smokeDuration}
+	cfg := chaos.Config{Duration: smokeDuration, NodeTimeout: smokeNodeTimeout}
 	if s := os.Getenv(EnvDuration); s != "" {
+		cfg.NodeTimeout = 0 // the default
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
 			return cfg, false, fmt.Errorf("%s=%q: want a positive duration such as 3m", EnvDuration, s)

@@ -64,7 +64,7 @@ func TestVictimClaims(t *testing.T) {
 		{workload: Permits, keys: []string{"chaos:permit:0"}, limit: 2},
 		{workload: Permits, keys: []string{"chaos:permit:0"}, limit: 2},
 	}, cfg.victimClaims())
-	assert.Equal(t, []Workload{Exclusive, Multi, RW, Permits}, cfg.workloads())
+	assert.Equal(t, []Workload{Exclusive, Multi, RW, Permits}, cfg.Workloads())
 	cfg.RWClients, cfg.PermitClients, cfg.MultiEvery = 0, 0, -1
 	assert.Equal(t, []claim{{workload: Exclusive, keys: []string{"chaos:0"}}}, cfg.victimClaims())
 }

@@ -39,7 +39,7 @@ func (r Result) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "acquisitions=%d faults=%d violations=%d lost_updates=%d",
 		r.Acquisitions, r.FaultCount(), r.Violations(), r.LostUpdates)
-	for _, w := range r.Config.workloads() {
+	for _, w := range r.Config.Workloads() {
 		x := r.Workload(w)
 		fmt.Fprintf(&b, " | %s holds=%d violations=%d", w, x.Holds, x.Violations)
 	}
@@ -54,7 +54,7 @@ func (r Result) Found() bool { return r.Violations() > 0 || r.LostUpdates > 0 }
 // went unseen.
 func (r Result) Missed() []Workload {
 	var out []Workload
-	for _, w := range r.Config.workloads() {
+	for _, w := range r.Config.Workloads() {
 		if r.Workload(w).Violations == 0 {
 			out = append(out, w)
 		}
@@ -62,9 +62,9 @@ func (r Result) Missed() []Workload {
 	return out
 }
 
-// workloads lists the workloads c plays: Exclusive always, the others
+// Workloads lists the workloads c plays: Exclusive always, the others
 // unless disabled (MultiEvery, RWClients or PermitClients not positive).
-func (c Config) workloads() []Workload {
+func (c Config) Workloads() []Workload {
 	out := []Workload{Exclusive}
 	if c.MultiEvery > 0 {
 		out = append(out, Multi)
@@ -132,7 +132,7 @@ func (r Result) log(logf func(string, ...any)) {
 		logf("chaos: counter %s: final=%d committed=%d unknown=%d rejected=%d lost=%d",
 			c.Key, c.Final, c.Committed, c.Unknown, c.Rejects, c.Lost)
 	}
-	for _, w := range r.Config.workloads() {
+	for _, w := range r.Config.Workloads() {
 		x := r.Workload(w)
 		logf("chaos: workload %s: %d holds, %d violations", w, x.Holds, x.Violations)
 	}
