@@ -143,10 +143,15 @@ func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
 	la, err := a.TryLock(bg(), "res", ttl)
 	require.NoError(t, err)
 	require.NoError(t, la.Extend(bg(), 5*time.Second))
+	a.WaitIdle()
 	_, ttls := markers(t, servers)
-	for i, d := range ttls {
-		assert.Greater(t, d, 5*time.Second+delay-time.Second, "node %d: Extend refreshed the marker", i)
+	refreshed := 0 // on the majority that extended, at least (a call may time out on a loaded machine)
+	for _, d := range ttls {
+		if d > 5*time.Second+delay-time.Second {
+			refreshed++
+		}
 	}
+	assert.GreaterOrEqual(t, refreshed, 3, "Extend refreshed the marker: %v", ttls)
 	require.NoError(t, la.Unlock(bg()))
 	vals, _ := markers(t, servers)
 	assert.Equal(t, make([]string, 5), vals, "Unlock deleted the marker")
@@ -167,9 +172,14 @@ func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
 		assert.NoError(t, err)
 		got <- l
 	}()
-	require.Eventually(t, func() bool {
-		n, err := servers[0].Client(t).ZCard(bg(), "res:queue").Result()
-		return err == nil && n == 1
+	require.Eventually(t, func() bool { // where A holds the key: a majority
+		queued := 0
+		for _, s := range servers {
+			if n, err := s.Client(t).ZCard(bg(), "res:queue").Result(); err == nil && n == 1 {
+				queued++
+			}
+		}
+		return queued >= 3
 	}, 5*time.Second, 10*time.Millisecond, "B joins the queue")
 	require.NoError(t, la.Unlock(bg()))
 	lb = <-got
