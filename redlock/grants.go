@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -38,6 +39,7 @@ type grants struct {
 	cancel  context.CancelFunc
 	open    []pool.Listener
 	byNode  []pool.Listener // node i's listener once open; nil before and after
+	held    []map[string]int // node i's sharded channels -> how many calls hold them
 	readers sync.WaitGroup
 }
 
@@ -118,7 +120,7 @@ func (g *grants) listen(ctx context.Context, i int, n pool.Notifier, timeout tim
 	_ = l.Subscribe(sctx, g.channel) // the listener subscribes again on reconnect
 	cancel()
 	for m := range l.Messages() {
-		if m.Channel != g.channel {
+		if !g.ours(m.Channel) {
 			continue
 		}
 		if key, ok := strings.CutPrefix(m.Payload, wakePrefix); ok {
@@ -134,18 +136,95 @@ func (g *grants) listen(ctx context.Context, i int, n pool.Notifier, timeout tim
 	}
 }
 
-// listening reports whether node i confirmed the subscription to the
-// Client's channel on the connection open now: a release there will be
-// heard. Only listeners that implement pool.SubscriptionState can tell.
-func (g *grants) listening(i int) bool {
+// hold returns the channel on which this Client hears the grants and
+// wake-ups of key on each node, for a call to register there. On a node
+// whose listener has sharded pub/sub (a Redis 7 cluster) it is the
+// Client's channel in key's slot (keyslot.ShardChannel), which the scripts
+// publish to with SPUBLISH, so that only the shard that owns the key sends
+// it, and only this Client's connection to that shard receives it: the
+// listener subscribes to it until every call that holds it called done.
+// Elsewhere it is the Client's channel, heard on one connection per node.
+// hold does no I/O: the listener subscribes in the background, as it does
+// the Client's channel.
+func (g *grants) hold(key string, nodes int) (channels []string, done func()) {
 	g.mu.Lock()
-	var l pool.Listener
-	if i < len(g.byNode) {
-		l = g.byNode[i]
+	defer g.mu.Unlock()
+	channels = make([]string, nodes)
+	var sharded []int
+	for i := range channels {
+		channels[i] = g.channel
+		if sl, ok := g.listener(i).(pool.ShardedListener); ok && sl.Sharded() {
+			channels[i] = keyslot.ShardChannel(g.channel, key)
+			g.take(i, sl, channels[i], 1)
+			sharded = append(sharded, i)
+		}
 	}
+	if len(sharded) == 0 {
+		return channels, func() {}
+	}
+	var once sync.Once
+	return channels, func() {
+		once.Do(func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			for _, i := range sharded {
+				if sl, ok := g.listener(i).(pool.ShardedListener); ok {
+					g.take(i, sl, channels[i], -1)
+				}
+			}
+		})
+	}
+}
+
+// listener returns node i's listener, or nil. g.mu is held.
+func (g *grants) listener(i int) pool.Listener {
+	if i < len(g.byNode) {
+		return g.byNode[i]
+	}
+	return nil
+}
+
+// take counts delta holders of node i's sharded channel ch, subscribing on
+// the first and unsubscribing after the last. g.mu is held: the listener's
+// calls only record the change (no I/O), and their order is the holders'.
+func (g *grants) take(i int, l pool.ShardedListener, ch string, delta int) {
+	if len(g.held) <= i {
+		g.held = append(g.held, make([]map[string]int, i+1-len(g.held))...)
+	}
+	if g.held[i] == nil {
+		g.held[i] = make(map[string]int)
+	}
+	n := g.held[i][ch] + delta
+	switch {
+	case n > 0:
+		g.held[i][ch] = n
+		if n == 1 && delta > 0 {
+			_ = l.SSubscribe(context.Background(), ch)
+		}
+	default:
+		delete(g.held[i], ch)
+		_ = l.SUnsubscribe(context.Background(), ch)
+	}
+}
+
+// ours reports whether ch is the Client's channel, plain or sharded.
+func (g *grants) ours(ch string) bool {
+	if ch == g.channel {
+		return true
+	}
+	rest, ok := strings.CutSuffix(ch, "}"+g.channel)
+	return ok && strings.HasPrefix(rest, "{") && !strings.Contains(rest[1:], "}")
+}
+
+// listening reports whether node i confirmed the subscription to ch (one
+// of hold's channels) on the connection open now: a release there will be
+// heard. Only listeners that implement pool.SubscriptionState can tell.
+func (g *grants) listening(i int, ch string) bool {
+	g.mu.Lock()
+	l := g.listener(i)
 	g.mu.Unlock()
 	st, ok := l.(pool.SubscriptionState)
-	return ok && st.Subscribed(g.channel)
+	return ok && st.Subscribed(ch)
 }
 
 // close ends the listeners and waits for their goroutines.

@@ -1,0 +1,140 @@
+package redlock_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// shardedWakes checks, on Redis 7 clusters, that a waiter in another Client
+// (whose own rounds come every 30s) is handed the lock, and a blocked
+// LockAll is woken, within a second of the release, through sharded pub/sub:
+// the waiter's Client subscribed with SSUBSCRIBE on the master that owns the
+// key's slot, and only there; the release published with SPUBLISH on that
+// shard, and no master of any cluster ran a PUBLISH.
+// A multi-lock's companion keys keep their standalone names, so LockAll
+// runs on a multi-shard cluster only for keys with a hash tag: all says
+// whether to try it.
+func shardedWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool, key string, all bool) {
+	holder := defaultClient(t, pools)
+	waiter := defaultClient(t, pools)
+	require.Eventually(t, func() bool { return waiter.ShardedNodes() == len(pools) }, 10*time.Second,
+		5*time.Millisecond, "the waiter's listeners found sharded pub/sub on every cluster")
+	slow := redlock.WithRetry(redlock.ConstantBackoff(30 * time.Second))
+	calls := map[string]func(ctx context.Context) (*redlock.Lock, error){
+		"Lock":    func(ctx context.Context) (*redlock.Lock, error) { return waiter.Lock(ctx, key, faultTTL, slow) },
+		"LockAll": func(ctx context.Context) (*redlock.Lock, error) { return waiter.LockAll(ctx, []string{key}, faultTTL, slow) },
+	}
+	if !all {
+		delete(calls, "LockAll")
+	}
+	for name, call := range calls {
+		l, err := holder.TryLock(bg(), key, faultTTL)
+		require.NoError(t, err, name)
+		holder.WaitIdle()
+		got := waitFor(call)
+		requireShardSubscribed(t, clusters, key)
+		if name == "Lock" {
+			requireClusterQueued(t, clusters, key, l.Token())
+		} else {
+			requireClusterWatched(t, clusters, key)
+		}
+		before := publishes(t, clusters)
+		released := time.Now()
+		require.NoError(t, l.Unlock(bg()))
+		o := <-got
+		require.NoError(t, o.err, name)
+		assert.Less(t, o.at.Sub(released), bound, "%s: woken %v after the release", name, o.at.Sub(released))
+		after := publishes(t, clusters)
+		sharded := 0
+		for i, cl := range clusters {
+			for j, m := range cl.Masters {
+				assert.Equal(t, before[i][j].plain, after[i][j].plain, "%s: node %d master %d ran PUBLISH", name, i, j)
+				if m != cl.MasterOf(key) {
+					assert.Equal(t, before[i][j].sharded, after[i][j].sharded, "%s: node %d master %d does not own %q", name, i, j, key)
+				} else if after[i][j].sharded > before[i][j].sharded {
+					sharded++
+				}
+			}
+		}
+		assert.Greater(t, sharded, len(clusters)/2, "%s: the owning shards of a majority ran SPUBLISH", name)
+		require.NoError(t, o.l.Unlock(bg()))
+	}
+}
+
+// requireShardSubscribed waits until, on every cluster, the master that owns
+// key's slot lists a sharded grant channel in that slot, and no other
+// master lists one.
+func requireShardSubscribed(t *testing.T, clusters []*redistest.Cluster, key string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, cl := range clusters {
+			for _, m := range cl.Masters {
+				found := false
+				for _, ch := range m.Client(t).PubSubShardChannels(bg(), "*redlock:grant:*").Val() {
+					found = found || keyslot.Slot(ch) == keyslot.Slot(key)
+				}
+				if found != (m == cl.MasterOf(key)) {
+					return false
+				}
+			}
+		}
+		return true
+	}, 10*time.Second, 5*time.Millisecond, "the owning shards, and only they, have the sharded channel of %q", key)
+}
+
+// requireClusterWatched waits until a watcher registered for key on every
+// cluster.
+func requireClusterWatched(t *testing.T, clusters []*redistest.Cluster, key string) {
+	t.Helper()
+	w := keyslot.Companion(key, "queue") + ":watch"
+	require.Eventually(t, func() bool {
+		for _, cl := range clusters {
+			if cl.Client(t).ZCard(bg(), w).Val() < 1 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 5*time.Millisecond, "a watcher registered for %q", key)
+}
+
+// counts are how many PUBLISH and SPUBLISH calls a master ran.
+type counts struct{ plain, sharded int64 }
+
+// publishes returns each master's counts, from INFO commandstats (which
+// counts the commands scripts call).
+func publishes(t *testing.T, clusters []*redistest.Cluster) [][]counts {
+	t.Helper()
+	out := make([][]counts, len(clusters))
+	for i, cl := range clusters {
+		out[i] = make([]counts, len(cl.Masters))
+		for j, m := range cl.Masters {
+			info, err := m.Client(t).Info(bg(), "commandstats").Result()
+			require.NoError(t, err)
+			out[i][j] = counts{plain: calls(info, "publish"), sharded: calls(info, "spublish")}
+		}
+	}
+	return out
+}
+
+// calls reads cmdstat_<cmd>:calls=N from INFO commandstats; 0 if absent.
+func calls(info, cmd string) int64 {
+	for _, line := range strings.Split(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls=")
+		if ok {
+			n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
