@@ -77,9 +77,9 @@ func newListener(dial func(context.Context) (net.Conn, error), auth func(context
 // commands are the subscription commands of a listener and the kinds of
 // the pushes that answer them.
 type commands struct {
-	subscribe, unsubscribe string // the commands
-	subscribed, unsubscribed  string // their confirmations
-	message                   string // a message's push
+	subscribe, unsubscribe   string // the commands
+	subscribed, unsubscribed string // their confirmations
+	message                  string // a message's push
 }
 
 var (

@@ -38,7 +38,7 @@ type grants struct {
 	closed  bool
 	cancel  context.CancelFunc
 	open    []pool.Listener
-	byNode  []pool.Listener // node i's listener once open; nil before and after
+	byNode  []pool.Listener  // node i's listener once open; nil before and after
 	held    []map[string]int // node i's sharded channels -> how many calls hold them
 	readers sync.WaitGroup
 }

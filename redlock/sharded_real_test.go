@@ -32,8 +32,10 @@ func shardedWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool
 		5*time.Millisecond, "the waiter's listeners found sharded pub/sub on every cluster")
 	slow := redlock.WithRetry(redlock.ConstantBackoff(30 * time.Second))
 	calls := map[string]func(ctx context.Context) (*redlock.Lock, error){
-		"Lock":    func(ctx context.Context) (*redlock.Lock, error) { return waiter.Lock(ctx, key, faultTTL, slow) },
-		"LockAll": func(ctx context.Context) (*redlock.Lock, error) { return waiter.LockAll(ctx, []string{key}, faultTTL, slow) },
+		"Lock": func(ctx context.Context) (*redlock.Lock, error) { return waiter.Lock(ctx, key, faultTTL, slow) },
+		"LockAll": func(ctx context.Context) (*redlock.Lock, error) {
+			return waiter.LockAll(ctx, []string{key}, faultTTL, slow)
+		},
 	}
 	if !all {
 		delete(calls, "LockAll")
