@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -126,6 +127,16 @@ func fakeResults() *Results {
 	r.Throughput = map[string]*rate{
 		Ours: {ops: 1000, elapsed: time.Second}, Redsync: {ops: 800, elapsed: time.Second}, Floor: {ops: 1100, elapsed: time.Second},
 	}
+	r.Scale = &ScaleResult{
+		Rates: map[string]*rate{
+			scaleSingle:  {ops: 4000, elapsed: 2 * time.Second},
+			scaleCluster: {ops: 3000, errs: 1, elapsed: 2 * time.Second, firstErr: errors.New("made up\nerror")},
+		},
+		Shares: map[string][]float64{
+			scaleSingle:  {0.2, 0.2, 0.1},
+			scaleCluster: {0.1, 0.1, 0.1, 0.05, 0.1, 0.1, 0.1, 0.1, 0.15},
+		},
+	}
 	return r
 }
 
@@ -150,6 +161,9 @@ func TestMarkdown(t *testing.T) {
 		"| " + oursMany + ", one node +20ms: wait p99 ≤ 2x healthy 8 Clients | 2.00x | met |",
 		"| " + Ours + " | 1000 | 0 | 1.25x | 0.909x |",
 		"- one node down: the last node: made up; a new client's PING: refused.",
+		"| " + scaleSingle + " | 2000 | 0 | 1.00x | 3 | 20 20 10 | 20% | 50% |",
+		"| " + scaleCluster + " | 1500 | 1 | 0.75x | 9 | 10 10 10 / 5 10 10 / 10 10 15 | 15% | 90% |",
+		"- " + scaleCluster + "'s first error: made up; error.",
 		PlotFile,
 	} {
 		assert.Contains(t, md, want)
