@@ -25,9 +25,12 @@ import (
 // again after each reconnection), and Close closes it and cancels the dial.
 // Messages published while it is down are lost, which the lock tolerates.
 //
-// On a cluster the connection goes to one of the client's seed addresses,
-// the next one at each reconnection: a Redis Cluster delivers a PUBLISH
-// (the lock's release script uses it) to the subscribers of every shard.
+// On a cluster the plain channels' connection goes to one of the client's
+// seed addresses, the next one at each reconnection: a Redis Cluster
+// delivers a PUBLISH to the subscribers of every shard. The Listener is
+// then a ShardedListener too (sharded.go): sharded channels are subscribed
+// on the masters that own their slots, each on a connection of its own
+// made the same way.
 func (g *goRedis) Listen(ctx context.Context) (Listener, error) {
 	var dial func(context.Context) (net.Conn, error)
 	var auth func(context.Context) ([]string, error)

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -187,13 +188,15 @@ func (l *clusterListener) probe(ctx context.Context) bool {
 	pctx, cancel := context.WithTimeout(ctx, placeTimeout)
 	defer cancel()
 	info, err := l.client.Do(pctx, "COMMAND", "INFO", "SSUBSCRIBE").Slice()
-	if err != nil {
-		return false
+	var refused redis.Error
+	if err != nil && !errors.As(err, &refused) {
+		return false // no answer: asked again at the next pass
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.probed = true
-	l.sharded = len(info) == 1 && info[0] != nil
+	// A refusal (an ACL without COMMAND) tells nothing: plain channels.
+	l.sharded = err == nil && len(info) == 1 && info[0] != nil
 	return true
 }
 
