@@ -169,7 +169,9 @@ func (c *Cluster) MasterOf(key string) *Server {
 
 // WriteProbe writes key on s (a cluster master) with a client of its own, which
 // succeeds once s serves key's slot as a writable master.
-func (s *Server) WriteProbe(ctx context.Context, key string) error { return WriteProbe(ctx, s.Addr(), key) }
+func (s *Server) WriteProbe(ctx context.Context, key string) error {
+	return WriteProbe(ctx, s.Addr(), key)
+}
 
 // WriteProbe is Server.WriteProbe for the master at addr.
 func WriteProbe(ctx context.Context, addr, key string) error {
