@@ -2,11 +2,15 @@ package pool_test
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/internal/redistest"
@@ -89,5 +93,58 @@ func requireHeard(t *testing.T, l pool.Listener, m *redistest.Server, ch, payloa
 		case <-timeout:
 			t.Fatalf("%q on %q not delivered", payload, ch)
 		}
+	}
+}
+
+// TestShardedListenerNeverWaitsOnTheNode has the listener of a cluster whose
+// seed accepts connections and never answers (a frozen master): the probe
+// and the placement hang in the listener's goroutine, while SSubscribe,
+// SUnsubscribe and Close return, Close ending every goroutine.
+func TestShardedListenerNeverWaitsOnTheNode(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var held []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // never read, never answered
+		}
+	}()
+	p, err := pool.FromURL("redis+cluster://" + ln.Addr().String())
+	require.NoError(t, err)
+	ctx := context.Background()
+	l, err := p.(pool.Notifier).Listen(ctx)
+	require.NoError(t, err)
+	sl := l.(pool.ShardedListener)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 100 {
+			ch := keyslot.ShardChannel("test:grant", strconv.Itoa(i))
+			assert.NoError(t, sl.SSubscribe(ctx, ch))
+			assert.NoError(t, sl.SUnsubscribe(ctx, ch))
+		}
+		assert.False(t, sl.Sharded(), "no answer: not known to be sharded")
+		assert.NoError(t, l.Close())
+		for range l.Messages() {
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a call waited on the silent node")
+	}
+	require.NoError(t, p.Close())
+	ln.Close()
+	<-accepted
+	for _, c := range held {
+		c.Close()
 	}
 }
