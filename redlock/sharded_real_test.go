@@ -140,3 +140,49 @@ func calls(info, cmd string) int64 {
 	}
 	return 0
 }
+
+// TestRealClusterWithoutShardedPubSub runs on clusters whose masters lack
+// SSUBSCRIBE and SPUBLISH (renamed away, as on a server older than 7.0):
+// the Client finds out and registers its plain channel, so the releases
+// publish with PUBLISH, no shard channel is ever subscribed, and a waiter
+// in another Client is still woken within a second, wait after wait.
+func TestRealClusterWithoutShardedPubSub(t *testing.T) {
+	t.Cleanup(func() { awaitDialProbes(t) })
+	clusters := redistest.StartClusters(t, 3, 1, redistest.NoPersistence,
+		"--rename-command", "SSUBSCRIBE", "", "--rename-command", "SPUBLISH", "")
+	pools := make([]pool.Pool, len(clusters))
+	for i, cl := range clusters {
+		p, err := pool.FromURL("redis+cluster://" + cl.Addrs()[0])
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		pools[i] = p
+	}
+	holder := defaultClient(t, pools)
+	waiter := defaultClient(t, pools)
+	slow := redlock.WithRetry(redlock.ConstantBackoff(30 * time.Second))
+	for i := range 3 {
+		key := "plain:" + strconv.Itoa(i)
+		l, err := holder.TryLock(bg(), key, faultTTL)
+		require.NoError(t, err)
+		holder.WaitIdle()
+		got := waitFor(func(ctx context.Context) (*redlock.Lock, error) { return waiter.Lock(ctx, key, faultTTL, slow) })
+		requireClusterQueued(t, clusters, key, l.Token())
+		before := publishes(t, clusters)
+		released := time.Now()
+		require.NoError(t, l.Unlock(bg()))
+		o := <-got
+		require.NoError(t, o.err, key)
+		assert.Less(t, o.at.Sub(released), bound, "%q: woken %v after the release", key, o.at.Sub(released))
+		after := publishes(t, clusters)
+		plain := 0
+		for j := range clusters {
+			if after[j][0].plain > before[j][0].plain {
+				plain++
+			}
+			assert.Empty(t, clusters[j].Masters[0].Client(t).PubSubShardChannels(bg(), "*").Val(), "node %d", j)
+		}
+		assert.Greater(t, plain, len(clusters)/2, "%q: the grants went out with PUBLISH", key)
+		require.NoError(t, o.l.Unlock(bg()))
+	}
+	assert.Zero(t, waiter.ShardedNodes(), "no node has sharded pub/sub")
+}

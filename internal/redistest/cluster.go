@@ -31,8 +31,8 @@ func StartCluster(t testing.TB, n int, p Persistence) *Cluster {
 }
 
 // StartClusters runs k clusters of n masters as StartCluster does, formed in
-// parallel.
-func StartClusters(t testing.TB, k, n int, p Persistence) []*Cluster {
+// parallel; extra are more redis-server arguments for every master.
+func StartClusters(t testing.TB, k, n int, p Persistence, extra ...string) []*Cluster {
 	t.Helper()
 	if k < 1 || n < 1 {
 		t.Fatalf("StartClusters: %d clusters of %d masters", k, n)
@@ -41,7 +41,7 @@ func StartClusters(t testing.TB, k, n int, p Persistence) []*Cluster {
 	for i := range clusters {
 		c := &Cluster{Masters: make([]*Server, n)}
 		for j := range c.Masters {
-			s := &Server{Dir: t.TempDir(), Persistence: p}
+			s := &Server{Dir: t.TempDir(), Persistence: p, Extra: extra}
 			s.startFresh(t, true)
 			c.Masters[j] = s
 		}

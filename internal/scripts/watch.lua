@@ -9,13 +9,17 @@
 -- notify publishes msg on the channel ch: with SPUBLISH when ch is a
 -- sharded channel (it begins with '{': keyslot.ShardChannel, in the key's
 -- slot, which a Client listening to a Redis 7 cluster registers, and which
--- only this shard then hears), with PUBLISH otherwise.
+-- only this shard then hears), with PUBLISH otherwise, and when this shard
+-- refuses SPUBLISH (a shard of an older version in a cluster being
+-- upgraded): a message is worth less than the release that sends it.
 local function notify(ch, msg)
   if string.byte(ch, 1) == 123 then
-    redis.call('SPUBLISH', ch, msg)
-  else
-    redis.call('PUBLISH', ch, msg)
+    local r = redis.pcall('SPUBLISH', ch, msg)
+    if type(r) ~= 'table' or not r.err then
+      return
+    end
   end
+  redis.call('PUBLISH', ch, msg)
 end
 
 -- own reports whether the channel ch is the caller's channel mine, plain
