@@ -120,24 +120,33 @@ func (r *RedisClusters) ShardOf(key string) int {
 }
 
 // KillShard stops the master of shard on cluster node at once (SIGKILL):
-// that cluster fails the shard's keys, and serves the others.
-func (r *RedisClusters) KillShard(node, shard int) { r.fault("kill", node, shard, server.kill) }
+// that cluster fails the shard's keys, and serves the others. Like every
+// fault here it returns an error rather than failing the test, so that a
+// nemesis goroutine may call it.
+func (r *RedisClusters) KillShard(ctx context.Context, node, shard int) error {
+	return r.fault(ctx, "kill", node, shard, server.kill)
+}
 
 // PauseShard freezes the master of shard on cluster node (SIGSTOP, or the
 // engine's pause).
-func (r *RedisClusters) PauseShard(node, shard int) { r.fault("pause", node, shard, server.pause) }
+func (r *RedisClusters) PauseShard(ctx context.Context, node, shard int) error {
+	return r.fault(ctx, "pause", node, shard, server.pause)
+}
 
 // ResumeShard continues a paused master.
-func (r *RedisClusters) ResumeShard(node, shard int) { r.fault("resume", node, shard, server.unpause) }
+func (r *RedisClusters) ResumeShard(ctx context.Context, node, shard int) error {
+	return r.fault(ctx, "resume", node, shard, server.unpause)
+}
 
-// fault applies f to a shard, failing the test if it fails.
-func (r *RedisClusters) fault(what string, node, shard int, f func(server, context.Context) error) {
-	r.tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := f(r.shards[node][shard], ctx); err != nil {
-		r.tb.Fatalf("cluster: %s cluster %d shard %d: %v", what, node, shard, err)
+// fault applies f to a shard.
+func (r *RedisClusters) fault(ctx context.Context, what string, node, shard int, f func(server, context.Context) error) error {
+	if node < 0 || node >= len(r.shards) || shard < 0 || shard >= len(r.shards[node]) {
+		return fmt.Errorf("cluster: %s: no shard %d on cluster %d", what, shard, node)
 	}
+	if err := f(r.shards[node][shard], ctx); err != nil {
+		return fmt.Errorf("cluster: %s cluster %d shard %d: %w", what, node, shard, err)
+	}
+	return nil
 }
 
 // RestartShard starts a killed master again, empty (no persistence), and

@@ -39,8 +39,8 @@ func TestClusterShardFaults(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("paused master", func(t *testing.T) {
-		rc.PauseShard(0, 0)
-		t.Cleanup(func() { rc.ResumeShard(0, 0) })
+		require.NoError(t, rc.PauseShard(ctx, 0, 0))
+		t.Cleanup(func() { assert.NoError(t, rc.ResumeShard(ctx, 0, 0)) })
 		for shard := range rc.Shards() {
 			k := keyOn(t, rc, shard)
 			start := time.Now()
@@ -61,7 +61,7 @@ func TestClusterShardFaults(t *testing.T) {
 		l, err := c.TryLock(ctx, k, 10*time.Second, redlock.WithFencing())
 		require.NoError(t, err)
 		require.NoError(t, l.Unlock(ctx))
-		rc.KillShard(1, 1)
+		require.NoError(t, rc.KillShard(ctx, 1, 1))
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		require.NoError(t, rc.RestartShard(rctx, 1, 1))
@@ -74,8 +74,8 @@ func TestClusterShardFaults(t *testing.T) {
 		require.NoError(t, l2.Unlock(ctx))
 	})
 	t.Run("master killed on two clusters", func(t *testing.T) {
-		rc.KillShard(0, 2)
-		rc.KillShard(1, 2)
+		require.NoError(t, rc.KillShard(ctx, 0, 2))
+		require.NoError(t, rc.KillShard(ctx, 1, 2))
 		t.Cleanup(func() {
 			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
