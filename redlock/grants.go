@@ -38,8 +38,8 @@ type grants struct {
 	closed  bool
 	cancel  context.CancelFunc
 	open    []pool.Listener
-	byNode  []pool.Listener  // node i's listener once open; nil before and after
-	held    []map[string]int // node i's sharded channels -> how many calls hold them
+	byNode  []pool.Listener // node i's listener once open; nil before and after
+	held    []shardHolds    // node i's sharded channels (take)
 	readers sync.WaitGroup
 }
 
@@ -142,7 +142,8 @@ func (g *grants) listen(ctx context.Context, i int, n pool.Notifier, timeout tim
 // Client's channel in key's slot (keyslot.ShardChannel), which the scripts
 // publish to with SPUBLISH, so that only the shard that owns the key sends
 // it, and only this Client's connection to that shard receives it: the
-// listener subscribes to it until every call that holds it called done.
+// listener subscribes to it while a call holds it (until done), and for a
+// while after (take).
 // Elsewhere it is the Client's channel, heard on one connection per node.
 // hold does no I/O: the listener subscribes in the background, as it does
 // the Client's channel.
@@ -185,27 +186,55 @@ func (g *grants) listener(i int) pool.Listener {
 }
 
 // take counts delta holders of node i's sharded channel ch, subscribing on
-// the first and unsubscribing after the last. g.mu is held: the listener's
-// calls only record the change (no I/O), and their order is the holders'.
+// the first. A channel nobody holds stays subscribed for shardLinger, so
+// that the next wait on a key of its slot (a hot key's next waiter) finds
+// it confirmed, and is unsubscribed by a later take once that has passed.
+// g.mu is held: the listener's calls only record the change (no I/O), and
+// their order is the holders'.
 func (g *grants) take(i int, l pool.ShardedListener, ch string, delta int) {
 	if len(g.held) <= i {
-		g.held = append(g.held, make([]map[string]int, i+1-len(g.held))...)
+		g.held = append(g.held, make([]shardHolds, i+1-len(g.held))...)
 	}
-	if g.held[i] == nil {
-		g.held[i] = make(map[string]int)
+	h := &g.held[i]
+	if h.count == nil {
+		h.count, h.idle = make(map[string]int), make(map[string]time.Time)
 	}
-	n := g.held[i][ch] + delta
+	now := time.Now()
+	_, subscribed := h.count[ch]
+	n := h.count[ch] + delta
+	h.count[ch] = max(n, 0)
 	switch {
 	case n > 0:
-		g.held[i][ch] = n
-		if n == 1 && delta > 0 {
+		delete(h.idle, ch)
+		if !subscribed {
 			_ = l.SSubscribe(context.Background(), ch)
 		}
 	default:
-		delete(g.held[i], ch)
-		_ = l.SUnsubscribe(context.Background(), ch)
+		h.idle[ch] = now
+	}
+	if now.Sub(h.swept) < shardLinger {
+		return
+	}
+	h.swept = now
+	for c, since := range h.idle {
+		if now.Sub(since) >= shardLinger {
+			delete(h.idle, c)
+			delete(h.count, c)
+			_ = l.SUnsubscribe(context.Background(), c)
+		}
 	}
 }
+
+// shardHolds are a node's sharded channels: how many calls hold each,
+// since when each nobody holds, and when those were last swept.
+type shardHolds struct {
+	count map[string]int
+	idle  map[string]time.Time
+	swept time.Time
+}
+
+// shardLinger is how long a sharded channel nobody holds stays subscribed.
+const shardLinger = time.Minute
 
 // ours reports whether ch is the Client's channel, plain or sharded.
 func (g *grants) ours(ch string) bool {
