@@ -22,8 +22,11 @@ type ShardedListener interface {
 	Sharded() bool
 	// SSubscribe adds sharded channels: each is heard on the master that
 	// owns its slot, and followed there when the slot moves. It returns at
-	// once; the subscriptions are made in the background. Their messages
-	// come on Messages, and SubscriptionState.Subscribed reports them.
+	// once; the subscriptions are made in the background, each step of
+	// which (a look-up of the slot's master, a write) is bounded by the
+	// time ctx had left, if shorter than the Listener's own bounds. Their
+	// messages come on Messages, and SubscriptionState.Subscribed reports
+	// them.
 	SSubscribe(ctx context.Context, channels ...string) error
 	// SUnsubscribe removes sharded channels, with the same bound.
 	SUnsubscribe(ctx context.Context, channels ...string) error
@@ -54,6 +57,7 @@ type clusterListener struct {
 	placed    chan struct{} // closed when place has returned
 
 	mu      sync.Mutex
+	bound   time.Duration // of each placement step: the shortest SSubscribe allowed, at most placeTimeout
 	probed  bool
 	sharded bool
 	wanted  map[string]string    // sharded channel -> address of its shard ("" none yet)
@@ -71,6 +75,7 @@ func listenCluster(c *redis.ClusterClient, dial func(context.Context) (net.Conn,
 		placed:   make(chan struct{}),
 		wanted:   make(map[string]string),
 		shards:   make(map[string]*listener),
+		bound:    placeTimeout,
 	}
 	go l.listener.run()
 	go l.place()
@@ -85,11 +90,14 @@ func (l *clusterListener) Sharded() bool {
 }
 
 // SSubscribe implements ShardedListener.
-func (l *clusterListener) SSubscribe(_ context.Context, channels ...string) error {
+func (l *clusterListener) SSubscribe(ctx context.Context, channels ...string) error {
 	l.mu.Lock()
 	if l.closed() {
 		l.mu.Unlock()
 		return net.ErrClosed
+	}
+	if d, ok := ctx.Deadline(); ok {
+		l.bound = min(l.bound, max(time.Until(d), time.Millisecond))
 	}
 	for _, ch := range channels {
 		if _, ok := l.wanted[ch]; !ok {
@@ -176,6 +184,13 @@ func (l *clusterListener) place() {
 	}
 }
 
+// stepBound returns the bound of one placement step.
+func (l *clusterListener) stepBound() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bound
+}
+
 // probe asks the cluster, once it can, whether it knows SSUBSCRIBE. It
 // reports whether the answer is known.
 func (l *clusterListener) probe(ctx context.Context) bool {
@@ -185,7 +200,7 @@ func (l *clusterListener) probe(ctx context.Context) bool {
 	if done {
 		return true
 	}
-	pctx, cancel := context.WithTimeout(ctx, placeTimeout)
+	pctx, cancel := context.WithTimeout(ctx, l.stepBound())
 	defer cancel()
 	info, err := l.client.Do(pctx, "COMMAND", "INFO", "SSUBSCRIBE").Slice()
 	var refused redis.Error
@@ -230,7 +245,7 @@ func (l *clusterListener) pass(ctx context.Context) bool {
 // placeOne subscribes ch on the master that owns its slot now, moving it
 // from another shard. It reports whether ch is confirmed there.
 func (l *clusterListener) placeOne(ctx context.Context, ch string) bool {
-	pctx, cancel := context.WithTimeout(ctx, placeTimeout)
+	pctx, cancel := context.WithTimeout(ctx, l.stepBound())
 	master, err := l.client.MasterForKey(pctx, ch)
 	cancel()
 	if err != nil {
@@ -256,7 +271,7 @@ func (l *clusterListener) placeOne(ctx context.Context, ch string) bool {
 	}
 	// Sent again on the same shard too: a refused or dropped subscription
 	// is not retried by the shard's listener itself.
-	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	wctx, cancel := context.WithTimeout(ctx, min(l.stepBound(), writeTimeout))
 	_ = to.Subscribe(wctx, ch)
 	cancel()
 	return false
@@ -288,6 +303,7 @@ func (l *clusterListener) refused(reply string) {
 // more), and closes the shards left without channels.
 func (l *clusterListener) prune(ctx context.Context) {
 	l.mu.Lock()
+	bound := l.bound
 	extra := make(map[*listener][]string)
 	var idle []*listener
 	for addr, s := range l.shards {
@@ -307,7 +323,7 @@ func (l *clusterListener) prune(ctx context.Context) {
 	}
 	l.mu.Unlock()
 	for s, chs := range extra {
-		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		wctx, cancel := context.WithTimeout(ctx, min(bound, writeTimeout))
 		_ = s.Unsubscribe(wctx, chs...)
 		cancel()
 	}

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"strings"
@@ -40,6 +41,7 @@ type grants struct {
 	open    []pool.Listener
 	byNode  []pool.Listener // node i's listener once open; nil before and after
 	held    []shardHolds    // node i's sharded channels (take)
+	timeout time.Duration   // the node timeout, which bounds the listeners' I/O
 	readers sync.WaitGroup
 }
 
@@ -84,6 +86,7 @@ func (g *grants) start(pools []pool.Pool, subscribeTimeout time.Duration) {
 		return
 	}
 	g.started = true
+	g.timeout = subscribeTimeout
 	g.byNode = make([]pool.Listener, len(pools))
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
@@ -207,7 +210,11 @@ func (g *grants) take(i int, l pool.ShardedListener, ch string, delta int) {
 	case n > 0:
 		delete(h.idle, ch)
 		if !subscribed {
-			_ = l.SSubscribe(context.Background(), ch)
+			// The listener subscribes in the background, each step bounded
+			// by the node timeout; nothing here waits.
+			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(g.timeout, time.Second))
+			_ = l.SSubscribe(ctx, ch)
+			cancel()
 		}
 	default:
 		h.idle[ch] = now
