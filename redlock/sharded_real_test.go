@@ -21,7 +21,8 @@ import (
 // LockAll is woken, within a second of the release, through sharded pub/sub:
 // the waiter's Client subscribed with SSUBSCRIBE on the master that owns the
 // key's slot, and only there; the release published with SPUBLISH on that
-// shard, and no master of any cluster ran a PUBLISH.
+// shard, and no master of any cluster ran a PUBLISH or sent a published
+// message over the cluster bus (CLUSTER INFO).
 // A multi-lock's companion keys keep their standalone names, so LockAll
 // runs on a multi-shard cluster only for keys with a hash tag: all says
 // whether to try it.
@@ -62,6 +63,8 @@ func shardedWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool
 		for i, cl := range clusters {
 			for j, m := range cl.Masters {
 				assert.Equal(t, before[i][j].plain, after[i][j].plain, "%s: node %d master %d ran PUBLISH", name, i, j)
+				assert.Equal(t, before[i][j].broadcast, after[i][j].broadcast,
+					"%s: node %d master %d sent a message over the cluster bus", name, i, j)
 				if m != cl.MasterOf(key) {
 					assert.Equal(t, before[i][j].sharded, after[i][j].sharded, "%s: node %d master %d does not own %q", name, i, j, key)
 				} else if after[i][j].sharded > before[i][j].sharded {
@@ -110,8 +113,9 @@ func requireClusterWatched(t *testing.T, clusters []*redistest.Cluster, key stri
 	}, 10*time.Second, 5*time.Millisecond, "a watcher registered for %q", key)
 }
 
-// counts are how many PUBLISH and SPUBLISH calls a master ran.
-type counts struct{ plain, sharded int64 }
+// counts are how many PUBLISH and SPUBLISH calls a master ran, and how many
+// published messages it sent to the other masters over the cluster bus.
+type counts struct{ plain, sharded, broadcast int64 }
 
 // publishes returns each master's counts, from INFO commandstats (which
 // counts the commands scripts call).
@@ -123,10 +127,24 @@ func publishes(t *testing.T, clusters []*redistest.Cluster) [][]counts {
 		for j, m := range cl.Masters {
 			info, err := m.Client(t).Info(bg(), "commandstats").Result()
 			require.NoError(t, err)
-			out[i][j] = counts{plain: calls(info, "publish"), sharded: calls(info, "spublish")}
+			bus, err := m.Client(t).ClusterInfo(bg()).Result()
+			require.NoError(t, err)
+			out[i][j] = counts{plain: calls(info, "publish"), sharded: calls(info, "spublish"),
+				broadcast: field(bus, "cluster_stats_messages_publish_sent")}
 		}
 	}
 	return out
+}
+
+// field reads name:N from CLUSTER INFO; 0 if absent.
+func field(info, name string) int64 {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // calls reads cmdstat_<cmd>:calls=N from INFO commandstats; 0 if absent.
