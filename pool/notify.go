@@ -25,9 +25,12 @@ import (
 // again after each reconnection), and Close closes it and cancels the dial.
 // Messages published while it is down are lost, which the lock tolerates.
 //
-// On a cluster the connection goes to one of the client's seed addresses,
-// the next one at each reconnection: a Redis Cluster delivers a PUBLISH
-// (the lock's release script uses it) to the subscribers of every shard.
+// On a cluster the plain channels' connection goes to one of the client's
+// seed addresses, the next one at each reconnection: a Redis Cluster
+// delivers a PUBLISH to the subscribers of every shard. The Listener is
+// then a ShardedListener too (sharded.go): sharded channels are subscribed
+// on the masters that own their slots, each on a connection of its own
+// made the same way.
 func (g *goRedis) Listen(ctx context.Context) (Listener, error) {
 	var dial func(context.Context) (net.Conn, error)
 	var auth func(context.Context) ([]string, error)
@@ -48,17 +51,44 @@ func (g *goRedis) Listen(ctx context.Context) (Listener, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if c, ok := g.client.(*redis.ClusterClient); ok {
+		return listenCluster(c, dial, auth), nil
+	}
+	l := newListener(dial, auth, plainCommands, make(chan Message, messageBuffer), true)
+	go l.run()
+	return l, nil
+}
+
+// newListener returns a listener that runs once run is started: cmds are
+// its subscription commands, out where it delivers, closed by run's end
+// if owned.
+func newListener(dial func(context.Context) (net.Conn, error), auth func(context.Context) ([]string, error),
+	cmds commands, out chan Message, owned bool) *listener {
 	l := &listener{
 		dial:     dial,
 		login:    auth,
-		out:      make(chan Message, messageBuffer),
+		cmds:     cmds,
+		out:      out,
+		ownsOut:  owned,
 		done:     make(chan struct{}),
 		channels: make(map[string]bool),
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	go l.run()
-	return l, nil
+	return l
 }
+
+// commands are the subscription commands of a listener and the kinds of
+// the pushes that answer them.
+type commands struct {
+	subscribe, unsubscribe   string // the commands
+	subscribed, unsubscribed string // their confirmations
+	message                  string // a message's push
+}
+
+var (
+	plainCommands   = commands{"SUBSCRIBE", "UNSUBSCRIBE", "subscribe", "unsubscribe", "message"}
+	shardedCommands = commands{"SSUBSCRIBE", "SUNSUBSCRIBE", "ssubscribe", "sunsubscribe", "smessage"}
+)
 
 // seedOptions returns the options of a connection to one node of a
 // cluster: its address, the cluster's dialer, TLS and credentials.
@@ -150,9 +180,15 @@ func login(o *redis.Options) func(context.Context) ([]string, error) {
 
 // listener is a Listener over one connection at a time.
 type listener struct {
-	dial  func(context.Context) (net.Conn, error)
-	login func(context.Context) ([]string, error)
-	out   chan Message
+	dial    func(context.Context) (net.Conn, error)
+	login   func(context.Context) ([]string, error)
+	cmds    commands
+	out     chan Message
+	ownsOut bool // run closes out when it returns
+	// changed, if set, is called (without l.mu) when the node refused a
+	// command or dropped a subscription: a cluster listener then looks
+	// for the channel's new shard (sharded.go).
+	changed func(refusal string)
 
 	ctx    context.Context // ends with Close
 	cancel context.CancelFunc
@@ -180,12 +216,12 @@ func (l *listener) Messages() <-chan Message { return l.out }
 // Subscribe implements Listener: it records the channels and, when the
 // connection is up, sends SUBSCRIBE without waiting for the confirmation.
 func (l *listener) Subscribe(ctx context.Context, channels ...string) error {
-	return l.change(ctx, "SUBSCRIBE", true, channels)
+	return l.change(ctx, l.cmds.subscribe, true, channels)
 }
 
 // Unsubscribe implements Listener.
 func (l *listener) Unsubscribe(ctx context.Context, channels ...string) error {
-	return l.change(ctx, "UNSUBSCRIBE", false, channels)
+	return l.change(ctx, l.cmds.unsubscribe, false, channels)
 }
 
 func (l *listener) change(ctx context.Context, cmd string, want bool, channels []string) error {
@@ -228,6 +264,17 @@ func (l *listener) write(ctx context.Context, conn net.Conn, args []string) erro
 	return err
 }
 
+// wants returns the channels subscribed by the caller.
+func (l *listener) wants() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.channels))
+	for ch := range l.channels {
+		out = append(out, ch)
+	}
+	return out
+}
+
 // Close implements Listener.
 func (l *listener) Close() error {
 	l.mu.Lock()
@@ -245,7 +292,9 @@ func (l *listener) Close() error {
 // run keeps a connection open until Close, redialling with backoff.
 func (l *listener) run() {
 	defer close(l.done)
-	defer close(l.out)
+	if l.ownsOut {
+		defer close(l.out)
+	}
 	backoff := minRedial
 	for l.ctx.Err() == nil {
 		if l.session() {
@@ -324,7 +373,7 @@ func (l *listener) publish(conn net.Conn) bool {
 	}
 	l.mu.Unlock()
 	if len(channels) > 0 {
-		_ = l.write(l.ctx, conn, append([]string{"SUBSCRIBE"}, channels...))
+		_ = l.write(l.ctx, conn, append([]string{l.cmds.subscribe}, channels...))
 	}
 	return true
 }
@@ -344,14 +393,26 @@ func (l *listener) read(conn net.Conn, r *reader) {
 			}
 			continue
 		}
+		var refusal errorReply
+		if errors.As(err, &refusal) {
+			// A refused command (MOVED for a sharded channel, an unknown
+			// command) leaves the connection usable.
+			if l.changed != nil {
+				l.changed(string(refusal))
+			}
+			continue
+		}
 		if err != nil {
 			return
 		}
 		pinged = false
-		if l.confirm(conn, v) {
+		if handled, dropped := l.confirm(conn, v); handled {
+			if dropped && l.changed != nil {
+				l.changed("") // the node dropped a channel we want: its slot moved
+			}
 			continue
 		}
-		if m, ok := asMessage(v); ok {
+		if m, ok := asMessage(v, l.cmds.message); ok {
 			select {
 			case l.out <- m:
 			default: // full: the lock's rounds cover a lost message
@@ -360,44 +421,46 @@ func (l *listener) read(conn net.Conn, r *reader) {
 	}
 }
 
-// confirm records a node's answer to SUBSCRIBE or UNSUBSCRIBE on conn, and
-// reports whether v was one.
-func (l *listener) confirm(conn net.Conn, v any) bool {
+// confirm records a node's answer to SUBSCRIBE or UNSUBSCRIBE (or their
+// sharded twins) on conn, and reports whether v was one, and whether it
+// dropped a channel still wanted.
+func (l *listener) confirm(conn net.Conn, v any) (handled, dropped bool) {
 	arr, ok := v.([]any)
 	if !ok || len(arr) != 3 {
-		return false
+		return false, false
 	}
 	kind, _ := arr[0].(string)
 	ch, ok := arr[1].(string)
-	if !ok || (kind != "subscribe" && kind != "unsubscribe") {
-		return false
+	if !ok || (kind != l.cmds.subscribed && kind != l.cmds.unsubscribed) {
+		return false, false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn != conn {
-		return true
+		return true, false
 	}
-	if kind == "unsubscribe" {
+	if kind == l.cmds.unsubscribed {
 		delete(l.confirmed, ch)
-		return true
+		return true, l.channels[ch]
 	}
 	if l.confirmed == nil {
 		l.confirmed = make(map[string]bool)
 	}
 	l.confirmed[ch] = l.channels[ch]
-	return true
+	return true, false
 }
 
-// asMessage reads a pub/sub push ["message", channel, payload].
-func asMessage(v any) (Message, bool) {
+// asMessage reads a pub/sub push [kind, channel, payload], kind being
+// "message" or, for a sharded channel, "smessage".
+func asMessage(v any, kind string) (Message, bool) {
 	arr, ok := v.([]any)
 	if !ok || len(arr) != 3 {
 		return Message{}, false
 	}
-	kind, _ := arr[0].(string)
+	k, _ := arr[0].(string)
 	ch, ok1 := arr[1].(string)
 	payload, ok2 := arr[2].(string)
-	if kind != "message" || !ok1 || !ok2 {
+	if k != kind || !ok1 || !ok2 {
 		return Message{}, false
 	}
 	return Message{Channel: ch, Payload: payload}, true

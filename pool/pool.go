@@ -13,7 +13,9 @@
 // The rest is for adapters of other Redis clients (see pool/rueidispool and
 // pool/conformance), not for users of the lock: [Script], which Pool.Eval runs,
 // and the optional [Notifier], with its [Listener] and [Message], through
-// which a release wakes the lock's waiters.
+// which a release wakes the lock's waiters; on a Redis 7 cluster the
+// go-redis adapter's Listener is a [ShardedListener] too, so that a release
+// notifies only the shard that owns the key.
 package pool
 
 import (

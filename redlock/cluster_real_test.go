@@ -124,6 +124,10 @@ func TestRealClusterLocksFencesQueuesAndGrantsOverManySlots(t *testing.T) {
 	t.Run("a release wakes a waiter of another Client within a second", func(t *testing.T) {
 		releaseWakes(t, clusters, pools, "res:1", "{orders}:7", "a}b", "res:2")
 	})
+	t.Run("grants and wake-ups are sharded", func(t *testing.T) {
+		shardedWakes(t, clusters, pools, "res:3", false)
+		shardedWakes(t, clusters, pools, "{orders}:8", true)
+	})
 	// Every call went straight to the shard that owns its key: no master
 	// ever answered MOVED or ASK (Redis counts the errors it replies).
 	for i, cl := range clusters {

@@ -1,5 +1,7 @@
 package redlock
 
+import "github.com/redlockgo/redlock/pool"
+
 // WaitIdle waits for the Client's background node calls (stragglers,
 // cleanup) to end, so tests can inspect the nodes deterministically. It must
 // not run concurrently with new operations.
@@ -11,3 +13,18 @@ var (
 	FenceKey        = fenceKey
 	ClusterFenceKey = clusterFenceKey
 )
+
+// ShardedNodes starts c's listeners, as its first wait would, and returns
+// how many of them found sharded pub/sub on their node so far.
+func (c *Client) ShardedNodes() int {
+	c.grants.start(c.pools, c.nodeTimeout(0))
+	c.grants.mu.Lock()
+	defer c.grants.mu.Unlock()
+	n := 0
+	for _, l := range c.grants.byNode {
+		if sl, ok := l.(pool.ShardedListener); ok && sl.Sharded() {
+			n++
+		}
+	}
+	return n
+}

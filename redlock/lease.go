@@ -226,9 +226,10 @@ func (c *Client) obtainLease(ctx context.Context, key string, ttl time.Duration,
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
 	var woken <-chan struct{}
+	var channels []string
 	if wait {
 		var stop func()
-		woken, stop = c.startWatching([]string{key})
+		woken, channels, stop = c.startWatching([]string{key})
 		defer stop()
 	}
 	var prev error // the error of the last attempt that ran to its decision
@@ -240,7 +241,7 @@ func (c *Client) obtainLease(ctx context.Context, key string, ttl time.Duration,
 			// watches for the key's release, for that long.
 			delay, retry = lc.retry.NextDelay(attempt)
 		}
-		l, err := c.acquireLease(ctx, key, ttl, lc, kind, c.watching(retry, delay, ttl))
+		l, err := c.acquireLease(ctx, key, ttl, lc, kind, c.watching(channels, retry, delay, ttl))
 		if err != nil && ctx.Err() != nil {
 			// ctx cut this attempt short: the attempt before it says more.
 			err = withContext(cmp.Or(prev, err), ctx.Err())

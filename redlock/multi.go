@@ -84,13 +84,13 @@ func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, 
 	defer done()
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
-	woken, stop := c.startWatching(keys)
+	woken, channels, stop := c.startWatching(keys)
 	defer stop()
 	for attempt := 1; ; attempt++ {
 		// Asked before the attempt: an attempt followed by a pause watches
 		// for the release of the key it finds held, for that long.
 		delay, retry := lc.retry.NextDelay(attempt)
-		l, err := c.acquireAll(ctx, keys, ttl, lc, c.watching(retry, delay, ttl))
+		l, err := c.acquireAll(ctx, keys, ttl, lc, c.watching(channels, retry, delay, ttl))
 		if err == nil || ctx.Err() != nil {
 			return c.obtained(ctx, keys[0], l, withContext(err, ctx.Err()), start, attempt, lc)
 		}

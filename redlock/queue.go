@@ -16,6 +16,9 @@ type queueing struct {
 	key     string
 	keys    [][]string // Enqueue's KEYS on each node (releaseKeys)
 	timeout time.Duration
+	// channels are the waiters' channels on each node (grants.hold); nil
+	// until the waiting begins.
+	channels []string
 }
 
 func (c *Client) queueing(key string, ttl time.Duration) *queueing {
@@ -38,7 +41,7 @@ func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
 		r := reply{node: i, seq: seq}
 		_, r.err = s.run(ctx, func(ctx context.Context) (bool, error) {
 			v, err := c.pools[i].Eval(ctx, scripts.Enqueue, q.keys[i], c.withDelay([]any{w.token, w.ttl.Milliseconds(),
-				w.ticket, w.lease().Milliseconds(), seq, c.grants.channel, take})...)
+				w.ticket, w.lease().Milliseconds(), seq, q.channel(i), take})...)
 			if err != nil {
 				return false, err
 			}
@@ -86,8 +89,16 @@ var (
 	errLeft      = errors.New("left the queue")
 )
 
+// channel returns the waiters' channel on node i.
+func (q *queueing) channel(i int) string {
+	if i < len(q.channels) {
+		return q.channels[i]
+	}
+	return q.c.grants.channel
+}
+
 // listening implements queueNodes.
-func (q *queueing) listening(i int) bool { return q.c.grants.listening(i) }
+func (q *queueing) listening(i int) bool { return q.c.grants.listening(i, q.channel(i)) }
 
 // giveBack implements queueNodes: the keys nodes granted the waiter pass
 // to the next waiters, in the background; the waiter stays queued.
@@ -171,6 +182,9 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 	c.grants.register(w)
 	defer c.grants.unregister(w)
 	c.grants.start(c.pools, c.nodeTimeout(0))
+	channels, release := c.grants.hold(key, len(c.pools))
+	defer release()
+	q.channels = channels
 	for {
 		until, err := w.wait(ctx, c.closing, delay, retry)
 		if w.waited {

@@ -36,8 +36,8 @@ const wakePrefix = "free "
 // channel, for lease. A nil *watching registers nothing (a Try call, or
 // the last attempt).
 type watching struct {
-	channel string
-	lease   time.Duration
+	channels []string // on each node (grants.hold)
+	lease    time.Duration
 }
 
 // maxWatchPause is the longest pause a watcher's lease covers: a retry
@@ -45,14 +45,15 @@ type watching struct {
 // noticed only at the next retry.
 const maxWatchPause = 24 * time.Hour
 
-// watching returns the registration of an attempt that is followed by a
-// pause of delay when it fails, if retry; nil otherwise.
-func (c *Client) watching(retry bool, delay, ttl time.Duration) *watching {
+// watching returns the registration on channels (startWatching's) of an
+// attempt that is followed by a pause of delay when it fails, if retry;
+// nil otherwise.
+func (c *Client) watching(channels []string, retry bool, delay, ttl time.Duration) *watching {
 	if !retry {
 		return nil
 	}
 	lease := min(max(delay, 0), maxWatchPause) + 2*c.nodeTimeout(ttl) + time.Second
-	return &watching{channel: c.grants.channel, lease: lease}
+	return &watching{channels: channels, lease: lease}
 }
 
 // nodeWatch is what an attempt's script on one node needs to register w:
@@ -73,7 +74,11 @@ func (w *watching) on(c *Client, i int, keys ...string) nodeWatch {
 	if _, ok := c.pools[i].(pool.Notifier); !ok {
 		return nodeWatch{}
 	}
-	return nodeWatch{keys: c.watchKeys(i, keys), channel: w.channel, lease: w.lease.Milliseconds()}
+	ch := c.grants.channel
+	if i < len(w.channels) {
+		ch = w.channels[i]
+	}
+	return nodeWatch{keys: c.watchKeys(i, keys), channel: ch, lease: w.lease.Milliseconds()}
 }
 
 // watchKeys returns the names of keys' watch sets on node i.
@@ -91,9 +96,16 @@ func (c *Client) watchKeys(i int, keys []string) []string {
 
 // startWatching prepares a blocked call on keys for wake-ups: the Client
 // listens to the nodes (once), and the call is woken by releases of keys
-// heard or made here. It returns the wake-up channel and the function that
+// heard or made here. It returns the wake-up channel, the channels the
+// call registers on each node (grants.hold: on a cluster node, keys must
+// share a slot, as the call's scripts need anyway) and the function that
 // stops watching.
-func (c *Client) startWatching(keys []string) (<-chan struct{}, func()) {
+func (c *Client) startWatching(keys []string) (<-chan struct{}, []string, func()) {
 	c.grants.start(c.pools, c.nodeTimeout(0))
-	return c.released.watch(keys)
+	channels, release := c.grants.hold(keys[0], len(c.pools))
+	woken, stop := c.released.watch(keys)
+	return woken, channels, func() {
+		stop()
+		release()
+	}
 }

@@ -19,5 +19,9 @@
 //   - BenchmarkCluster: the same implementations as testing.B benchmarks
 //     with -benchmem, for benchstat across commits.
 //
+// TestReport's scale row (scale.go) runs this library alone over 3 Redis
+// Clusters of 3 masters against 3 single nodes, on local processes of its
+// own; TestScale runs it by itself and BenchmarkScale as a benchmark.
+//
 // Nothing here asserts speed: figures are reported, never tested.
 package bench

@@ -47,6 +47,11 @@ type Config struct {
 	Goroutines       int
 	ThroughputRounds int
 	ThroughputSlice  time.Duration
+
+	// The scale row runs Goroutines goroutines over 3 single nodes and 3
+	// clusters of 3 masters, ScaleRounds slices of ScaleSlice each.
+	ScaleRounds int
+	ScaleSlice  time.Duration
 }
 
 // DefaultConfig is the configuration of `make bench`.
@@ -58,6 +63,7 @@ func DefaultConfig() Config {
 		Workers: 8, Hold: time.Millisecond, ContentionRounds: 2, ContentionSlice: 1500 * time.Millisecond,
 		Drain:      10 * time.Second,
 		Goroutines: 64, ThroughputRounds: 3, ThroughputSlice: time.Second,
+		ScaleRounds: 3, ScaleSlice: time.Second,
 	}
 }
 
@@ -70,6 +76,7 @@ func QuickConfig() Config {
 		Workers: 8, Hold: time.Millisecond, ContentionRounds: 1, ContentionSlice: 500 * time.Millisecond,
 		Drain:      10 * time.Second,
 		Goroutines: 64, ThroughputRounds: 1, ThroughputSlice: 300 * time.Millisecond,
+		ScaleRounds: 1, ScaleSlice: 300 * time.Millisecond,
 	}
 }
 
@@ -87,6 +94,7 @@ type Results struct {
 	// Family is the lock family scenario (TryLockAll, TryRLock against
 	// TryLock); nil when it did not run.
 	Family  *FamilyResult
+	Scale   *ScaleResult  // nil when not measured
 	Elapsed time.Duration // the measurement, without building or starting nodes
 }
 
@@ -151,6 +159,8 @@ func Measure(tb testing.TB, c *cluster.Cluster, cfg Config) *Results {
 	res.Contention, res.Faulted, res.Contended = runContention(tb, c, cfg)
 	tb.Logf("bench: throughput")
 	res.Throughput = runThroughput(tb, c, cfg)
+	tb.Logf("bench: scale")
+	res.Scale = runScale(tb, cfg)
 	res.Elapsed = time.Since(start)
 	return res
 }

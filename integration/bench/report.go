@@ -74,6 +74,7 @@ func (r *Results) Markdown(w io.Writer) {
 	r.contentionTable(w)
 	r.faultTable(w)
 	r.throughputTable(w)
+	r.scaleTable(w)
 	r.targetTable(w)
 	fmt.Fprintf(w, "![Latency distributions, one panel per scenario](%s)\n\n", PlotFile)
 }

@@ -132,6 +132,16 @@ func fakeResults() *Results {
 		familyTryLockAll: {lat: ms(0.6, 1.6), ops: 3, errs: 1, firstErr: errors.New("redlock: lock not obtained"), mallocs: 300, bytes: 27000, measured: 3},
 		familyTryRLock:   {lat: ms(0.5, 1.2), ops: 2},
 	}}
+	r.Scale = &ScaleResult{
+		Rates: map[string]*rate{
+			scaleSingle:  {ops: 4000, elapsed: 2 * time.Second},
+			scaleCluster: {ops: 3000, errs: 1, elapsed: 2 * time.Second, firstErr: errors.New("made up\nerror")},
+		},
+		Shares: map[string][]float64{
+			scaleSingle:  {0.2, 0.2, 0.1},
+			scaleCluster: {0.1, 0.1, 0.1, 0.05, 0.1, 0.1, 0.1, 0.1, 0.15},
+		},
+	}
 	return r
 }
 
@@ -161,6 +171,9 @@ func TestMarkdown(t *testing.T) {
 		"| TryLockAll (4 keys) | 0.6 ms | 1.60 ms | 1.60 ms | 100 | 9000 | 3 (1) | 1.50x | 2.00x |",
 		"| TryRLock (1 key) | 0.5 ms | 1.20 ms | 1.20 ms | n/a | n/a | 2 (0) | 1.25x | 1.50x |",
 		"- TryLockAll (4 keys)'s first error: redlock: lock not obtained.",
+		"| " + scaleSingle + " | 2000 | 0 | 1.00x | 3 | 20 20 10 | 20% | 50% |",
+		"| " + scaleCluster + " | 1500 | 1 | 0.75x | 9 | 10 10 10 / 5 10 10 / 10 10 15 | 15% | 90% |",
+		"- " + scaleCluster + "'s first error: made up; error.",
 		PlotFile,
 	} {
 		assert.Contains(t, md, want)

@@ -3,6 +3,7 @@ package chaos
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -75,6 +76,14 @@ type Config struct {
 	// LongEvery makes about one hold in LongEvery work for 1.5 TTLs, kept
 	// alive by WithAutoExtend; default 400, negative never.
 	LongEvery int
+	// ClusterShards, when positive, makes the lock nodes three Redis
+	// Clusters of that many masters each (cluster.StartRedisClusters), and
+	// the nemesis one of single shards (shards.go): masters killed and
+	// started again empty after the TTL, or paused. Only the safe run
+	// without fencing plays on clusters (their shards persist nothing),
+	// and without multi-locks, readers or permits (their keys would need a
+	// common hash tag).
+	ClusterShards int
 	// Logf receives the progress and the report; default tb.Logf.
 	Logf func(format string, args ...any)
 }
@@ -114,6 +123,13 @@ func (c Config) withDefaults(tb testing.TB) (Config, error) {
 	}
 	if c.Logf == nil {
 		c.Logf = tb.Logf
+	}
+	if c.ClusterShards > 0 {
+		if c.Unsafe || c.Fencing {
+			return c, errors.New("chaos: on clusters, only the safe run without fencing plays")
+		}
+		c.MultiEvery = -1
+		c.RWClients, c.PermitClients = 0, 0 // their companion keys need a hash tag too
 	}
 	if c.Unsafe && c.Clients < 3 {
 		return c, fmt.Errorf("chaos: an unsafe run needs at least 3 clients (victim, pauser, one honest), got %d", c.Clients)
@@ -192,13 +208,13 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cfg.Logf("chaos: unsafe=%v fencing=%v seed=%d duration=%v clients=%d workers-per-client=%d keys=%d "+
+	cfg.Logf("chaos: cluster-shards=%d unsafe=%v fencing=%v seed=%d duration=%v clients=%d workers-per-client=%d keys=%d "+
 		"hot-clients=%d (one worker each) hot-keys=%d ttl=%v node-timeout=%v multi-every=%d "+
 		"rw-clients=%d rw-keys=%d write-every=%d permit-clients=%d permit-limit=%d",
-		cfg.Unsafe, cfg.Fencing, cfg.Seed, cfg.Duration, cfg.Clients, cfg.PerClient, cfg.Keys,
+		cfg.ClusterShards, cfg.Unsafe, cfg.Fencing, cfg.Seed, cfg.Duration, cfg.Clients, cfg.PerClient, cfg.Keys,
 		cfg.HotClients, cfg.HotKeys, cfg.TTL, cfg.NodeTimeout, cfg.MultiEvery,
 		cfg.RWClients, cfg.RWKeys, cfg.WriteEvery, cfg.PermitClients, cfg.PermitLimit)
-	c := cluster.Start(tb, cfg.persistence()...)
+	newClient, nodes := startNodes(tb, cfg)
 	storage := cluster.Start(tb, cluster.WithNodes(1)).Node(0).Client() // never faulted
 	var st store = plainStore{rdb: storage}
 	if cfg.Fencing {
@@ -225,7 +241,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 			multiEvery = max(cfg.MultiEvery, 0)
 		}
 		for range tm.clients {
-			client := c.NewClient(tb, redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithQuarantine(cfg.quarantine()),
+			client := newClient(redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithQuarantine(cfg.quarantine()),
 				redlock.WithClockCheck(cfg.clockCheck()), redlock.WithObserver(&nodeEvents))
 			for range tm.perClient {
 				i := len(workers)
@@ -240,8 +256,13 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		workers[0].role, workers[0].victim, workers[0].victimClaims = victim, victims, cfg.victimClaims()
 		workers[1].role = pauser
 	}
-	n := &nemesis{c: c, ttl: max(cfg.TTL, pauserTTL), rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
-		faults: &faults, logf: cfg.Logf, victim: victims}
+	var n schedule
+	if rc, ok := nodes.(*cluster.RedisClusters); ok {
+		n = &shardNemesis{rc: rc, ttl: cfg.TTL, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), faults: &faults, logf: cfg.Logf}
+	} else {
+		n = &nemesis{c: nodes.(*cluster.Cluster), ttl: max(cfg.TTL, pauserTTL), rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
+			faults: &faults, logf: cfg.Logf, victim: victims}
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
 	defer cancel()
@@ -280,6 +301,33 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		return res, fmt.Errorf("chaos: the nemesis could not repair a node: %w", nemErr)
 	}
 	return res, nil
+}
+
+// schedule is a nemesis: it plays faults until ctx ends, and returns an
+// error only when it could not repair a node.
+type schedule interface {
+	runSafe(ctx context.Context) error
+	runUnsafe(ctx context.Context) error
+}
+
+// startNodes starts the lock nodes of cfg: five standalone nodes behind
+// proxies, or three Redis Clusters. It returns how to make a client of
+// them, closed when tb ends, and the nodes (*cluster.Cluster or
+// *cluster.RedisClusters).
+func startNodes(tb testing.TB, cfg Config) (func(...redlock.Option) *redlock.Client, any) {
+	if cfg.ClusterShards <= 0 {
+		c := cluster.Start(tb, cfg.persistence()...)
+		return func(opts ...redlock.Option) *redlock.Client { return c.NewClient(tb, opts...) }, c
+	}
+	rc := cluster.StartRedisClusters(tb, 3, cfg.ClusterShards)
+	return func(opts ...redlock.Option) *redlock.Client {
+		c, err := redlock.New(rc.Pools(), opts...)
+		if err != nil {
+			tb.Fatalf("chaos: %v", err)
+		}
+		tb.Cleanup(func() { _ = c.Close() })
+		return c
+	}, rc
 }
 
 // quarantine is the clients' restart quarantine (redlock.WithQuarantine):

@@ -15,30 +15,64 @@ import (
 )
 
 // RedisClusters is a set of independent Redis Clusters for one test, each
-// of which is one Redlock node made of several masters (shards), as local
-// redis-server processes. StartRedisClusters creates it; it is removed when
-// the test ends.
+// of which is one Redlock node made of several masters (shards): containers
+// of the local image on the host's network when a Docker engine answers,
+// else local redis-server processes (the same choice as Start's, with
+// REDLOCK_IT_BACKEND and WithBackend). StartRedisClusters creates it; it is
+// removed when the test ends.
 //
-// There are no proxies and no containers here: a cluster client connects to
-// the addresses the shards announce, which a proxy in front of a seed would
-// not cover. Faults are per shard: kill, restart, pause.
+// There are no proxies: a cluster client connects to the addresses the
+// shards announce, which a proxy in front of a seed would not cover. Faults
+// are per shard: kill, restart, pause.
 type RedisClusters struct {
-	tb       testing.TB
-	clusters []*redistest.Cluster
-	pools    []pool.Pool
+	tb      testing.TB
+	backend Backend
+	shards  [][]server // by cluster, then shard
+	pools   []pool.Pool
 }
 
 // StartRedisClusters runs n clusters of masters shards each (slots split
 // evenly, in the same way on every cluster, with
 // cluster-require-full-coverage no) and one Pool per cluster, made by
-// pool.FromURL from a redis+cluster:// URL. It fails tb on error and skips
-// it, outside CI, when redis-server is not installed and REDLOCK_SKIP_REDIS
-// is set.
-func StartRedisClusters(tb testing.TB, n, masters int) *RedisClusters {
+// pool.FromURL from a redis+cluster:// URL. Of opts, WithBackend and
+// WithImage count. It fails tb on error and skips it, outside CI, when
+// redis-server is not installed and REDLOCK_SKIP_REDIS is set (processes).
+func StartRedisClusters(tb testing.TB, n, masters int, opts ...Option) *RedisClusters {
 	tb.Helper()
-	r := &RedisClusters{tb: tb, clusters: redistest.StartClusters(tb, n, masters, redistest.NoPersistence)}
-	for _, c := range r.clusters {
-		addrs := c.Addrs()
+	cfg, err := newConfig(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := &RedisClusters{tb: tb, backend: chooseBackend(tb, cfg.backend)}
+	switch r.backend {
+	case Containers:
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		be, err := newContainerBackend(ctx, tb, cfg.image)
+		if err != nil {
+			tb.Fatalf("cluster: %v", err)
+		}
+		tb.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := be.close(ctx); err != nil {
+				tb.Errorf("cluster: %v", err)
+			}
+		})
+		if r.shards, err = be.startClusterShards(ctx, n, masters); err != nil {
+			tb.Fatalf("cluster: start %d clusters of %d containers: %v", n, masters, err)
+		}
+	default:
+		for _, c := range redistest.StartClusters(tb, n, masters, redistest.NoPersistence) {
+			shards := make([]server, len(c.Masters))
+			for j, m := range c.Masters {
+				shards[j] = &processServer{tb: tb, s: m}
+			}
+			r.shards = append(r.shards, shards)
+		}
+	}
+	for i := range r.shards {
+		addrs := r.addrs(i)
 		p, err := pool.FromURL("redis+cluster://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr="))
 		if err != nil {
 			tb.Fatalf("cluster: %v", err)
@@ -49,15 +83,29 @@ func StartRedisClusters(tb testing.TB, n, masters int) *RedisClusters {
 	return r
 }
 
+// Backend returns the backend the clusters run on.
+func (r *RedisClusters) Backend() Backend { return r.backend }
+
+// addrs returns the shards' addresses of cluster node.
+func (r *RedisClusters) addrs(node int) []string {
+	out := make([]string, len(r.shards[node]))
+	for j, s := range r.shards[node] {
+		out[j] = s.addr()
+	}
+	return out
+}
+
 // Pools returns one Pool per cluster, in order.
 func (r *RedisClusters) Pools() []pool.Pool { return append([]pool.Pool(nil), r.pools...) }
 
 // Client returns a go-redis cluster client straight to cluster node, for
 // reading what it holds; it is closed when the test ends.
-func (r *RedisClusters) Client(node int) *redis.ClusterClient { return r.clusters[node].Client(r.tb) }
+func (r *RedisClusters) Client(node int) *redis.ClusterClient {
+	return redistest.ClusterClient(r.tb, r.addrs(node))
+}
 
 // Shards returns the number of masters of each cluster.
-func (r *RedisClusters) Shards() int { return len(r.clusters[0].Masters) }
+func (r *RedisClusters) Shards() int { return len(r.shards[0]) }
 
 // ShardOf returns the index of the shard that serves key on every cluster.
 func (r *RedisClusters) ShardOf(key string) int {
@@ -72,29 +120,48 @@ func (r *RedisClusters) ShardOf(key string) int {
 }
 
 // KillShard stops the master of shard on cluster node at once (SIGKILL):
-// that cluster fails the shard's keys, and serves the others.
-func (r *RedisClusters) KillShard(node, shard int) { r.clusters[node].Masters[shard].Kill() }
+// that cluster fails the shard's keys, and serves the others. Like every
+// fault here it returns an error rather than failing the test, so that a
+// nemesis goroutine may call it.
+func (r *RedisClusters) KillShard(ctx context.Context, node, shard int) error {
+	return r.fault(ctx, "kill", node, shard, server.kill)
+}
 
-// PauseShard freezes the master of shard on cluster node (SIGSTOP).
-func (r *RedisClusters) PauseShard(node, shard int) { r.clusters[node].Masters[shard].Pause() }
+// PauseShard freezes the master of shard on cluster node (SIGSTOP, or the
+// engine's pause).
+func (r *RedisClusters) PauseShard(ctx context.Context, node, shard int) error {
+	return r.fault(ctx, "pause", node, shard, server.pause)
+}
 
 // ResumeShard continues a paused master.
-func (r *RedisClusters) ResumeShard(node, shard int) { r.clusters[node].Masters[shard].Resume() }
+func (r *RedisClusters) ResumeShard(ctx context.Context, node, shard int) error {
+	return r.fault(ctx, "resume", node, shard, server.unpause)
+}
+
+// fault applies f to a shard.
+func (r *RedisClusters) fault(ctx context.Context, what string, node, shard int, f func(server, context.Context) error) error {
+	if node < 0 || node >= len(r.shards) || shard < 0 || shard >= len(r.shards[node]) {
+		return fmt.Errorf("cluster: %s: no shard %d on cluster %d", what, shard, node)
+	}
+	if err := f(r.shards[node][shard], ctx); err != nil {
+		return fmt.Errorf("cluster: %s cluster %d shard %d: %w", what, node, shard, err)
+	}
+	return nil
+}
 
 // RestartShard starts a killed master again, empty (no persistence), and
 // waits until the cluster serves its slots again. It returns an error rather
 // than failing the test, so that a nemesis goroutine may call it.
 func (r *RedisClusters) RestartShard(ctx context.Context, node, shard int) error {
-	e := &errorTB{TB: r.tb}
-	r.clusters[node].Masters[shard].Restart(e)
-	if e.err != nil {
-		return e.err
+	s := r.shards[node][shard]
+	if err := s.start(ctx); err != nil {
+		return err
 	}
 	// The master keeps its identity and slots in nodes.conf; it turns
 	// writable once the cluster agrees it is back.
 	key := r.keyOfShard(shard)
 	for {
-		err := r.clusters[node].Masters[shard].WriteProbe(ctx, key)
+		err := redistest.WriteProbe(ctx, s.addr(), key)
 		if err == nil {
 			return nil
 		}

@@ -76,8 +76,8 @@ func TestRedisClustersMutualExclusionWhileShardsDie(t *testing.T) {
 		}, 20*time.Second, 5*time.Millisecond, "keys of every shard are locked %s", what)
 	}
 	progress("before the faults")
-	rc.KillShard(0, 0)
-	rc.KillShard(1, 1)
+	require.NoError(t, rc.KillShard(context.Background(), 0, 0))
+	require.NoError(t, rc.KillShard(context.Background(), 1, 1))
 	progress("while shard 0 of node 0 and shard 1 of node 1 are dead")
 	rctx, rcancel := context.WithTimeout(context.Background(), 20*time.Second)
 	require.NoError(t, rc.RestartShard(rctx, 0, 0))

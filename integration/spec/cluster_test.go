@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlockgo/redlock/integration/cluster"
+	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -23,10 +24,13 @@ func keyOn(t *testing.T, rc *cluster.RedisClusters, shard int) string {
 }
 
 // TestClusterShardFaults runs the lock on three Redis Clusters of three
-// masters with faults on single shards: a paused master costs its own keys
-// that cluster's vote only, and they still lock, within the bound, on the
-// other two clusters; a master restarted empty (its script cache too) serves fenced
-// locks again at once.
+// masters (containers, or processes without a Docker engine) with faults on
+// single shards: a paused master costs its own keys that cluster's vote
+// only, and they still lock, within the bound, on the other two clusters; a
+// master restarted empty (its script cache too) serves fenced locks again at
+// once; with one shard's master killed on two clusters, that shard's keys
+// fail by the quorum while the other shards' keys lock, and waiters on them
+// are woken across Clients by sharded notifications.
 func TestClusterShardFaults(t *testing.T) {
 	rc := cluster.StartRedisClusters(t, 3, 3)
 	c, err := redlock.New(rc.Pools(), redlock.WithNodeTimeout(nodeTimeout))
@@ -35,8 +39,8 @@ func TestClusterShardFaults(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("paused master", func(t *testing.T) {
-		rc.PauseShard(0, 0)
-		t.Cleanup(func() { rc.ResumeShard(0, 0) })
+		require.NoError(t, rc.PauseShard(ctx, 0, 0))
+		t.Cleanup(func() { assert.NoError(t, rc.ResumeShard(ctx, 0, 0)) })
 		for shard := range rc.Shards() {
 			k := keyOn(t, rc, shard)
 			start := time.Now()
@@ -57,7 +61,7 @@ func TestClusterShardFaults(t *testing.T) {
 		l, err := c.TryLock(ctx, k, 10*time.Second, redlock.WithFencing())
 		require.NoError(t, err)
 		require.NoError(t, l.Unlock(ctx))
-		rc.KillShard(1, 1)
+		require.NoError(t, rc.KillShard(ctx, 1, 1))
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		require.NoError(t, rc.RestartShard(rctx, 1, 1))
@@ -69,4 +73,66 @@ func TestClusterShardFaults(t *testing.T) {
 			5*time.Second, 5*time.Millisecond, "the restarted master holds the key")
 		require.NoError(t, l2.Unlock(ctx))
 	})
+	t.Run("master killed on two clusters", func(t *testing.T) {
+		require.NoError(t, rc.KillShard(ctx, 0, 2))
+		require.NoError(t, rc.KillShard(ctx, 1, 2))
+		t.Cleanup(func() {
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			assert.NoError(t, rc.RestartShard(rctx, 0, 2))
+			assert.NoError(t, rc.RestartShard(rctx, 1, 2))
+		})
+		// The dead shard's keys: one cluster of three left, no majority.
+		_, err := c.TryLock(ctx, keyOn(t, rc, 2), 10*time.Second)
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		var qe *redlock.QuorumError
+		require.ErrorAs(t, err, &qe)
+		assert.LessOrEqual(t, qe.Agreed, 1)
+		// The live shards' keys lock, and a waiter in another Client, whose
+		// own rounds come every 30s, is handed each within a second of its
+		// release.
+		waiter, err := redlock.New(rc.Pools(), redlock.WithNodeTimeout(nodeTimeout))
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, waiter.Close()) })
+		slow := redlock.WithRetry(redlock.ConstantBackoff(30 * time.Second))
+		for _, shard := range []int{0, 1, 0} { // the first wait may go by plain channels, the later ones sharded
+			k := keyOn(t, rc, shard)
+			l, err := c.TryLock(ctx, k, 10*time.Second)
+			require.NoError(t, err, "shard %d", shard)
+			got := make(chan error, 1)
+			var at time.Time
+			go func() {
+				wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				defer cancel()
+				wl, err := waiter.Lock(wctx, k, 10*time.Second, slow)
+				at = time.Now()
+				if err == nil {
+					err = wl.Unlock(ctx)
+				}
+				got <- err
+			}()
+			queued(t, rc, k, l.Token())
+			released := time.Now()
+			require.NoError(t, l.Unlock(ctx))
+			require.NoError(t, <-got, "shard %d", shard)
+			assert.Less(t, at.Sub(released), time.Second, "shard %d: woken %v after the release", shard, at.Sub(released))
+		}
+	})
+}
+
+// queued waits until a waiter queued for key on every cluster whose shard
+// for key is alive and holds the holder's token.
+func queued(t *testing.T, rc *cluster.RedisClusters, key, holder string) {
+	t.Helper()
+	queue := keyslot.Companion(key, "queue")
+	require.Eventually(t, func() bool {
+		n := 0
+		for node := range rc.Pools() {
+			c := rc.Client(node)
+			if c.Get(context.Background(), key).Val() == holder && c.ZCard(context.Background(), queue).Val() > 0 {
+				n++
+			}
+		}
+		return n >= 2
+	}, 10*time.Second, 5*time.Millisecond, "a waiter queued for %q on a majority", key)
 }

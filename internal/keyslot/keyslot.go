@@ -124,3 +124,11 @@ func crc16(s string) uint16 {
 	}
 	return crc
 }
+
+// ShardChannel returns the sharded pub/sub channel named base in key's
+// slot: "{t}" + base, t being a short tag of the slot. A script that runs
+// on key's shard may SPUBLISH to it, and a message there goes to that shard
+// only. Its leading '{' tells the scripts to use SPUBLISH.
+func ShardChannel(base, key string) string {
+	return "{" + slotTag(Slot(key)) + "}" + base
+}

@@ -119,3 +119,15 @@ func FuzzCompanion(f *testing.F) {
 		}
 	})
 }
+
+func TestShardChannel(t *testing.T) {
+	for _, key := range []string{"orders:42", "{orders}:42", "a}b", "", "x{}y"} {
+		ch := ShardChannel("redlock:grant:ID", key)
+		if got, want := Slot(ch), Slot(key); got != want {
+			t.Errorf("ShardChannel(_, %q) = %q in slot %d, want the key's slot %d", key, ch, got, want)
+		}
+		if ch[0] != '{' || !strings.HasSuffix(ch, "}redlock:grant:ID") {
+			t.Errorf("ShardChannel(_, %q) = %q, want {tag}redlock:grant:ID", key, ch)
+		}
+	}
+}

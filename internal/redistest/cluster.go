@@ -31,8 +31,8 @@ func StartCluster(t testing.TB, n int, p Persistence) *Cluster {
 }
 
 // StartClusters runs k clusters of n masters as StartCluster does, formed in
-// parallel.
-func StartClusters(t testing.TB, k, n int, p Persistence) []*Cluster {
+// parallel; extra are more redis-server arguments for every master.
+func StartClusters(t testing.TB, k, n int, p Persistence, extra ...string) []*Cluster {
 	t.Helper()
 	if k < 1 || n < 1 {
 		t.Fatalf("StartClusters: %d clusters of %d masters", k, n)
@@ -41,7 +41,7 @@ func StartClusters(t testing.TB, k, n int, p Persistence) []*Cluster {
 	for i := range clusters {
 		c := &Cluster{Masters: make([]*Server, n)}
 		for j := range c.Masters {
-			s := &Server{Dir: t.TempDir(), Persistence: p}
+			s := &Server{Dir: t.TempDir(), Persistence: p, Extra: extra}
 			s.startFresh(t, true)
 			c.Masters[j] = s
 		}
@@ -64,20 +64,40 @@ func StartClusters(t testing.TB, k, n int, p Persistence) []*Cluster {
 // form assigns the slots, introduces the masters to the first and waits for
 // the cluster to be ready.
 func (c *Cluster) form(ctx context.Context) error {
-	n := len(c.Masters)
+	masters := make([]Master, len(c.Masters))
 	for i, s := range c.Masters {
+		masters[i] = Master{Addr: s.Addr(), Port: s.Port, BusPort: s.BusPort}
+	}
+	return FormCluster(ctx, masters)
+}
+
+// Master is a cluster-enabled redis-server on 127.0.0.1 that FormCluster
+// joins into a cluster: its address, port and cluster bus port.
+type Master struct {
+	Addr          string
+	Port, BusPort int
+}
+
+// FormCluster makes a cluster of masters that know no other node: the
+// 16384 slots split evenly between them in order, every master introduced
+// to every other (a full mesh: no wait for gossip). It returns once every
+// master reports cluster_state:ok and knows every other, or ctx's error.
+// The integration harness forms its container clusters with it.
+func FormCluster(ctx context.Context, masters []Master) error {
+	n := len(masters)
+	for i, m := range masters {
 		lo, hi := i*keyslot.Slots/n, (i+1)*keyslot.Slots/n-1
-		if err := s.do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi); err != nil {
+		if err := do(ctx, m.Addr, "CLUSTER", "ADDSLOTSRANGE", lo, hi); err != nil {
 			return err
 		}
-		for _, o := range c.Masters[:i] { // a full mesh: no wait for gossip
-			if err := o.do(ctx, "CLUSTER", "MEET", "127.0.0.1", s.Port, s.BusPort); err != nil {
+		for _, o := range masters[:i] {
+			if err := do(ctx, o.Addr, "CLUSTER", "MEET", "127.0.0.1", m.Port, m.BusPort); err != nil {
 				return err
 			}
 		}
 	}
 	for ctx.Err() == nil {
-		if c.ready(ctx) {
+		if ready(ctx, masters) {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -87,26 +107,26 @@ func (c *Cluster) form(ctx context.Context) error {
 
 // ready reports whether every master says the cluster is ok and knows all
 // the masters.
-func (c *Cluster) ready(ctx context.Context) bool {
-	for _, s := range c.Masters {
-		rc := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+func ready(ctx context.Context, masters []Master) bool {
+	for _, m := range masters {
+		rc := redis.NewClient(&redis.Options{Addr: m.Addr, MaxRetries: -1})
 		info, err := rc.ClusterInfo(ctx).Result()
 		nodes, err2 := rc.ClusterNodes(ctx).Result()
 		_ = rc.Close()
 		if err != nil || err2 != nil || !strings.Contains(info, "cluster_state:ok") ||
-			strings.Count(nodes, "master") < len(c.Masters) {
+			strings.Count(nodes, "master") < len(masters) {
 			return false
 		}
 	}
 	return true
 }
 
-// do runs one command on s with a client of its own.
-func (s *Server) do(ctx context.Context, args ...any) error {
-	rc := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+// do runs one command at addr with a client of its own.
+func do(ctx context.Context, addr string, args ...any) error {
+	rc := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rc.Close()
 	if err := rc.Do(ctx, args...).Err(); err != nil {
-		return fmt.Errorf("%s on %s: %w", args[:2], s.Addr(), err)
+		return fmt.Errorf("%s on %s: %w", args[:2], addr, err)
 	}
 	return nil
 }
@@ -122,9 +142,13 @@ func (c *Cluster) Addrs() []string {
 
 // Client returns a go-redis cluster client for the cluster, closed when t
 // ends. It honours context deadlines and does not retry on its own.
-func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
+func (c *Cluster) Client(t testing.TB) *redis.ClusterClient { return ClusterClient(t, c.Addrs()) }
+
+// ClusterClient is Cluster.Client for the cluster whose masters are at
+// addrs.
+func ClusterClient(t testing.TB, addrs []string) *redis.ClusterClient {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: c.Addrs(), ContextTimeoutEnabled: true, MaxRetries: -1,
+		Addrs: addrs, ContextTimeoutEnabled: true, MaxRetries: -1,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
 	})
 	t.Cleanup(func() { _ = cc.Close() })
@@ -146,7 +170,12 @@ func (c *Cluster) MasterOf(key string) *Server {
 // WriteProbe writes key on s (a cluster master) with a client of its own, which
 // succeeds once s serves key's slot as a writable master.
 func (s *Server) WriteProbe(ctx context.Context, key string) error {
-	rc := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	return WriteProbe(ctx, s.Addr(), key)
+}
+
+// WriteProbe is Server.WriteProbe for the master at addr.
+func WriteProbe(ctx context.Context, addr, key string) error {
+	rc := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer rc.Close()
 	return rc.Set(ctx, key, "1", time.Second).Err()
 }

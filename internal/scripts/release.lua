@@ -3,8 +3,8 @@
 -- waiters (see enqueue.lua); ARGV[1] the caller's token; ARGV[2] how long,
 -- in ms, to keep the caller from queueing again ('' for a waiter that only
 -- gives a grant back and stays); ARGV[3] the caller's own channel, if any:
--- a grant to a waiter listening there is not published, the caller reads
--- it from the reply. Under a lock-delay, KEYS[6] is the key's holder
+-- a grant to a waiter listening there (or on its sharded form, watch.lua's
+-- own) is not published, the caller reads it from the reply. Under a lock-delay, KEYS[6] is the key's holder
 -- marker (acquire_delay.lua) and ARGV[4] the delay in ms: a delete deletes
 -- the marker too, and a hand-off sets it for the new holder.
 -- Removes the caller from the queue (a waiter leaving: it is remembered as
@@ -65,8 +65,8 @@ while true do
       redis.call('SET', KEYS[6], id, 'PX', tonumber(ttl) + tonumber(ARGV[4]))
     end
     redis.call('HSET', KEYS[4], '.', head[2] .. ' ' .. seq .. ' ' .. id)
-    if ch ~= ARGV[3] then
-      redis.call('PUBLISH', ch, id .. ' ' .. seq)
+    if not own(ch, ARGV[3]) then
+      notify(ch, id .. ' ' .. seq)
     end
     return {1, id, tonumber(seq)}
   end

@@ -45,7 +45,7 @@ for g = 0, n - 1 do
         local seq, ttl, ch = string.match(e, '^(%S+) (%S+) (%S+)$')
         redis.call('SET', key, id, 'PX', ttl)
         redis.call('HSET', entries, '.', head[2] .. ' ' .. seq .. ' ' .. id)
-        redis.call('PUBLISH', ch, id .. ' ' .. seq)
+        notify(ch, id .. ' ' .. seq)
         out[#out + 1] = id
         out[#out + 1] = tonumber(seq)
         break

@@ -51,7 +51,7 @@ while true do
     local seq, ttl, ch = string.match(e, '^(%S+) (%S+) (%S+)$')
     redis.call('SET', KEYS[1], id, 'PX', ttl)
     redis.call('HSET', KEYS[5], '.', head[2] .. ' ' .. seq .. ' ' .. id)
-    redis.call('PUBLISH', ch, id .. ' ' .. seq)
+    notify(ch, id .. ' ' .. seq)
     return {held, id, tonumber(seq)}
   end
 end

@@ -6,6 +6,28 @@
 -- A watch set of another type (a key the application made) is left alone:
 -- its watchers only lose their wake-up.
 
+-- notify publishes msg on the channel ch: with SPUBLISH when ch is a
+-- sharded channel (it begins with '{': keyslot.ShardChannel, in the key's
+-- slot, which a Client listening to a Redis 7 cluster registers, and which
+-- only this shard then hears), with PUBLISH otherwise, and when this shard
+-- refuses SPUBLISH (a shard of an older version in a cluster being
+-- upgraded): a message is worth less than the release that sends it.
+local function notify(ch, msg)
+  if string.byte(ch, 1) == 123 then
+    local r = redis.pcall('SPUBLISH', ch, msg)
+    if type(r) ~= 'table' or not r.err then
+      return
+    end
+  end
+  redis.call('PUBLISH', ch, msg)
+end
+
+-- own reports whether the channel ch is the caller's channel mine, plain
+-- or sharded.
+local function own(ch, mine)
+  return ch == mine or string.match(ch, '^{[^}]*}(.*)$') == mine
+end
+
 -- watch_add registers the channel ch in the watch set w for lease ms, if
 -- both are given: a watcher's expiry only grows (the calls of one Client
 -- share its channel), and expired watchers are dropped.
@@ -42,7 +64,7 @@ local function watch_wake(w, key, now)
     return
   end
   for _, ch in ipairs(live) do
-    redis.call('PUBLISH', ch, 'free ' .. key)
+    notify(ch, 'free ' .. key)
   end
   redis.call('DEL', w)
 end

@@ -1,0 +1,159 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/redis/go-redis/v9"
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/wait"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/redlockgo/redlock/internal/redistest"
+)
+
+// Redis Clusters in containers. A cluster client connects to the addresses
+// the shards announce, so each shard's container uses the host's network
+// and listens on 127.0.0.1 on ports the harness picks: the addresses are
+// the same as the processes backend's, and a killed shard started again
+// keeps its address, its nodes.conf (in the container's /data) and so its
+// identity and slots.
+
+// startClusterShards starts n clusters of masters shards each, every shard
+// a container of b's image, and forms them. It returns the shards by
+// cluster, and each shard's address.
+func (b *containerBackend) startClusterShards(ctx context.Context, n, masters int) ([][]server, error) {
+	out := make([][]server, n)
+	ms := make([][]redistest.Master, n)
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range out {
+		out[i] = make([]server, masters)
+		ms[i] = make([]redistest.Master, masters)
+		for j := range masters {
+			g.Go(func() error {
+				// A port picked free may be taken before Redis binds it
+				// (other tests run on the machine): new ports, a new try.
+				var err error
+				for range 3 {
+					var ports [2]int
+					if ports, err = freePorts(); err != nil {
+						continue
+					}
+					var s *shardServer
+					if s, err = b.startShard(gctx, i, j, ports[0], ports[1]); err == nil {
+						out[i][j] = s
+						ms[i][j] = redistest.Master{Addr: s.at, Port: ports[0], BusPort: ports[1]}
+						return nil
+					}
+				}
+				return fmt.Errorf("cluster %d shard %d: %w", i, j, err)
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	g, gctx = errgroup.WithContext(ctx)
+	for i := range out {
+		g.Go(func() error { return redistest.FormCluster(gctx, ms[i]) })
+	}
+	return out, g.Wait()
+}
+
+// freePorts returns two distinct ports free now, a shard's and its cluster
+// bus's, never the same as those of another call until both were released
+// (the kernel hands out ephemeral ports in turn).
+func freePorts() ([2]int, error) {
+	var out [2]int
+	for i := range out {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return out, err
+		}
+		defer l.Close()
+		out[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return out, nil
+}
+
+// startShard creates and starts one cluster-enabled Redis on the host's
+// network at 127.0.0.1:port, bus port bus.
+func (b *containerBackend) startShard(ctx context.Context, cluster, shard, port, bus int) (*shardServer, error) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	req := testcontainers.ContainerRequest{
+		Image: b.image,
+		Cmd: []string{
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", "/data",
+			"--protected-mode", "no", "--save", "", "--appendonly", "no",
+			"--maxmemory-policy", "noeviction",
+			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
+			"--cluster-require-full-coverage", "no",
+		},
+		Labels: map[string]string{Label: "true", Label + ".cluster": strconv.Itoa(cluster),
+			Label + ".shard": strconv.Itoa(shard)},
+		HostConfigModifier: func(hc *container.HostConfig) { hc.NetworkMode = "host" },
+		WaitingFor:         addrPing(addr),
+	}
+	c, err := b.provider.CreateContainer(ctx, req)
+	ctr, _ := c.(*testcontainers.DockerContainer)
+	if ctr != nil {
+		b.mu.Lock()
+		b.ctrs = append(b.ctrs, ctr)
+		b.mu.Unlock()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create container: %w", err)
+	}
+	if ctr == nil {
+		return nil, fmt.Errorf("create container: unexpected type %T", c)
+	}
+	s := &shardServer{containerServer{b: b, ctr: ctr}, addr}
+	return s, s.start(ctx)
+}
+
+// shardServer is a cluster shard's container: containerServer's kill and
+// pause, at a fixed address.
+type shardServer struct {
+	containerServer
+	at string
+}
+
+func (s *shardServer) addr() string { return s.at }
+
+// start starts the container and waits until it answers PING.
+func (s *shardServer) start(ctx context.Context) error {
+	if err := s.ctr.Start(ctx); err != nil {
+		return fmt.Errorf("start container: %w", err)
+	}
+	return addrPing(s.at).WaitUntilReady(ctx, s.ctr)
+}
+
+// addrPing waits until Redis answers PING at a fixed address.
+type addrPing string
+
+func (a addrPing) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	for {
+		c := redis.NewClient(&redis.Options{Addr: string(a), MaxRetries: -1, DialTimeout: time.Second,
+			ReadTimeout: time.Second, DisableIdentity: true})
+		err := c.Ping(ctx).Err()
+		_ = c.Close()
+		if err == nil {
+			return nil
+		}
+		if st, serr := target.State(ctx); serr == nil && !st.Running {
+			return fmt.Errorf("redis exited (code %d) before answering: %v", st.ExitCode, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redis at %s not answering PING: %w (last error: %v)", string(a), ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
