@@ -3,63 +3,69 @@ package redlock_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
 )
 
-// fastClock passes a real node's TIME through a clock that runs rate times
-// as fast from the first reading. libfaketime cannot run Debian's
-// redis-server (it clashes with jemalloc, libfaketime issue #130), so the
-// node's own clock cannot be sped up here: this skews its answers instead,
-// on a real connection, and leaves every other command alone.
-type fastClock struct {
-	pool.Pool
-	rate float64
-
-	mu    sync.Mutex
-	first time.Duration // the first reading, 0 before it
+// realPools opens a pool per server, closed when t ends.
+func realPools(t *testing.T, servers []*redistest.Server) []pool.Pool {
+	t.Helper()
+	pools := make([]pool.Pool, len(servers))
+	for i, s := range servers {
+		p, err := pool.FromURL(s.URL())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		pools[i] = p
+	}
+	return pools
 }
 
-func (p *fastClock) Eval(ctx context.Context, s *pool.Script, keys []string, args ...any) (any, error) {
-	v, err := p.Pool.Eval(ctx, s, keys, args...)
-	if err != nil || s != scripts.Time {
-		return v, err
+// fastNodeClock sets up the hazard a fast node clock makes: client A holds
+// "res" on nodes 0 and 1 (node 2 refused it: another key was there, which
+// expires soon after), then node 0's clock starts to run four times as fast,
+// and A's key there expires long before A's validity ends. Node 0's clock is
+// really fast: redis-server runs under libfaketime (redistest's fake clock),
+// so it expires keys, answers TIME and counts its uptime by it. It returns
+// A's lock, once node 0 has dropped A's key and node 2 is free.
+func fastNodeClock(t *testing.T, servers []*redistest.Server, pools []pool.Pool) *redlock.Lock {
+	t.Helper()
+	require.NoError(t, servers[2].Client(t).Set(bg(), "res", "other", 1500*time.Millisecond).Err())
+	a := newClient(t, pools)
+	la, err := a.TryLock(bg(), "res", 8*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, servers[0].SetClock(0, 4))
+	for _, s := range []*redistest.Server{servers[0], servers[2]} {
+		require.Eventually(t, func() bool { return s.Client(t).Exists(bg(), "res").Val() == 0 },
+			5*time.Second, 10*time.Millisecond, "node %s: the key is still there", s.Addr())
 	}
-	arr := v.([]any)
-	sec, _ := strconv.ParseInt(arr[0].(string), 10, 64)
-	usec, _ := strconv.ParseInt(arr[1].(string), 10, 64)
-	now := time.Duration(sec)*time.Second + time.Duration(usec)*time.Microsecond
-	p.mu.Lock()
-	if p.first == 0 {
-		p.first = now
-	}
-	skewed := p.first + time.Duration(float64(now-p.first)*p.rate)
-	p.mu.Unlock()
-	return []any{fmt.Sprint(int64(skewed / time.Second)), fmt.Sprint(int64(skewed%time.Second) / 1000)}, nil
+	require.True(t, time.Now().Before(la.Until()), "A's lock is still valid")
+	return la
 }
 
-// Node 0's clock runs at twice the speed of ours: it would expire a lock's
-// key in half its TTL. The clock check reports it with the measured rate,
-// and its yes stops counting: with node 1 paused, no lock can be built on it.
+// Node 0's clock runs four times as fast as ours and drops A's key early.
+// Client B's clock check reports it, with the measured rate, and does not
+// count node 0: B cannot build a majority on node 0 and node 2 while A's lock
+// is valid. TestRealFastNodeClockWithoutCheck is the same without the check.
 func TestRealClockCheckFindsAFastClock(t *testing.T) {
-	servers, pools := realNodes(t, 3)
-	pools[0] = &fastClock{Pool: pools[0], rate: 2}
+	servers := []*redistest.Server{redistest.StartWithFakeClock(t, redistest.NoPersistence),
+		redistest.Start(t, redistest.NoPersistence), redistest.Start(t, redistest.NoPersistence)}
+	pools := realPools(t, servers)
 	faults := make(chan redlock.Event, 10)
-	c := newClient(t, pools, redlock.WithClockCheck(50*time.Millisecond), redlock.WithQuarantine(time.Minute),
+	b := newClient(t, pools, redlock.WithClockCheck(50*time.Millisecond), redlock.WithQuarantine(time.Minute),
 		redlock.WithObserver(redlock.ObserverFunc(func(_ context.Context, e redlock.Event) {
 			if e.Kind == redlock.NodeClockFault {
 				faults <- e
 			}
 		})))
+	la := fastNodeClock(t, servers, pools)
 
 	var e redlock.Event
 	select {
@@ -71,17 +77,32 @@ func TestRealClockCheckFindsAFastClock(t *testing.T) {
 	require.ErrorAs(t, e.Err, &ne)
 	assert.Equal(t, 0, ne.Node)
 	require.ErrorIs(t, e.Err, redlock.ErrNodeClock)
-	assert.ErrorContains(t, e.Err, "rate ")
+	var rate float64
+	_, err := fmt.Sscanf(e.Err.Error()[strings.Index(e.Err.Error(), "(rate "):], "(rate %f", &rate)
+	require.NoError(t, err, "the event carries the measured rate: %v", e.Err)
+	assert.Greater(t, rate, 1.5, "node 0's clock runs at 4 times our rate: %v", e.Err)
 	t.Log(e.Err)
 
-	servers[1].Pause()
-	_, err := c.TryLock(bg(), "res", 5*time.Second)
-	servers[1].Resume()
+	_, err = b.TryLock(bg(), "res", 8*time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	require.ErrorIs(t, err, redlock.ErrNodeClock, "node 0 does not count")
+	require.True(t, time.Now().Before(la.Until()), "refused while A's lock is valid")
+	// A's lock is left on node 1 alone: node 0's clock dropped its key.
+	require.ErrorIs(t, la.Unlock(bg()), redlock.ErrNotHeld)
+}
 
-	c.WaitIdle()
-	l, err := c.TryLock(bg(), "res", 5*time.Second)
-	require.NoError(t, err, "nodes 1 and 2 are a majority")
-	require.NoError(t, l.Unlock(bg()))
+// The hazard TestRealClockCheckFindsAFastClock guards against: without the
+// clock check, B builds a majority on node 0, whose fast clock dropped A's
+// key, and node 2, while A's lock is still valid.
+func TestRealFastNodeClockWithoutCheck(t *testing.T) {
+	servers := []*redistest.Server{redistest.StartWithFakeClock(t, redistest.NoPersistence),
+		redistest.Start(t, redistest.NoPersistence), redistest.Start(t, redistest.NoPersistence)}
+	pools := realPools(t, servers)
+	b := newClient(t, pools)
+	la := fastNodeClock(t, servers, pools)
+
+	lb, err := b.TryLock(bg(), "res", 8*time.Second)
+	require.NoError(t, err, "without the check B gets the lock A holds")
+	now := time.Now()
+	assert.True(t, now.Before(la.Until()) && now.Before(lb.Until()), "two valid holders")
 }

@@ -53,6 +53,7 @@ type Server struct {
 	BusPort int
 
 	mu     sync.Mutex
+	clock  *fakeClock // StartWithFakeClock; nil: the real clock
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
 }
@@ -205,6 +206,15 @@ func (s *Server) args() []string {
 
 func (s *Server) start(bin string) error {
 	cmd := exec.Command(bin, s.args()...)
+	if s.clock != nil {
+		s.mu.Lock()
+		err := s.clock.restarted(time.Now())
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		cmd.Env = s.clock.env()
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
