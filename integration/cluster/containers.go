@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +20,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/redlockgo/redlock/internal/redistest"
 )
 
 // Label marks every container the harness creates; `make clean` removes
@@ -35,29 +39,31 @@ const (
 // proxy hides. Kill and Start keep the container, so its /data (and the
 // append-only file in it) survives.
 type containerBackend struct {
-	tb       testing.TB
-	image    string
-	provider *testcontainers.DockerProvider
+	tb         testing.TB
+	image      string
+	fakeClocks bool
+	provider   *testcontainers.DockerProvider
 
 	mu   sync.Mutex
 	ctrs []*testcontainers.DockerContainer
 }
 
 type containerServer struct {
-	b   *containerBackend
-	ctr *testcontainers.DockerContainer
+	b     *containerBackend
+	ctr   *testcontainers.DockerContainer
+	clock *redistest.FakeClock // WithFakeClocks; nil: the real clock
 
 	mu       sync.Mutex
 	hostPort string
 }
 
-func newContainerBackend(ctx context.Context, tb testing.TB, image string) (*containerBackend, error) {
+func newContainerBackend(ctx context.Context, tb testing.TB, image string, fakeClocks bool) (*containerBackend, error) {
 	disableReaper()
 	p, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(newTBLogger(tb)))
 	if err != nil {
 		return nil, fmt.Errorf("docker provider: %w", err)
 	}
-	b := &containerBackend{tb: tb, image: image, provider: p}
+	b := &containerBackend{tb: tb, image: image, fakeClocks: fakeClocks, provider: p}
 	if image == DefaultImage {
 		// Without a registry a pull would only retry and fail; say what to do.
 		if _, err := p.Client().ImageInspect(ctx, image); err != nil {
@@ -112,6 +118,13 @@ func (b *containerBackend) startServer(ctx context.Context, i int, p Persistence
 		},
 		WaitingFor: pingStrategy{},
 	}
+	var clock *redistest.FakeClock
+	if b.fakeClocks {
+		var err error
+		if clock, req.Env, err = b.fakeClock(&req); err != nil {
+			return nil, err
+		}
+	}
 	c, err := b.provider.CreateContainer(ctx, req)
 	ctr, _ := c.(*testcontainers.DockerContainer)
 	if ctr != nil {
@@ -125,7 +138,7 @@ func (b *containerBackend) startServer(ctx context.Context, i int, p Persistence
 	if ctr == nil {
 		return nil, fmt.Errorf("create container: unexpected type %T", c)
 	}
-	s := &containerServer{b: b, ctr: ctr}
+	s := &containerServer{b: b, ctr: ctr, clock: clock}
 	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
@@ -196,9 +209,50 @@ func (s *containerServer) kill(ctx context.Context) error {
 	}
 }
 
+// Where the local image (redis-image/build.sh) keeps libfaketime and the
+// shim, and where a container sees its clock setting's directory.
+const (
+	imagePreload = "/usr/lib/redlock/libcmalloc.so /usr/lib/redlock/libfaketime.so.1"
+	clockDir     = "/clock"
+)
+
+// fakeClock gives a container its clock setting: a file in a host directory
+// mounted read-only, which the harness rewrites in one rename (so the
+// directory, not the file, is mounted).
+func (b *containerBackend) fakeClock(req *testcontainers.ContainerRequest) (*redistest.FakeClock, map[string]string, error) {
+	dir := b.tb.TempDir()
+	clock, err := redistest.NewFakeClock(filepath.Join(dir, "faketime"))
+	if err != nil {
+		return nil, nil, err
+	}
+	env := make(map[string]string)
+	for _, kv := range redistest.FakeClockEnv(imagePreload, clockDir+"/faketime") {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	publish := req.HostConfigModifier
+	req.HostConfigModifier = func(hc *container.HostConfig) {
+		publish(hc)
+		hc.Binds = append(hc.Binds, dir+":"+clockDir+":ro")
+	}
+	return clock, env, nil
+}
+
+func (s *containerServer) setClock(offset time.Duration, rate float64) error {
+	if s.clock == nil {
+		return errFakeClock
+	}
+	return s.clock.Set(offset, rate)
+}
+
 // start starts the container (created or killed) and waits for PING; Docker
 // publishes the port anew, so it is read again.
 func (s *containerServer) start(ctx context.Context) error {
+	if s.clock != nil {
+		if err := s.clock.Restarted(); err != nil {
+			return err
+		}
+	}
 	if err := s.ctr.Start(ctx); err != nil {
 		return fmt.Errorf("start container: %w", err)
 	}
