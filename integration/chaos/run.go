@@ -140,15 +140,16 @@ func keyNames(prefix string, n int) []string {
 
 // persistence is the nodes' persistence: the safe run mixes AOF-always nodes
 // (killed and restarted at once) with nodes without persistence (restarted
-// after the TTL); the unsafe run has none at all.
+// after the TTL, or at once under quarantine); the unsafe run has none at
+// all. The safe runs' nodes have fake clocks, for the clock faults.
 func (c Config) persistence() []cluster.Option {
 	switch {
 	case c.Unsafe:
 		return []cluster.Option{cluster.WithPersistence(cluster.NoPersistence)}
 	case c.Fencing:
-		return []cluster.Option{cluster.WithPersistence(cluster.AOFAlways)}
+		return []cluster.Option{cluster.WithPersistence(cluster.AOFAlways), cluster.WithFakeClocks()}
 	}
-	return []cluster.Option{cluster.WithPersistence(cluster.AOFAlways),
+	return []cluster.Option{cluster.WithPersistence(cluster.AOFAlways), cluster.WithFakeClocks(),
 		cluster.WithNodePersistence(3, cluster.NoPersistence), cluster.WithNodePersistence(4, cluster.NoPersistence)}
 }
 
@@ -244,8 +245,8 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		faults  faultLog
 		victims = make(chan amnesia)
 		// nodeEvents counts what the clients reported of the nodes: every
-		// quarantined run, and every clock fault (the nodes share the
-		// host's clock, so any is a false alarm).
+		// quarantined run, and every clock fault (the nemesis's clock
+		// faults; the nodes otherwise share the host's clock).
 		nodeEvents nodeReports
 		keys       []string
 		workers    []*worker
@@ -304,6 +305,9 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), MultiLocks: stats.multi.Load(), Elapsed: time.Since(start)}
 	res.log(cfg.Logf)
 	cfg.Logf("chaos: the clients reported %d quarantined node runs and %d clock faults", nodeEvents.quarantined.Load(), nodeEvents.clock.Load())
+	if first := nodeEvents.firstClock.Load(); first != nil {
+		cfg.Logf("chaos: first clock fault reported: %v", *first)
+	}
 	if len(res.Overlaps) > 0 {
 		first := slices.MinFunc(res.Overlaps, func(a, b Overlap) int { return a.B.Start.Compare(b.B.Start) })
 		cfg.Logf("chaos: first overlap %v after the clients started", first.B.Start.Sub(start).Round(time.Millisecond))
@@ -375,6 +379,7 @@ func (c Config) clockCheck() time.Duration {
 // nodeReports counts the clients' events about nodes.
 type nodeReports struct {
 	quarantined, clock atomic.Int64
+	firstClock         atomic.Pointer[string] // the first clock fault's message
 }
 
 // Observe implements redlock.Observer.
@@ -384,5 +389,7 @@ func (n *nodeReports) Observe(_ context.Context, e redlock.Event) {
 		n.quarantined.Add(1)
 	case redlock.NodeClockFault:
 		n.clock.Add(1)
+		msg := fmt.Sprint(e.Err)
+		n.firstClock.CompareAndSwap(nil, &msg)
 	}
 }
