@@ -249,12 +249,27 @@ func (s *containerServer) setClock(offset time.Duration, rate float64) error {
 // publishes the port anew, so it is read again.
 func (s *containerServer) start(ctx context.Context) error {
 	if s.clock != nil {
-		if err := s.clock.Restarted(); err != nil {
+		if err := s.clock.Restarted(time.Now()); err != nil {
 			return err
 		}
 	}
 	if err := s.ctr.Start(ctx); err != nil {
 		return fmt.Errorf("start container: %w", err)
+	}
+	if s.clock != nil {
+		// redis-server is the entrypoint: it started when the container did,
+		// which may be well after the request on a loaded machine.
+		info, err := s.ctr.Inspect(ctx)
+		if err != nil {
+			return fmt.Errorf("inspect container: %w", err)
+		}
+		at, err := time.Parse(time.RFC3339Nano, info.State.StartedAt)
+		if err != nil {
+			return fmt.Errorf("container start time %q: %w", info.State.StartedAt, err)
+		}
+		if err := s.clock.Restarted(at); err != nil {
+			return err
+		}
 	}
 	port, err := s.ctr.MappedPort(ctx, redisPort)
 	if err != nil {

@@ -34,15 +34,16 @@ const libFaketime = "/usr/lib/*/faketime/libfaketime.so.1"
 // (for the shim) is missing.
 func StartWithFakeClock(t testing.TB, p Persistence, extra ...string) *Server {
 	t.Helper()
-	preload, err := fakeClockPreload()
+	preload, err := FakeClockPreload()
 	if err != nil {
 		t.Fatalf("fake clock: %v", err)
 	}
-	s := &Server{Dir: t.TempDir(), Persistence: p, Extra: extra,
-		clock: &fakeClock{preload: preload, file: filepath.Join(t.TempDir(), "faketime")}}
-	if err := s.clock.write("+0"); err != nil {
+	clock, err := NewFakeClock(filepath.Join(t.TempDir(), "faketime"))
+	if err != nil {
 		t.Fatalf("fake clock: %v", err)
 	}
+	s := &Server{Dir: t.TempDir(), Persistence: p, Extra: extra, clock: clock,
+		clockEnv: append(os.Environ(), FakeClockEnv(preload, clock.File())...)}
 	s.startFresh(t, false)
 	s.MarkFresh(t)
 	return s
@@ -58,24 +59,68 @@ func (s *Server) SetClock(offset time.Duration, rate float64) error {
 	if s.clock == nil {
 		return errors.New("redistest: SetClock on a server started without a fake clock (StartWithFakeClock)")
 	}
-	if !(rate > 0) || math.IsInf(rate, 0) {
-		return fmt.Errorf("redistest: clock rate must be positive, got %v", rate)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.clock.offset, s.clock.rate = offset, rate
-	return s.clock.write(s.clock.spec(time.Now()))
+	return s.clock.Set(offset, rate)
 }
 
-// fakeClock is a server's libfaketime setting.
-type fakeClock struct {
-	preload string // LD_PRELOAD: the shim, then libfaketime
-	file    string // FAKETIME_TIMESTAMP_FILE
+// FakeClock is the clock setting of one redis-server run under libfaketime:
+// a file that libfaketime reads on every clock call (FakeClockEnv). Safe
+// for concurrent use.
+type FakeClock struct {
+	file string
 
-	// guarded by Server.mu
+	mu      sync.Mutex
 	offset  time.Duration
 	rate    float64
 	started time.Time // when the current run was started, ~ libfaketime's start
+}
+
+// NewFakeClock writes the real clock's setting (no offset, rate 1) to file,
+// which the server reads as FAKETIME_TIMESTAMP_FILE.
+func NewFakeClock(file string) (*FakeClock, error) {
+	c := &FakeClock{file: file, rate: 1, started: time.Now()}
+	return c, c.write("+0")
+}
+
+// File returns the setting's file.
+func (c *FakeClock) File() string { return c.file }
+
+// Set makes the server's wall clock read offset ahead of the real one now,
+// and advance at rate times the real clock's speed from now on (see
+// Server.SetClock). The setting is written in one rename, so the server
+// never reads half of it.
+func (c *FakeClock) Set(offset time.Duration, rate float64) error {
+	if !(rate > 0) || math.IsInf(rate, 0) {
+		return fmt.Errorf("redistest: clock rate must be positive, got %v", rate)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset, c.rate = offset, rate
+	return c.write(c.spec(time.Now()))
+}
+
+// Restarted records that the server starts again at about at: libfaketime
+// starts over, so the rate applies from then, from the offset set last. Call
+// it just before each start, and again with the start's exact time once it
+// is known (a container's State.StartedAt): with a rate other than 1, an
+// error in at becomes a jump of that error times rate-1 in the server's
+// clock.
+func (c *FakeClock) Restarted(at time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.started = at
+	return c.write(c.spec(time.Now()))
+}
+
+// FakeClockEnv is the environment of a redis-server under libfaketime:
+// preload (FakeClockPreload, or its paths inside a container) and the
+// setting's file as the server sees it.
+func FakeClockEnv(preload, file string) []string {
+	return []string{
+		"LD_PRELOAD=" + preload,
+		"FAKETIME_TIMESTAMP_FILE=" + file,
+		"FAKETIME_NO_CACHE=1",
+		"FAKETIME_DONT_FAKE_MONOTONIC=1",
+	}
 }
 
 // spec is libfaketime's setting for offset and rate from now on.
@@ -84,42 +129,20 @@ type fakeClock struct {
 // rate would have added since the start: the clock does not jump when the
 // rate changes, beyond the few milliseconds between exec and libfaketime's
 // start, times R-1.
-func (c *fakeClock) spec(now time.Time) string {
-	rate := c.rate
-	if rate == 0 {
-		rate = 1
-	}
-	off := c.offset.Seconds() - now.Sub(c.started).Seconds()*(rate-1)
-	if rate == 1 {
+func (c *FakeClock) spec(now time.Time) string {
+	off := c.offset.Seconds() - now.Sub(c.started).Seconds()*(c.rate-1)
+	if c.rate == 1 {
 		return fmt.Sprintf("%+.6f", off)
 	}
-	return fmt.Sprintf("%+.6f x%s", off, strconv.FormatFloat(rate, 'f', -1, 64))
+	return fmt.Sprintf("%+.6f x%s", off, strconv.FormatFloat(c.rate, 'f', -1, 64))
 }
 
-// restarted records a new run: libfaketime starts again, so the rate
-// applies from now and the offset is written again.
-func (c *fakeClock) restarted(now time.Time) error {
-	c.started = now
-	return c.write(c.spec(now))
-}
-
-// write replaces the file in one rename: libfaketime never reads half of it.
-func (c *fakeClock) write(spec string) error {
+func (c *FakeClock) write(spec string) error {
 	tmp := c.file + ".tmp"
 	if err := os.WriteFile(tmp, []byte(spec+"\n"), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, c.file)
-}
-
-// env is the environment of a run under the fake clock.
-func (c *fakeClock) env() []string {
-	return append(os.Environ(),
-		"LD_PRELOAD="+c.preload,
-		"FAKETIME_TIMESTAMP_FILE="+c.file,
-		"FAKETIME_NO_CACHE=1",
-		"FAKETIME_DONT_FAKE_MONOTONIC=1",
-	)
 }
 
 var shim struct {
@@ -128,10 +151,10 @@ var shim struct {
 	err     error
 }
 
-// fakeClockPreload builds the shim once per process (into the temporary
+// FakeClockPreload builds the shim once per process (into the temporary
 // directory, named after its source's hash, so test processes share it)
-// and returns the LD_PRELOAD value.
-func fakeClockPreload() (string, error) {
+// and returns the LD_PRELOAD value: the shim, then libfaketime.
+func FakeClockPreload() (string, error) {
 	shim.once.Do(func() { shim.preload, shim.err = buildShim() })
 	return shim.preload, shim.err
 }
