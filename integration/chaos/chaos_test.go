@@ -27,6 +27,10 @@ const (
 	EnvFencing = "CHAOS_FENCING"
 	// EnvSeed fixes the random choices (a uint64; unset: from the clock).
 	EnvSeed = "CHAOS_SEED"
+	// EnvLiveClockJumps adds forward clock jumps on running nodes to the
+	// safe schedule (Config.LiveClockJumps): a measurement, which may find
+	// violations.
+	EnvLiveClockJumps = "CHAOS_LIVE_CLOCK_JUMPS"
 	// EnvExpectViolations makes finding violations the success (exit 0) and
 	// finding none a failure (exit 3): how CI asserts the negative control.
 	EnvExpectViolations = "CHAOS_EXPECT_VIOLATIONS"
@@ -140,7 +144,7 @@ func configFromEnv() (chaos.Config, bool, error) {
 	for _, b := range []struct {
 		name string
 		dst  *bool
-	}{{EnvUnsafe, &cfg.Unsafe}, {EnvFencing, &cfg.Fencing}, {EnvExpectViolations, &expect}} {
+	}{{EnvUnsafe, &cfg.Unsafe}, {EnvFencing, &cfg.Fencing}, {EnvLiveClockJumps, &cfg.LiveClockJumps}, {EnvExpectViolations, &expect}} {
 		if s := os.Getenv(b.name); s != "" {
 			v, err := strconv.ParseBool(s)
 			if err != nil {

@@ -35,10 +35,15 @@ const (
 	// empty, so they shorten no key: the quarantine and the clock check
 	// keep it out of majorities meanwhile.
 	clockJump = "kill+restart at once with the clock 1m ahead, and back (no persistence, quarantined)"
-	pauseNode = "pause"
-	partition = "partition"
-	blackhole = "blackhole (replies lost)"
-	latency   = "latency spike"
+	// clockJumpLive jumps a running node's clock forward by the TTL, then
+	// steps it back: every key on the node expires at once. Only with
+	// Config.LiveClockJumps: the clock check notices it at its next reading,
+	// and a Client that takes the node before then may share a lock.
+	clockJumpLive = "clock jump forward by the TTL (running node), and back"
+	pauseNode     = "pause"
+	partition     = "partition"
+	blackhole     = "blackhole (replies lost)"
+	latency       = "latency spike"
 	// Unsafe schedule: each outside the model.
 	restartEmpty = "restart without persistence or delay (majority)"
 	clientPause  = "client paused past validity"
@@ -80,6 +85,8 @@ type nemesis struct {
 	faults *faultLog
 	logf   func(format string, args ...any)
 	victim chan<- amnesia // unsafe runs only
+	// liveJumps adds clockJumpLive rounds to the safe schedule.
+	liveJumps bool
 }
 
 // fault is one fault on one node for a while.
@@ -119,6 +126,9 @@ func (n *nemesis) runSafe(ctx context.Context) error {
 		func() []fault { return n.spread(0, 1+n.rng.IntN(3)) },
 		func() []fault { return n.spread(2, 0) },
 		func() []fault { return n.spread(2, 1) },
+	}
+	if n.liveJumps {
+		rounds = append(rounds, func() []fault { return n.single(clockJumpLive) })
 	}
 	for ctx.Err() == nil {
 		n.rng.Shuffle(len(rounds), func(i, j int) { rounds[i], rounds[j] = rounds[j], rounds[i] })
@@ -241,6 +251,8 @@ func (n *nemesis) apply(f fault) error {
 		inject, undo = func() error { return nd.Kill(ctx) }, func() error { return nd.Start(ctx) }
 	case clockFast:
 		inject, undo = func() error { return nd.SetClock(0, fastRate) }, func() error { return nd.SetClock(0, 1) }
+	case clockJumpLive:
+		inject, undo = func() error { return nd.SetClock(n.ttl, 1) }, func() error { return nd.SetClock(0, 1) }
 	case clockJump:
 		inject = func() error { return restartWithClock(ctx, nd, jumpAhead) }
 		undo = func() error { return restartWithClock(ctx, nd, 0) }

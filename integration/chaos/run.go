@@ -61,6 +61,11 @@ type Config struct {
 	// takes none: a multi-lock does not queue, and would mostly time out
 	// behind the hot keys' queues.
 	MultiEvery int
+	// LiveClockJumps adds to the safe schedule forward jumps of a running
+	// node's clock by the TTL: beyond what the clients' clock check can
+	// prevent (it sees a jump only at its next reading), so a run with them
+	// may find violations. Off by default; for measuring how often.
+	LiveClockJumps bool
 	// LongEvery makes about one hold in LongEvery work for 1.5 TTLs, kept
 	// alive by WithAutoExtend; default 400, negative never.
 	LongEvery int
@@ -229,9 +234,9 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cfg.Logf("chaos: unsafe=%v fencing=%v seed=%d duration=%v clients=%d workers-per-client=%d keys=%d "+
+	cfg.Logf("chaos: unsafe=%v fencing=%v live-clock-jumps=%v seed=%d duration=%v clients=%d workers-per-client=%d keys=%d "+
 		"hot-clients=%d (one worker each) hot-keys=%d ttl=%v node-timeout=%v multi-every=%d",
-		cfg.Unsafe, cfg.Fencing, cfg.Seed, cfg.Duration, cfg.Clients, cfg.PerClient, cfg.Keys,
+		cfg.Unsafe, cfg.Fencing, cfg.LiveClockJumps, cfg.Seed, cfg.Duration, cfg.Clients, cfg.PerClient, cfg.Keys,
 		cfg.HotClients, cfg.HotKeys, cfg.TTL, cfg.NodeTimeout, cfg.MultiEvery)
 	c := cluster.Start(tb, cfg.persistence()...)
 	storage := cluster.Start(tb, cluster.WithNodes(1)).Node(0).Client() // never faulted
@@ -274,7 +279,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		workers[1].role = pauser
 	}
 	n := &nemesis{c: c, ttl: max(cfg.TTL, pauserTTL), rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
-		faults: &faults, logf: cfg.Logf, victim: victims}
+		faults: &faults, logf: cfg.Logf, victim: victims, liveJumps: cfg.LiveClockJumps}
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
 	defer cancel()
