@@ -3,85 +3,161 @@ package redlock_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
 )
 
-// fastClock passes a real node's TIME through a clock that runs rate times
-// as fast from the first reading. libfaketime cannot run Debian's
-// redis-server (it clashes with jemalloc, libfaketime issue #130), so the
-// node's own clock cannot be sped up here: this skews its answers instead,
-// on a real connection, and leaves every other command alone.
-type fastClock struct {
+// realPools opens a pool per server, closed when t ends.
+func realPools(t *testing.T, servers []*redistest.Server) []pool.Pool {
+	t.Helper()
+	pools := make([]pool.Pool, len(servers))
+	for i, s := range servers {
+		p, err := pool.FromURL(s.URL())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		pools[i] = p
+	}
+	return pools
+}
+
+// clockFault is a fault of node 0's own clock: redis-server runs under
+// libfaketime (redistest's fake clock), so it expires keys, answers TIME and
+// counts its uptime by the faulty clock.
+type clockFault struct {
+	name   string
+	offset time.Duration
+	rate   float64
+}
+
+var clockFaults = []clockFault{
+	{name: "four times as fast", rate: 4},
+	{name: "a jump of 10s forward", offset: 10 * time.Second, rate: 1},
+}
+
+// faultyNodeClock sets up the hazard a faulty node clock makes: client A
+// holds "res" on nodes 0 and 1 (node 2 refused it: another key was there,
+// which expires soon after), then node 0's clock fails and drops A's key long
+// before A's validity ends. It returns A's lock once node 0 has dropped A's
+// key and node 2 is free.
+func faultyNodeClock(t *testing.T, f clockFault, servers []*redistest.Server, pools []pool.Pool) *redlock.Lock {
+	t.Helper()
+	require.NoError(t, servers[2].Client(t).Set(bg(), "res", "other", 1500*time.Millisecond).Err())
+	a := newClient(t, pools)
+	la, err := a.TryLock(bg(), "res", 8*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, servers[0].SetClock(f.offset, f.rate))
+	for _, s := range []*redistest.Server{servers[0], servers[2]} {
+		require.Eventually(t, func() bool { return s.Client(t).Exists(bg(), "res").Val() == 0 },
+			5*time.Second, 10*time.Millisecond, "node %s: the key is still there", s.Addr())
+	}
+	require.True(t, time.Now().Before(la.Until()), "A's lock is still valid")
+	return la
+}
+
+// timeReads tells reads on each clock reading a Client makes of its node.
+type timeReads struct {
 	pool.Pool
-	rate float64
-
-	mu    sync.Mutex
-	first time.Duration // the first reading, 0 before it
+	reads chan struct{}
 }
 
-func (p *fastClock) Eval(ctx context.Context, s *pool.Script, keys []string, args ...any) (any, error) {
+func (p *timeReads) Eval(ctx context.Context, s *pool.Script, keys []string, args ...any) (any, error) {
 	v, err := p.Pool.Eval(ctx, s, keys, args...)
-	if err != nil || s != scripts.Time {
-		return v, err
+	if s == scripts.Time && err == nil {
+		select {
+		case p.reads <- struct{}{}:
+		default:
+		}
 	}
-	arr := v.([]any)
-	sec, _ := strconv.ParseInt(arr[0].(string), 10, 64)
-	usec, _ := strconv.ParseInt(arr[1].(string), 10, 64)
-	now := time.Duration(sec)*time.Second + time.Duration(usec)*time.Microsecond
-	p.mu.Lock()
-	if p.first == 0 {
-		p.first = now
-	}
-	skewed := p.first + time.Duration(float64(now-p.first)*p.rate)
-	p.mu.Unlock()
-	return []any{fmt.Sprint(int64(skewed / time.Second)), fmt.Sprint(int64(skewed%time.Second) / 1000)}, nil
+	return v, err
 }
 
-// Node 0's clock runs at twice the speed of ours: it would expire a lock's
-// key in half its TTL. The clock check reports it with the measured rate,
-// and its yes stops counting: with node 1 paused, no lock can be built on it.
-func TestRealClockCheckFindsAFastClock(t *testing.T) {
-	servers, pools := realNodes(t, 3)
-	pools[0] = &fastClock{Pool: pools[0], rate: 2}
-	faults := make(chan redlock.Event, 10)
-	c := newClient(t, pools, redlock.WithClockCheck(50*time.Millisecond), redlock.WithQuarantine(time.Minute),
-		redlock.WithObserver(redlock.ObserverFunc(func(_ context.Context, e redlock.Event) {
-			if e.Kind == redlock.NodeClockFault {
-				faults <- e
+// clockNodes starts node 0 with a fake clock and nodes 1 and 2 on the real
+// one, and opens their pools.
+func clockNodes(t *testing.T) ([]*redistest.Server, []pool.Pool) {
+	t.Helper()
+	servers := []*redistest.Server{redistest.StartWithFakeClock(t, redistest.NoPersistence),
+		redistest.Start(t, redistest.NoPersistence), redistest.Start(t, redistest.NoPersistence)}
+	return servers, realPools(t, servers)
+}
+
+// Node 0's clock runs four times as fast as ours, or jumps forward, and
+// drops A's key early. Client B's clock check reports it, with the measured
+// rate, and does not count node 0: B cannot build a majority on node 0 and
+// node 2 while A's lock is valid. TestRealClockFaultsWithoutCheck is the
+// same without the check.
+func TestRealClockCheck(t *testing.T) {
+	for _, f := range clockFaults {
+		t.Run(f.name, func(t *testing.T) {
+			servers, pools := clockNodes(t)
+			// B must have read node 0's clock before the fault: a Client
+			// that first reads it after a jump sees a clock that is ahead,
+			// not one that jumps.
+			node0 := &timeReads{Pool: pools[0], reads: make(chan struct{})}
+			bPools := append([]pool.Pool{node0}, pools[1:]...)
+			faults := make(chan redlock.Event, 10)
+			b := newClient(t, bPools, redlock.WithClockCheck(50*time.Millisecond), redlock.WithQuarantine(time.Minute),
+				redlock.WithObserver(redlock.ObserverFunc(func(_ context.Context, e redlock.Event) {
+					if e.Kind == redlock.NodeClockFault {
+						faults <- e
+					}
+				})))
+			select {
+			case <-node0.reads:
+			case <-time.After(10 * time.Second):
+				t.Fatal("B did not read node 0's clock")
 			}
-		})))
+			la := faultyNodeClock(t, f, servers, pools)
 
-	var e redlock.Event
-	select {
-	case e = <-faults:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the fast clock was not reported")
+			var e redlock.Event
+			select {
+			case e = <-faults:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the clock fault was not reported")
+			}
+			var ne *redlock.NodeError
+			require.ErrorAs(t, e.Err, &ne)
+			assert.Equal(t, 0, ne.Node)
+			require.ErrorIs(t, e.Err, redlock.ErrNodeClock)
+			msg := e.Err.Error()
+			var rate float64
+			_, err := fmt.Sscanf(msg[max(strings.Index(msg, "(rate "), 0):], "(rate %f", &rate)
+			require.NoError(t, err, "the event carries the measured rate: %v", e.Err)
+			assert.Greater(t, rate, 1.5, "node 0's clock ran far ahead of ours: %v", e.Err)
+			t.Log(e.Err)
+
+			_, err = b.TryLock(bg(), "res", 8*time.Second)
+			require.ErrorIs(t, err, redlock.ErrNotObtained)
+			require.ErrorIs(t, err, redlock.ErrNodeClock, "node 0 does not count")
+			require.True(t, time.Now().Before(la.Until()), "refused while A's lock is valid")
+			// A's lock is left on node 1 alone: node 0's clock dropped its key.
+			require.ErrorIs(t, la.Unlock(bg()), redlock.ErrNotHeld)
+		})
 	}
-	var ne *redlock.NodeError
-	require.ErrorAs(t, e.Err, &ne)
-	assert.Equal(t, 0, ne.Node)
-	require.ErrorIs(t, e.Err, redlock.ErrNodeClock)
-	assert.ErrorContains(t, e.Err, "rate ")
-	t.Log(e.Err)
+}
 
-	servers[1].Pause()
-	_, err := c.TryLock(bg(), "res", 5*time.Second)
-	servers[1].Resume()
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorIs(t, err, redlock.ErrNodeClock, "node 0 does not count")
+// The hazard TestRealClockCheck guards against: without the clock check, B
+// builds a majority on node 0, whose clock dropped A's key, and node 2,
+// while A's lock is still valid.
+func TestRealClockFaultsWithoutCheck(t *testing.T) {
+	for _, f := range clockFaults {
+		t.Run(f.name, func(t *testing.T) {
+			servers, pools := clockNodes(t)
+			b := newClient(t, pools)
+			la := faultyNodeClock(t, f, servers, pools)
 
-	c.WaitIdle()
-	l, err := c.TryLock(bg(), "res", 5*time.Second)
-	require.NoError(t, err, "nodes 1 and 2 are a majority")
-	require.NoError(t, l.Unlock(bg()))
+			lb, err := b.TryLock(bg(), "res", 8*time.Second)
+			require.NoError(t, err, "without the check B gets the lock A holds")
+			now := time.Now()
+			assert.True(t, now.Before(la.Until()) && now.Before(lb.Until()), "two valid holders")
+		})
+	}
 }

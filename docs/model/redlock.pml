@@ -16,6 +16,12 @@
  * no time horizon; runs are bounded by the number of attempts (MAXATT),
  * extensions (MAXEXT) and crashes (MAXCRASH).
  *
+ * Restart quarantine (QUAR > 0).  A node restarted without persistence
+ * keeps the remaining quarantine (qrem), counted down by its uptime, which
+ * runs on the node's clock and so may run fast like its keys.  While qrem > 0
+ * the clients do not count the node's yes: it counts as a no, as the
+ * library's ErrNodeQuarantined does, although the node did run the command.
+ *
  * Processes.  Clock; one Link per (client, node) pair, which delivers that
  * client's requests to that node (the node's command runs atomically on
  * delivery); one Client per client; Crash.  A client's phase lives in
@@ -63,6 +69,9 @@
 #ifndef DELAY
 #define DELAY 0             /* a crashed node stays down longer than the TTL */
 #endif
+#ifndef QUAR
+#define QUAR 0              /* restart quarantine, in ticks of the node's uptime; 0: off */
+#endif
 #ifndef LOSS
 #define LOSS 1              /* replies may be lost (lost requests: see Link) */
 #endif
@@ -104,6 +113,7 @@ byte ctr[N];                /* fencing counter of the key (no TTL) */
 byte crashes;               /* crashes so far */
 byte downs;                 /* nodes down now */
 byte dtime;                 /* DELAY: ticks since the crash, saturating at TTL+1 */
+byte qrem[N];               /* QUAR: ticks of quarantine left; 0: the node counts */
 
 /* ---------------------------------------------------------------- messages
  * One slot per kind and (client, node), index c*N+n.  A request holds the
@@ -253,6 +263,27 @@ inline lifetime(n) {
   if :: krem[n] == 0 -> key[n] = 0 :: else fi
 }
 
+/* A restarted node's quarantine: QUAR ticks of its uptime.  Its clock may
+ * run fast like a key's (see lifetime), so up to DRIFT_BOUND of them may pass
+ * early; they are chosen at the restart. */
+inline quarantine(n) {
+  qrem[n] = QUAR;
+  do
+  :: qrem[n] > QUAR - DRIFT_BOUND && qrem[n] > 0 -> qrem[n]--
+  :: break
+  od
+}
+
+/* The client's view of a node's yes: a quarantined node's yes is a no. */
+inline vote(n) {
+  if
+  :: r == 2 && qrem[n] > 0 ->
+     printf("node %d: quarantined (%d tick(s) left): its yes counts as a no\n", n, qrem[n]);
+     r = 1
+  :: else
+  fi
+}
+
 /* Node commands set the reply r: 0 none (node down), 1 no, 2 yes. */
 inline doSet(c, n) {
   if
@@ -326,7 +357,7 @@ inline doDel(c, n) {
 c_code {
   /* compare all the data of nodes i and j, lexicographically */
   static int node_cmp(int i, int j) {
-    uchar a[18], b[18]; int x;
+    uchar a[19], b[19]; int x;
     a[0] = now.up[i];  b[0] = now.up[j];
     a[1] = now.key[i]; b[1] = now.key[j];
     a[2] = now.krem[i]; b[2] = now.krem[j];
@@ -340,12 +371,13 @@ c_code {
       a[9+7*x] = now.rp[x*3+i]; b[9+7*x] = now.rp[x*3+j];
       a[10+7*x] = 0; b[10+7*x] = 0;
     }
-    return memcmp(a, b, 18);
+    a[18] = now.qrem[i]; b[18] = now.qrem[j];
+    return memcmp(a, b, 19);
   }
 #define SW(f, i, j) { uchar t_ = now.f[i]; now.f[i] = now.f[j]; now.f[j] = t_; }
   static void node_swap(int i, int j) {
     int x;
-    SW(up, i, j); SW(key, i, j); SW(krem, i, j); SW(ctr, i, j);
+    SW(up, i, j); SW(key, i, j); SW(krem, i, j); SW(ctr, i, j); SW(qrem, i, j);
     for (x = 0; x < 2; x++) {
       SW(sq, x*3+i, x*3+j); SW(fq, x*3+i, x*3+j); SW(ft, x*3+i, x*3+j);
       SW(eq, x*3+i, x*3+j); SW(dq, x*3+i, x*3+j); SW(rp, x*3+i, x*3+j);
@@ -382,6 +414,7 @@ end:
        :: r != 0 -> printf("node %d: reply to token %d lost\n", n, sq[c*N+n]); r = 0
        fi;
 #endif
+       vote(n);
        if
        :: r != 0 && WANTS(c, n, P1, sq[c*N+n]) ->
           rp[c*N+n] = r;
@@ -392,12 +425,12 @@ end:
        r = 0; sq[c*N+n] = 0; CANON
      }
   :: atomic {
-       fq[c*N+n] != 0 -> doFence(c, n);
+       fq[c*N+n] != 0 -> doFence(c, n); vote(n);
        if :: r != 0 && WANTS(c, n, P2, fq[c*N+n]) -> rp[c*N+n] = r; decide2(c) :: else fi;
        r = 0; fq[c*N+n] = 0; ft[c*N+n] = 0; CANON
      }
   :: atomic {
-       eq[c*N+n] != 0 -> doExtend(c, n);
+       eq[c*N+n] != 0 -> doExtend(c, n); vote(n);
        if :: r != 0 && WANTS(c, n, EXT, eq[c*N+n]) -> rp[c*N+n] = r; decideExt(c) :: else fi;
        r = 0; eq[c*N+n] = 0; CANON
      }
@@ -433,6 +466,11 @@ end:
   :: atomic {
        downs > 0 && (!DELAY || dtime > TTL) ->
        printf("nodes restart\n");
+#if !PERSIST && QUAR > 0
+       for (k : 0 .. N-1) {
+         if :: !up[k] -> quarantine(k); printf("node %d: quarantined for %d tick(s)\n", k, qrem[k]) :: else fi
+       };
+#endif
        for (k : 0 .. N-1) { up[k] = 1 }; k = 0; downs = 0; dtime = 0; CANON
      }
   od
@@ -460,6 +498,9 @@ inline tick() {
   k = 0;
 #if DELAY
   if :: downs > 0 && dtime <= TTL -> dtime++ :: else fi;
+#endif
+#if QUAR > 0
+  for (k : 0 .. N-1) { if :: qrem[k] > 0 -> qrem[k]-- :: else fi }; k = 0;
 #endif
   skip
 }

@@ -31,6 +31,10 @@ const (
 	// that many masters each, with faults on single shards (a safe run
 	// without fencing only): `make -C integration chaos CHAOS_CLUSTER_SHARDS=3`.
 	EnvClusterShards = "CHAOS_CLUSTER_SHARDS"
+	// EnvLiveClockJumps adds forward clock jumps on running nodes to the
+	// safe schedule (Config.LiveClockJumps): a measurement, which may find
+	// violations.
+	EnvLiveClockJumps = "CHAOS_LIVE_CLOCK_JUMPS"
 	// EnvExpectViolations makes finding violations the success (exit 0) and
 	// finding none a failure (exit 3): how CI asserts the negative control.
 	EnvExpectViolations = "CHAOS_EXPECT_VIOLATIONS"
@@ -163,7 +167,7 @@ func configFromEnv() (chaos.Config, bool, error) {
 	for _, b := range []struct {
 		name string
 		dst  *bool
-	}{{EnvUnsafe, &cfg.Unsafe}, {EnvFencing, &cfg.Fencing}, {EnvExpectViolations, &expect}} {
+	}{{EnvUnsafe, &cfg.Unsafe}, {EnvFencing, &cfg.Fencing}, {EnvLiveClockJumps, &cfg.LiveClockJumps}, {EnvExpectViolations, &expect}} {
 		if s := os.Getenv(b.name); s != "" {
 			v, err := strconv.ParseBool(s)
 			if err != nil {

@@ -1,6 +1,7 @@
 // Package chaos checks the lock's safety under faults: several clients take
 // locks on a few keys and update shared counters under them while a nemesis
-// crashes, restarts, pauses, partitions and slows the lock nodes; a checker
+// crashes, restarts, pauses, partitions and slows the lock nodes and makes
+// their clocks run fast or jump (libfaketime, cluster.WithFakeClocks); a checker
 // then looks for two holds of the same key that overlap, updates that were
 // lost, and fences that did not increase.
 //
@@ -23,9 +24,11 @@
 //
 // Run drives one run on a cluster of five nodes (integration/cluster); Check
 // judges a History, and is what the unit tests feed with synthetic histories.
-// The safe schedule stays within the model (at most two nodes down at once,
-// nodes without persistence restarted only after the TTL) and must find
-// nothing; the unsafe schedule breaks the model on purpose (a majority
+// The safe schedule stays within what the model and the clients' protections
+// allow (at most two nodes down at once; nodes without persistence restarted
+// after the TTL, or at once under the restart quarantine; a node clock that
+// runs fast, which the clients' clock check catches before it drops a key;
+// clock jumps only while a node is down and empty) and must find nothing; the unsafe schedule breaks the model on purpose (a majority
 // restarted empty while a lock is held, a client that writes after a pause
 // past its validity) and must find violations, or the checker is broken.
 //

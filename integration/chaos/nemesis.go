@@ -23,10 +23,27 @@ const (
 	// back empty, and only the clients' restart quarantine keeps it out of
 	// majorities until every key it forgot has expired.
 	killAmnesia = "kill+restart at once (no persistence, quarantined)"
-	pauseNode   = "pause"
-	partition   = "partition"
-	blackhole   = "blackhole (replies lost)"
-	latency     = "latency spike"
+	// clockFast runs a node's clock at fastRate, then steps it back to the
+	// real clock (a backward step only keeps keys longer). Outside the
+	// model's drift bound: the clients' clock check must notice it before
+	// any key set under it expires early (a 3s key lives 1.5s; the check
+	// reads every 250ms), and keeps the node out until the quarantine ends.
+	clockFast = "fast clock (x2)"
+	// clockJump restarts a node without persistence at once with its clock
+	// jumpAhead ahead, and later puts it back on the real clock with
+	// another such restart. The jumps happen while the node is down and
+	// empty, so they shorten no key: the quarantine and the clock check
+	// keep it out of majorities meanwhile.
+	clockJump = "kill+restart at once with the clock 1m ahead, and back (no persistence, quarantined)"
+	// clockJumpLive jumps a running node's clock forward by the TTL, then
+	// steps it back: every key on the node expires at once. Only with
+	// Config.LiveClockJumps: the clock check notices it at its next reading,
+	// and a Client that takes the node before then may share a lock.
+	clockJumpLive = "clock jump forward by the TTL (running node), and back"
+	pauseNode     = "pause"
+	partition     = "partition"
+	blackhole     = "blackhole (replies lost)"
+	latency       = "latency spike"
 	// Unsafe schedule: each outside the model.
 	restartEmpty = "restart without persistence or delay (majority)"
 	clientPause  = "client paused past validity"
@@ -68,6 +85,8 @@ type nemesis struct {
 	faults *faultLog
 	logf   func(format string, args ...any)
 	victim chan<- amnesia // unsafe runs only
+	// liveJumps adds clockJumpLive rounds to the safe schedule.
+	liveJumps bool
 }
 
 // fault is one fault on one node for a while.
@@ -86,6 +105,8 @@ const (
 	// comes back: every key it held has expired by then.
 	restartMargin = time.Second
 	maxQuiet      = 800 * time.Millisecond
+	fastRate      = 2
+	jumpAhead     = time.Minute
 )
 
 // runSafe plays rounds of faults the model allows until ctx ends. Each
@@ -97,12 +118,17 @@ func (n *nemesis) runSafe(ctx context.Context) error {
 		func() []fault { return n.single(killAOF) },
 		func() []fault { return n.single(killDelayed) },
 		func() []fault { return n.single(killAmnesia) },
+		func() []fault { return n.single(clockFast) },
+		func() []fault { return n.single(clockJump) },
 		func() []fault { return n.single(pauseNode) },
 		func() []fault { return n.single(partition) },
 		func() []fault { return n.single(blackhole) },
 		func() []fault { return n.spread(0, 1+n.rng.IntN(3)) },
 		func() []fault { return n.spread(2, 0) },
 		func() []fault { return n.spread(2, 1) },
+	}
+	if n.liveJumps {
+		rounds = append(rounds, func() []fault { return n.single(clockJumpLive) })
 	}
 	for ctx.Err() == nil {
 		n.rng.Shuffle(len(rounds), func(i, j int) { rounds[i], rounds[j] = rounds[j], rounds[i] })
@@ -149,11 +175,11 @@ func (n *nemesis) spread(down, slow int) []fault {
 // downKind adapts a kill to node i's persistence: a node without it stays
 // down past the TTL, or comes back at once under quarantine (killAmnesia).
 func (n *nemesis) downKind(kind string, i int) string {
-	if kind != killAOF && kind != killDelayed && kind != killAmnesia {
+	if kind != killAOF && kind != killDelayed && kind != killAmnesia && kind != clockJump {
 		return kind
 	}
-	if kind == killAmnesia && n.c.Node(i).Persistence() != cluster.AOFAlways {
-		return killAmnesia
+	if (kind == killAmnesia || kind == clockJump) && n.c.Node(i).Persistence() != cluster.AOFAlways {
+		return kind
 	}
 	if n.c.Node(i).Persistence() == cluster.AOFAlways {
 		if kind == killDelayed && !n.anyVolatile() {
@@ -223,6 +249,13 @@ func (n *nemesis) apply(f fault) error {
 	switch f.kind {
 	case killAOF, killDelayed, killAmnesia:
 		inject, undo = func() error { return nd.Kill(ctx) }, func() error { return nd.Start(ctx) }
+	case clockFast:
+		inject, undo = func() error { return nd.SetClock(0, fastRate) }, func() error { return nd.SetClock(0, 1) }
+	case clockJumpLive:
+		inject, undo = func() error { return nd.SetClock(n.ttl, 1) }, func() error { return nd.SetClock(0, 1) }
+	case clockJump:
+		inject = func() error { return restartWithClock(ctx, nd, jumpAhead) }
+		undo = func() error { return restartWithClock(ctx, nd, 0) }
 	case pauseNode:
 		inject, undo = func() error { return nd.Pause(ctx) }, func() error { return nd.Unpause(ctx) }
 	case partition:
@@ -243,6 +276,19 @@ func (n *nemesis) apply(f fault) error {
 	}
 	time.Sleep(f.hold) // even when the run ends: a delayed restart stays delayed
 	return retry(undo)
+}
+
+// restartWithClock kills nd, sets its clock offset ahead of the real one,
+// and starts it again: the node comes back empty (it does not persist) with
+// its new clock.
+func restartWithClock(ctx context.Context, nd *cluster.Node, offset time.Duration) error {
+	if err := nd.Kill(ctx); err != nil {
+		return err
+	}
+	if err := nd.SetClock(offset, 1); err != nil {
+		return errors.Join(err, nd.Start(ctx))
+	}
+	return nd.Start(ctx)
 }
 
 // runUnsafe plays amnesia rounds until ctx ends: the victim holds the first

@@ -73,6 +73,11 @@ type Config struct {
 	// each held 5-20ms. Defaults 4 and 2; PermitClients negative: no permit
 	// workload.
 	PermitClients, PermitLimit int
+	// LiveClockJumps adds to the safe schedule forward jumps of a running
+	// node's clock by the TTL: beyond what the clients' clock check can
+	// prevent (it sees a jump only at its next reading), so a run with them
+	// may find violations. Off by default; for measuring how often.
+	LiveClockJumps bool
 	// LongEvery makes about one hold in LongEvery work for 1.5 TTLs, kept
 	// alive by WithAutoExtend; default 400, negative never.
 	LongEvery int
@@ -186,15 +191,16 @@ func keyNames(prefix string, n int) []string {
 
 // persistence is the nodes' persistence: the safe run mixes AOF-always nodes
 // (killed and restarted at once) with nodes without persistence (restarted
-// after the TTL); the unsafe run has none at all.
+// after the TTL, or at once under quarantine); the unsafe run has none at
+// all. The safe runs' nodes have fake clocks, for the clock faults.
 func (c Config) persistence() []cluster.Option {
 	switch {
 	case c.Unsafe:
 		return []cluster.Option{cluster.WithPersistence(cluster.NoPersistence)}
 	case c.Fencing:
-		return []cluster.Option{cluster.WithPersistence(cluster.AOFAlways)}
+		return []cluster.Option{cluster.WithPersistence(cluster.AOFAlways), cluster.WithFakeClocks()}
 	}
-	return []cluster.Option{cluster.WithPersistence(cluster.AOFAlways),
+	return []cluster.Option{cluster.WithPersistence(cluster.AOFAlways), cluster.WithFakeClocks(),
 		cluster.WithNodePersistence(3, cluster.NoPersistence), cluster.WithNodePersistence(4, cluster.NoPersistence)}
 }
 
@@ -208,10 +214,10 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cfg.Logf("chaos: cluster-shards=%d unsafe=%v fencing=%v seed=%d duration=%v clients=%d workers-per-client=%d keys=%d "+
+	cfg.Logf("chaos: cluster-shards=%d unsafe=%v fencing=%v live-clock-jumps=%v seed=%d duration=%v clients=%d workers-per-client=%d keys=%d "+
 		"hot-clients=%d (one worker each) hot-keys=%d ttl=%v node-timeout=%v multi-every=%d "+
 		"rw-clients=%d rw-keys=%d write-every=%d permit-clients=%d permit-limit=%d",
-		cfg.ClusterShards, cfg.Unsafe, cfg.Fencing, cfg.Seed, cfg.Duration, cfg.Clients, cfg.PerClient, cfg.Keys,
+		cfg.ClusterShards, cfg.Unsafe, cfg.Fencing, cfg.LiveClockJumps, cfg.Seed, cfg.Duration, cfg.Clients, cfg.PerClient, cfg.Keys,
 		cfg.HotClients, cfg.HotKeys, cfg.TTL, cfg.NodeTimeout, cfg.MultiEvery,
 		cfg.RWClients, cfg.RWKeys, cfg.WriteEvery, cfg.PermitClients, cfg.PermitLimit)
 	newClient, nodes := startNodes(tb, cfg)
@@ -226,8 +232,8 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		faults  faultLog
 		victims = make(chan amnesia)
 		// nodeEvents counts what the clients reported of the nodes: every
-		// quarantined run, and every clock fault (the nodes share the
-		// host's clock, so any is a false alarm).
+		// quarantined run, and every clock fault (the nemesis's clock
+		// faults; the nodes otherwise share the host's clock).
 		nodeEvents nodeReports
 		keys       []string
 		workers    []*worker
@@ -261,7 +267,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		n = &shardNemesis{rc: rc, ttl: cfg.TTL, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), faults: &faults, logf: cfg.Logf}
 	} else {
 		n = &nemesis{c: nodes.(*cluster.Cluster), ttl: max(cfg.TTL, pauserTTL), rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
-			faults: &faults, logf: cfg.Logf, victim: victims}
+			faults: &faults, logf: cfg.Logf, victim: victims, liveJumps: cfg.LiveClockJumps}
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
@@ -293,6 +299,9 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), MultiLocks: stats.multi.Load(), Elapsed: time.Since(start)}
 	res.log(cfg.Logf)
 	cfg.Logf("chaos: the clients reported %d quarantined node runs and %d clock faults", nodeEvents.quarantined.Load(), nodeEvents.clock.Load())
+	if first := nodeEvents.firstClock.Load(); first != nil {
+		cfg.Logf("chaos: first clock fault reported: %v", *first)
+	}
 	if len(res.Overlaps) > 0 {
 		first := slices.MinFunc(res.Overlaps, func(a, b Overlap) int { return a.B.Start.Compare(b.B.Start) })
 		cfg.Logf("chaos: first overlap %v after the clients started", first.B.Start.Sub(start).Round(time.Millisecond))
@@ -355,6 +364,7 @@ func (c Config) clockCheck() time.Duration {
 // nodeReports counts the clients' events about nodes.
 type nodeReports struct {
 	quarantined, clock atomic.Int64
+	firstClock         atomic.Pointer[string] // the first clock fault's message
 }
 
 // Observe implements redlock.Observer.
@@ -364,5 +374,7 @@ func (n *nodeReports) Observe(_ context.Context, e redlock.Event) {
 		n.quarantined.Add(1)
 	case redlock.NodeClockFault:
 		n.clock.Add(1)
+		msg := fmt.Sprint(e.Err)
+		n.firstClock.CompareAndSwap(nil, &msg)
 	}
 }

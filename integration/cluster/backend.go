@@ -25,6 +25,9 @@ type server interface {
 	// pause freezes the node: connections stay open, nothing is answered.
 	pause(ctx context.Context) error
 	unpause(ctx context.Context) error
+	// setClock moves the node's wall clock (see Node.SetClock); errFakeClock
+	// without WithFakeClocks.
+	setClock(offset time.Duration, rate float64) error
 }
 
 // backend runs the servers of one Cluster.

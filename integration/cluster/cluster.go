@@ -50,13 +50,13 @@ func Start(tb testing.TB, opts ...Option) *Cluster {
 	defer cancel()
 	switch c.backend {
 	case Containers:
-		be, err := newContainerBackend(ctx, tb, cfg.image)
+		be, err := newContainerBackend(ctx, tb, cfg.image, cfg.fakeClocks)
 		if err != nil {
 			tb.Fatalf("cluster: %v", err)
 		}
 		c.be = be
 	case Processes:
-		c.be = &processBackend{tb: tb}
+		c.be = &processBackend{tb: tb, fakeClocks: cfg.fakeClocks}
 	}
 	ps := make([]Persistence, cfg.nodes)
 	for i := range ps {

@@ -236,3 +236,27 @@ func TestFlushAllKeepsTheFreshStartDeclaration(t *testing.T) {
 	require.NoError(t, err, "but keeps the declaration: without it every new connection finds the node quarantined")
 	require.Equal(t, declared, kept)
 }
+
+// SetClock moves a node's wall clock (TIME, and so expiry) across a
+// restart; a cluster without fake clocks refuses it.
+func TestFakeClocks(t *testing.T) {
+	c := cluster.Start(t, cluster.WithNodes(1), cluster.WithFakeClocks())
+	n := c.Node(0)
+	skew := func() time.Duration {
+		t.Helper()
+		before := time.Now()
+		node, err := n.Client().Time(t.Context()).Result()
+		require.NoError(t, err)
+		return node.Sub(before)
+	}
+	require.InDelta(t, 0, skew().Seconds(), 2, "the real clock at first")
+	require.NoError(t, n.SetClock(time.Hour, 1))
+	require.InDelta(t, time.Hour.Seconds(), skew().Seconds(), 2, "a jump of an hour")
+	require.NoError(t, n.Restart(t.Context()))
+	require.InDelta(t, time.Hour.Seconds(), skew().Seconds(), 2, "the jump survives a restart")
+	require.NoError(t, n.SetClock(0, 1))
+	require.InDelta(t, 0, skew().Seconds(), 2, "the real clock again")
+
+	plain := cluster.Start(t, cluster.WithNodes(1))
+	require.Error(t, plain.Node(0).SetClock(time.Second, 1))
+}

@@ -18,6 +18,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/redlockgo/redlock/internal/redistest"
 )
 
 // Label marks every container the harness creates; `make clean` removes
@@ -35,29 +37,31 @@ const (
 // proxy hides. Kill and Start keep the container, so its /data (and the
 // append-only file in it) survives.
 type containerBackend struct {
-	tb       testing.TB
-	image    string
-	provider *testcontainers.DockerProvider
+	tb         testing.TB
+	image      string
+	fakeClocks bool
+	provider   *testcontainers.DockerProvider
 
 	mu   sync.Mutex
 	ctrs []*testcontainers.DockerContainer
 }
 
 type containerServer struct {
-	b   *containerBackend
-	ctr *testcontainers.DockerContainer
+	b     *containerBackend
+	ctr   *testcontainers.DockerContainer
+	clock *redistest.FakeClock // WithFakeClocks; nil: the real clock
 
 	mu       sync.Mutex
 	hostPort string
 }
 
-func newContainerBackend(ctx context.Context, tb testing.TB, image string) (*containerBackend, error) {
+func newContainerBackend(ctx context.Context, tb testing.TB, image string, fakeClocks bool) (*containerBackend, error) {
 	disableReaper()
 	p, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(newTBLogger(tb)))
 	if err != nil {
 		return nil, fmt.Errorf("docker provider: %w", err)
 	}
-	b := &containerBackend{tb: tb, image: image, provider: p}
+	b := &containerBackend{tb: tb, image: image, fakeClocks: fakeClocks, provider: p}
 	if image == DefaultImage {
 		// Without a registry a pull would only retry and fail; say what to do.
 		if _, err := p.Client().ImageInspect(ctx, image); err != nil {
@@ -112,6 +116,13 @@ func (b *containerBackend) startServer(ctx context.Context, i int, p Persistence
 		},
 		WaitingFor: pingStrategy{},
 	}
+	var clock *redistest.FakeClock
+	if b.fakeClocks {
+		var err error
+		if clock, req.Env, err = b.fakeClock(&req); err != nil {
+			return nil, err
+		}
+	}
 	c, err := b.provider.CreateContainer(ctx, req)
 	ctr, _ := c.(*testcontainers.DockerContainer)
 	if ctr != nil {
@@ -125,7 +136,7 @@ func (b *containerBackend) startServer(ctx context.Context, i int, p Persistence
 	if ctr == nil {
 		return nil, fmt.Errorf("create container: unexpected type %T", c)
 	}
-	s := &containerServer{b: b, ctr: ctr}
+	s := &containerServer{b: b, ctr: ctr, clock: clock}
 	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
@@ -199,8 +210,28 @@ func (s *containerServer) kill(ctx context.Context) error {
 // start starts the container (created or killed) and waits for PING; Docker
 // publishes the port anew, so it is read again.
 func (s *containerServer) start(ctx context.Context) error {
+	if s.clock != nil {
+		if err := s.clock.Restarted(time.Now()); err != nil {
+			return err
+		}
+	}
 	if err := s.ctr.Start(ctx); err != nil {
 		return fmt.Errorf("start container: %w", err)
+	}
+	if s.clock != nil {
+		// redis-server is the entrypoint: it started when the container did,
+		// which may be well after the request on a loaded machine.
+		info, err := s.ctr.Inspect(ctx)
+		if err != nil {
+			return fmt.Errorf("inspect container: %w", err)
+		}
+		at, err := time.Parse(time.RFC3339Nano, info.State.StartedAt)
+		if err != nil {
+			return fmt.Errorf("container start time %q: %w", info.State.StartedAt, err)
+		}
+		if err := s.clock.Restarted(at); err != nil {
+			return err
+		}
 	}
 	port, err := s.ctr.MappedPort(ctx, redisPort)
 	if err != nil {

@@ -142,6 +142,22 @@ func (n *Node) Unpause(ctx context.Context) error {
 	return nil
 }
 
+// errFakeClock is setClock's error on a node without a fake clock.
+var errFakeClock = errors.New("cluster: the node has no fake clock (start the cluster WithFakeClocks)")
+
+// SetClock moves the node's wall clock, by which Redis expires keys and
+// answers TIME: from now on it reads offset ahead of the real clock and
+// advances at rate times its speed. (0, 1) is the real clock again, (d, 1) a
+// forward jump by d, (0, 1.5) a clock 50% fast. The setting survives Kill and
+// Start (a restarted node starts again from offset). The node's monotonic
+// clock is left alone. It fails on a cluster started without WithFakeClocks.
+func (n *Node) SetClock(offset time.Duration, rate float64) error {
+	if err := n.srv.setClock(offset, rate); err != nil {
+		return n.errorf("set clock", err)
+	}
+	return nil
+}
+
 // Partition cuts clients off the node: connections through its proxy are
 // closed and new ones refused, until Heal. The node itself keeps running and
 // keeps its keys, which expire by their TTL.

@@ -83,6 +83,7 @@ type config struct {
 	perNode     map[int]Persistence
 	backend     Backend // "": from the environment
 	image       string  // "": from the environment
+	fakeClocks  bool
 	err         error
 }
 
@@ -152,6 +153,16 @@ func WithImage(image string) Option {
 	}
 }
 
+// WithFakeClocks runs every node under libfaketime, so that Node.SetClock
+// can move its wall clock (the clock Redis expires keys and reports TIME by).
+// Processes need libfaketime and gcc on the host
+// (redistest.StartWithFakeClock); containers need the local image
+// (DefaultImage, `make redis-image`), which carries libfaketime and the shim
+// that lets it run redis-server.
+func WithFakeClocks() Option {
+	return func(c *config) { c.fakeClocks = true }
+}
+
 func (p Persistence) valid() bool { return p >= NoPersistence && p <= AOFAlways }
 
 func newConfig(opts []Option) (config, error) {
@@ -171,6 +182,9 @@ func newConfig(opts []Option) (config, error) {
 	}
 	if cfg.image == "" {
 		cfg.image = DefaultImage
+	}
+	if cfg.fakeClocks && cfg.image != DefaultImage && cfg.backend != Processes {
+		cfg.fail("fake clocks need the local image %s, not %s", DefaultImage, cfg.image)
 	}
 	return cfg, cfg.err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redlockgo/redlock/internal/redistest"
 )
@@ -12,12 +13,14 @@ import (
 // processBackend runs local redis-server processes through redistest: the
 // fallback for machines without a Docker engine. Pause is SIGSTOP.
 type processBackend struct {
-	tb testing.TB
+	tb         testing.TB
+	fakeClocks bool
 }
 
 type processServer struct {
-	tb testing.TB
-	s  *redistest.Server
+	tb   testing.TB
+	s    *redistest.Server
+	fake bool // under libfaketime
 }
 
 func (b *processBackend) startServers(_ context.Context, ps []Persistence) ([]server, error) {
@@ -25,6 +28,10 @@ func (b *processBackend) startServers(_ context.Context, ps []Persistence) ([]se
 	for i, p := range ps {
 		// redistest.Start fails or skips tb itself (redis-server missing),
 		// and kills the process when tb ends.
+		if b.fakeClocks {
+			out[i] = &processServer{tb: b.tb, s: redistest.StartWithFakeClock(b.tb, toRedistest(p)), fake: true}
+			continue
+		}
 		out[i] = &processServer{tb: b.tb, s: redistest.Start(b.tb, toRedistest(p))}
 	}
 	return out, nil
@@ -57,6 +64,13 @@ func (s *processServer) start(context.Context) error {
 	e := &errorTB{TB: s.tb}
 	s.s.Restart(e)
 	return e.err
+}
+
+func (s *processServer) setClock(offset time.Duration, rate float64) error {
+	if !s.fake {
+		return errFakeClock
+	}
+	return s.s.SetClock(offset, rate)
 }
 
 func (s *processServer) pause(context.Context) error {

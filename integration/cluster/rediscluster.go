@@ -48,7 +48,7 @@ func StartRedisClusters(tb testing.TB, n, masters int, opts ...Option) *RedisClu
 	case Containers:
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
-		be, err := newContainerBackend(ctx, tb, cfg.image)
+		be, err := newContainerBackend(ctx, tb, cfg.image, false)
 		if err != nil {
 			tb.Fatalf("cluster: %v", err)
 		}

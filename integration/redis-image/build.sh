@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # build.sh IMAGE: builds the FROM scratch Redis image used by the integration
-# tests from the host's Debian redis-server binary and the libraries ldd lists.
-# Idempotent: does nothing when IMAGE already exists (FORCE=1 rebuilds).
+# tests from the host's Debian redis-server binary and the libraries ldd lists,
+# plus libfaketime (Debian's libfaketime package) and the shim that lets it run
+# redis-server (internal/redistest/testdata/libcmalloc.c, built with gcc), for
+# the clock faults of cluster.WithFakeClocks.
+# Idempotent: does nothing when IMAGE already exists with this layout
+# (org.redlockgo.image-layout label; FORCE=1 rebuilds).
 set -euo pipefail
 
 image=${1:?usage: build.sh IMAGE}
@@ -13,7 +17,10 @@ if ! docker version >/dev/null 2>&1; then
   exit 1
 fi
 
-if [[ "${FORCE:-}" != 1 ]] && docker image inspect "$image" >/dev/null 2>&1; then
+# Bump when the image's contents change: an older image is rebuilt.
+layout=2
+if [[ "${FORCE:-}" != 1 ]] &&
+  [[ $(docker image inspect --format '{{index .Config.Labels "org.redlockgo.image-layout"}}' "$image" 2>/dev/null) == "$layout" ]]; then
   echo "redis-image: $image already exists (FORCE=1 rebuilds)"
   exit 0
 fi
@@ -27,6 +34,17 @@ if ! command -v redis-server >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq redis-server >/dev/null
+fi
+faketime=$(compgen -G '/usr/lib/*/faketime/libfaketime.so.1' | head -1 || true)
+if [[ -z $faketime ]] || ! command -v "${CC:-gcc}" >/dev/null; then
+  if [[ $(id -u) != 0 ]]; then
+    echo "redis-image: libfaketime or gcc is missing; install them (apt-get install libfaketime gcc) and retry" >&2
+    exit 1
+  fi
+  echo "redis-image: installing libfaketime and gcc with apt-get"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq libfaketime gcc >/dev/null || { apt-get update -qq && apt-get install -y -qq libfaketime gcc >/dev/null; }
+  faketime=$(compgen -G '/usr/lib/*/faketime/libfaketime.so.1' | head -1)
 fi
 
 ctx=$(mktemp -d)
@@ -48,12 +66,20 @@ ldd "$bin" | awk '/=> \// {print $3} /^[[:space:]]*\// {print $1}' | sort -u |
     cp -L "$lib" "$root$lib"
   done
 
+# Fake clocks: libfaketime, and the shim that routes redis-server's
+# allocations to glibc (jemalloc deadlocks with libfaketime at start). Both
+# need only libraries redis-server already links.
+mkdir -p "$root/usr/lib/redlock" "$root/clock"
+cp -L "$faketime" "$root/usr/lib/redlock/libfaketime.so.1"
+"${CC:-gcc}" -shared -fPIC -O2 -o "$root/usr/lib/redlock/libcmalloc.so" \
+  "$here/../../internal/redistest/testdata/libcmalloc.c" -ldl
+
 cp "$here/Dockerfile" "$ctx/Dockerfile"
 version=$("$bin" --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
 echo "redis-image: building $image (redis $version, $(du -sh "$root" | cut -f1))"
 # The classic builder needs no pull and no BuildKit; its deprecation notice
 # is noise, so its output is shown only when the build fails.
-if ! DOCKER_BUILDKIT=0 docker build --label "org.redlockgo.redis-version=$version" -t "$image" "$ctx" >"$ctx/build.log" 2>&1; then
+if ! DOCKER_BUILDKIT=0 docker build --label "org.redlockgo.redis-version=$version" --label "org.redlockgo.image-layout=$layout" -t "$image" "$ctx" >"$ctx/build.log" 2>&1; then
   cat "$ctx/build.log" >&2
   exit 1
 fi

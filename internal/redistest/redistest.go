@@ -52,9 +52,11 @@ type Server struct {
 	// 0 for a standalone node.
 	BusPort int
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has been waited for
+	mu       sync.Mutex
+	clock    *FakeClock // StartWithFakeClock; nil: the real clock
+	clockEnv []string   // the environment of a run under clock
+	cmd      *exec.Cmd
+	exited   chan struct{} // closed when cmd has been waited for
 }
 
 // Binary returns the path of redis-server. When it is missing, Binary fails
@@ -205,6 +207,12 @@ func (s *Server) args() []string {
 
 func (s *Server) start(bin string) error {
 	cmd := exec.Command(bin, s.args()...)
+	if s.clock != nil {
+		if err := s.clock.Restarted(time.Now()); err != nil {
+			return err
+		}
+		cmd.Env = s.clockEnv
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
