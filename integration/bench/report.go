@@ -245,13 +245,7 @@ func (r *Results) throughputTable(w io.Writer) {
 			errs = append(errs, fmt.Sprintf("%s's first error: %v", name, oneLine(x.firstErr)))
 		}
 	}
-	fmt.Fprintln(w)
-	for _, e := range errs {
-		fmt.Fprintf(w, "- %s.\n", e)
-	}
-	if len(errs) > 0 {
-		fmt.Fprintln(w)
-	}
+	endTable(w, errs)
 }
 
 // target is one goal (issues 5 and 15) and how this run did.
@@ -345,4 +339,16 @@ func oneLine(err error) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// endTable ends a table, then lists notes (such as each row's first error)
+// as a paragraph of bullets.
+func endTable(w io.Writer, notes []string) {
+	fmt.Fprintln(w)
+	for _, n := range notes {
+		fmt.Fprintf(w, "- %s.\n", n)
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+	}
 }

@@ -168,11 +168,5 @@ func (r *Results) scaleTable(w io.Writer) {
 			errs = append(errs, fmt.Sprintf("%s's first error: %v", name, oneLine(x.firstErr)))
 		}
 	}
-	fmt.Fprintln(w)
-	for _, e := range errs {
-		fmt.Fprintf(w, "- %s.\n", e)
-	}
-	if len(errs) > 0 {
-		fmt.Fprintln(w)
-	}
+	endTable(w, errs)
 }

@@ -123,18 +123,9 @@ func (b *containerBackend) startServer(ctx context.Context, i int, p Persistence
 			return nil, err
 		}
 	}
-	c, err := b.provider.CreateContainer(ctx, req)
-	ctr, _ := c.(*testcontainers.DockerContainer)
-	if ctr != nil {
-		b.mu.Lock()
-		b.ctrs = append(b.ctrs, ctr)
-		b.mu.Unlock()
-	}
+	ctr, err := b.create(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("create container: %w", err)
-	}
-	if ctr == nil {
-		return nil, fmt.Errorf("create container: unexpected type %T", c)
+		return nil, err
 	}
 	s := &containerServer{b: b, ctr: ctr, clock: clock}
 	if err := s.start(ctx); err != nil {
@@ -316,4 +307,23 @@ func (l *tbLogger) Printf(format string, args ...any) {
 	if !l.done {
 		l.tb.Logf(format, args...)
 	}
+}
+
+// create creates a container from req and records it for close, even when
+// it failed to start, so that nothing is left behind.
+func (b *containerBackend) create(ctx context.Context, req testcontainers.ContainerRequest) (*testcontainers.DockerContainer, error) {
+	c, err := b.provider.CreateContainer(ctx, req)
+	ctr, _ := c.(*testcontainers.DockerContainer)
+	if ctr != nil {
+		b.mu.Lock()
+		b.ctrs = append(b.ctrs, ctr)
+		b.mu.Unlock()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create container: %w", err)
+	}
+	if ctr == nil {
+		return nil, fmt.Errorf("create container: unexpected type %T", c)
+	}
+	return ctr, nil
 }

@@ -99,18 +99,9 @@ func (b *containerBackend) startShard(ctx context.Context, cluster, shard, port,
 		HostConfigModifier: func(hc *container.HostConfig) { hc.NetworkMode = "host" },
 		WaitingFor:         addrPing(addr),
 	}
-	c, err := b.provider.CreateContainer(ctx, req)
-	ctr, _ := c.(*testcontainers.DockerContainer)
-	if ctr != nil {
-		b.mu.Lock()
-		b.ctrs = append(b.ctrs, ctr)
-		b.mu.Unlock()
-	}
+	ctr, err := b.create(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("create container: %w", err)
-	}
-	if ctr == nil {
-		return nil, fmt.Errorf("create container: unexpected type %T", c)
+		return nil, err
 	}
 	s := &shardServer{containerServer{b: b, ctr: ctr}, addr}
 	return s, s.start(ctx)
