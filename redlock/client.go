@@ -30,6 +30,7 @@ type Client struct {
 	cluster    []bool        // which pools are Redis Clusters: see releaseKeys
 	quarantine time.Duration // see WithQuarantine; 0: off
 	trust      trust         // what was reported of each node (quarantine.go)
+	silence    silence       // which nodes' latest call timed out (silent.go)
 	clocks     *clockWatch   // nil without WithClockCheck
 
 	mu      sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
@@ -88,6 +89,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	c := &Client{
 		pools:   append([]pool.Pool(nil), pools...),
 		cluster: clusterNodes(pools),
+		silence: make(silence, len(pools)),
 		quorum:  len(pools)/2 + 1,
 		cfg:     cfg,
 		minTTL:  lo,
@@ -183,10 +185,11 @@ func (c *Client) begin() (func(), error) {
 // attempt) with one *NodeError per node that did not agree. It does not wait
 // for a slow node once the majority has decided, and the cleanup of a failed
 // attempt runs in the background. Once a node has answered that the key is
-// held, it waits for the nodes still silent at most a quarter of the node
-// timeout (50ms at most) before it gives up, rather than the whole node
-// timeout: a silent node does not stall contended attempts, nor the waiters
-// whose nodes such an attempt took. WithFairness makes it respect the queue of
+// held, it waits for the nodes still silent three times as long as that
+// answer took (from 1ms up to a quarter of the node timeout, 50ms at most)
+// before it gives up, rather than the whole node timeout: a silent node
+// does not stall contended attempts, nor the waiters whose nodes such an
+// attempt took. WithFairness makes it respect the queue of
 // waiters: it takes the lock only if nobody waits for it.
 //
 // ttl counts in whole milliseconds, as Redis does, from the shortest that
@@ -351,6 +354,7 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 				}
 				return c.pools[i].SetNX(ctx, key, l.token, ttl)
 			})
+			c.silence.note(i, err)
 			return c.counts(ctx, i, ok, err)
 		},
 		func(v fanout.Vote, _ bool) {
@@ -381,9 +385,10 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	return nil, c.notObtained(res, res.Reached, start)
 }
 
-// contendedGrace is how long an acquisition that found the key held on some
-// node still waits for the nodes that have not answered (fanout.QuorumOn):
-// as long as a waiter waits for missing grants (waiter.check). A silent node
+// contendedGrace is the most an acquisition that found the key held on
+// some node still waits for the nodes that have not answered
+// (fanout.QuorumOn, which waits three times as long as that answer took, up
+// to this): as long as a waiter waits for missing grants (waiter.check). A silent node
 // would otherwise hold every contended attempt for the node timeout, and
 // with it the nodes the attempt took from the waiters queued there.
 func contendedGrace(timeout time.Duration) time.Duration {

@@ -47,6 +47,7 @@ func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
 			}
 			return true, parseEnqueue(v, &r)
 		})
+		c.silence.note(i, r.err)
 		if r.err == nil && (r.code == scripts.EnqueueSet || r.code == scripts.EnqueueGranted) {
 			r.err = c.untrusted(ctx, i) // the node holds our token, but must not count
 		}
@@ -146,6 +147,7 @@ func (c *Client) releaseArgs(token string, keep any) []any {
 func (c *Client) release(ctx context.Context, s slot, i int, keys []string, args []any) (bool, error) {
 	return s.run(ctx, func(ctx context.Context) (bool, error) {
 		v, err := c.pools[i].Eval(ctx, scripts.Release, keys, args...)
+		c.silence.note(i, err)
 		if err != nil {
 			return false, err
 		}
@@ -179,6 +181,11 @@ func (c *Client) allNodes() []int {
 func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc lockConfig, delay time.Duration, retry bool) (*Lock, int, error) {
 	q := c.queueing(key, ttl)
 	w := newWaiter(q, c.cfg.clock, len(c.pools), c.quorum, newToken(), ttl, c.drift(ttl), lc.retry, q.timeout)
+	for i := range w.view {
+		if c.silence.silent(i) {
+			w.view[i].err = ErrNodeTimeout // until the node answers this waiter
+		}
+	}
 	c.grants.register(w)
 	defer c.grants.unregister(w)
 	c.grants.start(c.pools, c.nodeTimeout(0))

@@ -395,13 +395,17 @@ func (w *waiter) settle() {
 	for i := range w.view {
 		if v := &w.view[i]; v.granted {
 			mine = append(mine, i)
-			v.granted, v.floor = false, w.seq+1
+			v.granted, v.floor, v.heldUntil = false, w.seq+1, time.Time{}
 		}
 	}
-	if len(mine) > 0 {
-		w.nodes.giveBack(w, mine)
-	}
 	w.state = waitYielding
+	if len(mine) > 0 {
+		// Giving a key back takes us out of that node's queue: rejoin at
+		// once (ordered after the give-back), not at the next retry, and
+		// not skipped as quiet, or the next releases there pass us by.
+		w.nodes.giveBack(w, mine)
+		w.sendRound(false)
+	}
 }
 
 // earlierHeld counts the nodes held, as far as we know, by waiters the
@@ -422,12 +426,13 @@ func (w *waiter) earlierHeld() int {
 	return n
 }
 
-// failing counts the nodes whose latest round failed: a silent or refusing
-// node cannot grant us anything for now.
+// failing counts the nodes that cannot grant us anything for now: their
+// latest round failed, or the one in flight has gone unanswered longer
+// than checkAfter (a node that just went silent is not yet timed out).
 func (w *waiter) failing() int {
-	n := 0
+	n, now, late := 0, w.clk.Now(), w.checkAfter()
 	for _, v := range w.view {
-		if v.err != nil && !v.granted {
+		if !v.granted && (v.err != nil || (v.busy && now.Sub(v.lastSent) >= late)) {
 			n++
 		}
 	}

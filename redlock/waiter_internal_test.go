@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -476,5 +477,48 @@ func TestWaiterChecksAfterThreeRoundTrips(t *testing.T) {
 		if w.check <= 6*time.Millisecond {
 			t.Fatalf("the cap (%v) must exceed the measured check for this test to mean anything", w.check)
 		}
+	})
+}
+
+// A node that went silent just now has not timed out yet: its round is
+// still in flight. Once it is later than the check, it counts as lost, so a
+// later waiter in a split with it yields at the check, not at the node
+// timeout; and it rejoins at once the queues it gave keys back to.
+func TestWaiterCountsANodeLateBeyondTheCheckAsLostAndRejoinsAfterYielding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		w := newWaiter(f, clock.Real{}, 5, 3, "me", testTTL, 102*time.Millisecond, every(time.Second), 500*time.Millisecond)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		out := start(w, ctx, time.Second, true)
+		synctest.Wait()
+		answerSplit := func(rounds []sentRound) {
+			for _, r := range rounds {
+				switch r.node {
+				case 0, 1:
+					answer(w, r, scripts.EnqueueSet, 0, "")
+				case 2, 3:
+					answer(w, r, scripts.EnqueueQueued, 0, "1") // an earlier ticket
+				} // node 4 never answers
+			}
+		}
+		answerSplit(f.take())
+		synctest.Wait()
+		time.Sleep(w.checkAfter())
+		synctest.Wait()
+		answerSplit(f.take())
+		synctest.Wait()
+		f.mu.Lock()
+		given := f.given
+		f.mu.Unlock()
+		if len(given) != 1 || !slices.Equal(given[0], []int{0, 1}) {
+			t.Fatalf("gave back %v; want nodes 0 and 1 at the check, before node 4 times out", given)
+		}
+		rejoin := nodesOf(f.take())
+		if !slices.Contains(rejoin, 0) || !slices.Contains(rejoin, 1) {
+			t.Fatalf("after giving back, rounds went to %v; want nodes 0 and 1 at once", rejoin)
+		}
+		cancel()
+		<-out
 	})
 }
