@@ -280,3 +280,42 @@ func TestRealContendedAttemptDoesNotWaitOutASilentNode(t *testing.T) {
 		return true
 	}, bound, 5*time.Millisecond)
 }
+
+// Eight Clients, as eight processes, contend on one key while one node of
+// five is blackholed: every wait ends within the bound (a node timeout is
+// 250ms here), all through the run. Splits among waiters with the silent
+// node in them used to last a node timeout each, for every new Lock call,
+// and the queue crawled at a few acquisitions a second.
+func TestRealContentionWithABlackholedNodeKeepsEveryWaitBounded(t *testing.T) {
+	_, pools := realNodes(t, 4)
+	pools = append(pools, silentNode(t))
+	var clients []*redlock.Client
+	for range 8 {
+		clients = append(clients, defaultClient(t, pools))
+	}
+	var mu sync.Mutex
+	var waits []time.Duration
+	end := time.Now().Add(1500 * time.Millisecond)
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				start := time.Now()
+				ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+				l, err := c.Lock(ctx, "k", faultTTL)
+				cancel()
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				waits = append(waits, time.Since(start))
+				mu.Unlock()
+				assert.NoError(t, l.Unlock(bg()))
+			}
+		})
+	}
+	wg.Wait()
+	require.NotEmpty(t, waits)
+	longest := slices.Max(waits)
+	assert.Less(t, longest, bound, "the longest of %d waits", len(waits))
+}
