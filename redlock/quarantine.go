@@ -33,7 +33,10 @@ const DefaultQuarantine = MaxTTL + time.Duration(float64(MaxTTL)*DefaultDriftFac
 // per run (a NodeUnverified event); one whose persistence cannot be read
 // (CONFIG hidden) is treated as not persisting every write. A Pool that is
 // not a pool.Identifier (pool.New over a client of yours, a wrapper) is
-// outside the check: its nodes count.
+// outside the check: its nodes count. So is a node that is a Redis Cluster:
+// its masters start and restart one by one, and the check does not follow
+// each shard's run; give such shards persistence (appendfsync always), or
+// keep a restarted master out for the longest TTL yourself.
 func WithQuarantine(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {
