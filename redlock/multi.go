@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/redlockgo/redlock/internal/scripts"
 )
 
 // TryLockAll makes one attempt to take the locks on every key of keys at
@@ -137,7 +135,7 @@ func (l *Lock) Keys() []string {
 // checkAll validates the arguments of a multi-lock and returns its keys
 // sorted, without duplicates.
 func (c *Client) checkAll(ctx context.Context, keys []string, ttl time.Duration, opts []LockOption) ([]string, lockConfig, error) {
-	keys, err := normalKeys(keys)
+	keys, err := normalKeys(keys, c.kinds())
 	if err != nil {
 		return nil, lockConfig{}, err
 	}
@@ -147,8 +145,9 @@ func (c *Client) checkAll(ctx context.Context, keys []string, ttl time.Duration,
 
 // normalKeys sorts keys and drops duplicates. It refuses no keys, an empty
 // key, and a key that is another key's companion (its fence counter or one
-// of its queue's keys): the lock would overwrite what that key keeps there.
-func normalKeys(keys []string) ([]string, error) {
+// of its queue's keys) under one of kinds, the namings of the nodes: the
+// lock would overwrite what that key keeps there.
+func normalKeys(keys []string, kinds []names) ([]string, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("redlock: no keys")
 	}
@@ -158,13 +157,15 @@ func normalKeys(keys []string) ([]string, error) {
 	if keys[0] == "" {
 		return nil, errors.New("redlock: empty key")
 	}
-	companions := make(map[string]string, 6*len(keys))
-	for _, k := range keys {
-		companions[fenceKey(k)] = k
-		for _, q := range scripts.Keys(k)[1:] {
-			companions[q] = k
+	companions := make(map[string]string, 6*len(keys)*len(kinds))
+	for _, n := range kinds {
+		for _, k := range keys {
+			companions[n.fence(k)] = k
+			for _, q := range n.queue(k)[1:] {
+				companions[q] = k
+			}
+			companions[n.watch(k)] = k
 		}
-		companions[scripts.WatchKey(k)] = k
 	}
 	for _, k := range keys {
 		if base, ok := companions[k]; ok {

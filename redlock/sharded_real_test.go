@@ -23,10 +23,7 @@ import (
 // key's slot, and only there; the release published with SPUBLISH on that
 // shard, and no master of any cluster ran a PUBLISH or sent a published
 // message over the cluster bus (CLUSTER INFO).
-// A multi-lock's companion keys keep their standalone names, so LockAll
-// runs on a multi-shard cluster only for keys with a hash tag: all says
-// whether to try it.
-func shardedWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool, key string, all bool) {
+func shardedWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool, key string) {
 	holder := defaultClient(t, pools)
 	waiter := defaultClient(t, pools)
 	require.Eventually(t, func() bool { return waiter.ShardedNodes() == len(pools) }, 10*time.Second,
@@ -37,9 +34,6 @@ func shardedWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool
 		"LockAll": func(ctx context.Context) (*redlock.Lock, error) {
 			return waiter.LockAll(ctx, []string{key}, faultTTL, slow)
 		},
-	}
-	if !all {
-		delete(calls, "LockAll")
 	}
 	for name, call := range calls {
 		l, err := holder.TryLock(bg(), key, faultTTL)
