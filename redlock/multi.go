@@ -19,8 +19,9 @@ import (
 //
 // keys are sorted and duplicates dropped, so the order of the caller's keys
 // does not matter and Keys() lists them sorted. An empty keys, an empty key,
-// or a key that names another key's companion (its fence counter or its queue,
-// key+":queue...") is an error, and no node is called.
+// or a key that names another key's companion (its fence counter or its queue:
+// key+":fence", key+":queue..." on a standalone node, "fence{"+key+"}", ...
+// on a cluster node) is an error, and no node is called.
 //
 // On failure the error wraps ErrNotObtained (and ctx.Err() when ctx ended
 // the attempt), with one *NodeError per node that did not agree; a node
@@ -31,10 +32,11 @@ import (
 //
 // The returned Lock extends, unlocks and auto-extends all keys together: a
 // node counts toward a majority only while it holds every key with the
-// lock's token. On Redis Cluster nodes every key of one multi-lock, and its
-// companion keys, must hash to one slot: give them the same hash tag, as in
-// "{order:42}:items" and "{order:42}:invoice"; otherwise each node answers
-// with a CROSSSLOT error, reported as that node's error.
+// lock's token. On Redis Cluster nodes every key of one multi-lock must
+// hash to one slot: give them the same hash tag, as in "{order:42}:items"
+// and "{order:42}:invoice"; otherwise each node answers with a CROSSSLOT
+// error, reported as that node's error. The companion keys the library adds
+// are named in each key's slot there.
 func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	done, keys, lc, err := c.beginLockAll(ctx, keys, ttl, opts)
 	if err != nil {
