@@ -15,10 +15,10 @@ import (
 // reader, a permit) acts on a node, in place of the exclusive lock's SET NX
 // and scripts. A nil leaseKind is the exclusive lock.
 type leaseKind interface {
-	// take acquires the lease for token on node i of c. It returns whether it did, the
-	// place taken (the permit's slot; "" for a reader) and the fence
-	// counter read in the same step. heal asks for exactly the lease's
-	// place, ignoring waiting writers. When refused, it registers w.
+	// take acquires the lease for token on node i of c. It returns whether
+	// it did, the place taken (the permit's slot; "" for a reader) and the
+	// fence counter read in the same step. heal asks for exactly the
+	// lease's place, ignoring waiting writers. When refused, it registers w.
 	take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch) (ok bool, place string, counter uint64, err error)
 	// extend runs the kind's extend script on node i of c, with
 	// scripts.Extend's codes.
