@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"slices"
+
 	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/pool"
@@ -25,12 +27,94 @@ func clusterNodes(pools []pool.Pool) []bool {
 	return cluster
 }
 
-// fenceKey returns the name of key's fence counter on node i.
-func (c *Client) fenceKey(i int, key string) string {
-	if c.cluster[i] {
+// names gives the companion keys of a lock key on one kind of node: on a
+// standalone node the names built from the key (key+":fence", key+":queue",
+// ...), which earlier versions used and which stay as they are; on a node
+// that is a Redis Cluster, names in the key's hash slot (keyslot.Companion),
+// so that every script on a key runs on the one shard that owns it. For a
+// key with a hash tag the two agree. Every script's KEYS are named here.
+type names struct{ cluster bool }
+
+// names returns the naming of node i.
+func (c *Client) names(i int) names { return names{cluster: c.cluster[i]} }
+
+// kinds returns the namings of c's nodes, each once.
+func (c *Client) kinds() []names {
+	var out []names
+	for i := range c.pools {
+		if n := c.names(i); !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// fence returns the name of key's fence counter.
+func (n names) fence(key string) string {
+	if n.cluster {
 		return clusterFenceKey(key)
 	}
 	return fenceKey(key)
+}
+
+// queue returns the KEYS of Enqueue and Release for key: the key, its
+// queue, the queue's leases, entries and departed waiters.
+func (n names) queue(key string) []string {
+	if n.cluster {
+		return scripts.ClusterKeys(key)
+	}
+	return scripts.Keys(key)
+}
+
+// readers returns the name of the zset of key's readers (rlock_*.lua).
+func (n names) readers(key string) string {
+	if n.cluster {
+		return scripts.ClusterReadersKey(key)
+	}
+	return scripts.ReadersKey(key)
+}
+
+// held returns the name of key's holder marker under a lock-delay.
+func (n names) held(key string) string {
+	if n.cluster {
+		return scripts.ClusterHeldKey(key)
+	}
+	return scripts.HeldKey(key)
+}
+
+// watch returns the name of key's watch set (watch.go).
+func (n names) watch(key string) string {
+	if n.cluster {
+		return scripts.ClusterWatchKey(key)
+	}
+	return scripts.WatchKey(key)
+}
+
+// fenceKey returns the name of key's fence counter on node i.
+func (c *Client) fenceKey(i int, key string) string { return c.names(i).fence(key) }
+
+// heldKey returns the name of key's holder marker on node i.
+func (c *Client) heldKey(i int, key string) string { return c.names(i).held(key) }
+
+// watchKeys returns the names of keys' watch sets on node i.
+func (c *Client) watchKeys(i int, keys []string) []string {
+	n := c.names(i)
+	out := make([]string, len(keys))
+	for j, k := range keys {
+		out[j] = n.watch(k)
+	}
+	return out
+}
+
+// queueKeysAll returns the KEYS of ReleaseAll for the lock keys on node i:
+// each key's queue keys (names.queue), in order.
+func (c *Client) queueKeysAll(i int, keys []string) []string {
+	n := c.names(i)
+	out := make([]string, 0, 5*len(keys))
+	for _, k := range keys {
+		out = append(out, n.queue(k)...)
+	}
+	return out
 }
 
 // releaseKeys returns the KEYS of Enqueue and Release for key on each node,
@@ -38,20 +122,16 @@ func (c *Client) fenceKey(i int, key string) string {
 // the nodes of one kind.
 func (c *Client) releaseKeys(key string) [][]string {
 	out := make([][]string, len(c.pools))
-	var plain, clustered []string
+	var byKind [2][]string // standalone, cluster
 	for i := range out {
-		switch {
-		case !c.cluster[i]:
-			if plain == nil {
-				plain = c.withHeld(scripts.Keys(key), i, key)
-			}
-			out[i] = plain
-		default:
-			if clustered == nil {
-				clustered = c.withHeld(scripts.ClusterKeys(key), i, key)
-			}
-			out[i] = clustered
+		k := 0
+		if c.cluster[i] {
+			k = 1
 		}
+		if byKind[k] == nil {
+			byKind[k] = c.withHeld(c.names(i).queue(key), i, key)
+		}
+		out[i] = byKind[k]
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -62,9 +63,23 @@ func clusterKeys() []string {
 // have missed the writes, as the lock allows).
 func requireInSlot(t *testing.T, clusters []*redistest.Cluster, key, companion string) {
 	t.Helper()
+	requireInSlotOn(t, clusterClients(t, clusters), key, companion)
+}
+
+// clusterClients returns one client per cluster, to look at the nodes.
+func clusterClients(t *testing.T, clusters []*redistest.Cluster) []*redis.ClusterClient {
+	out := make([]*redis.ClusterClient, len(clusters))
+	for i, cl := range clusters {
+		out[i] = cl.Client(t)
+	}
+	return out
+}
+
+// requireInSlotOn is requireInSlot with a client per cluster.
+func requireInSlotOn(t *testing.T, clients []*redis.ClusterClient, key, companion string) {
+	t.Helper()
 	exists := 0
-	for _, cl := range clusters {
-		c := cl.Client(t)
+	for _, c := range clients {
 		want, err := c.ClusterKeySlot(bg(), key).Result()
 		require.NoError(t, err)
 		got, err := c.ClusterKeySlot(bg(), companion).Result()
@@ -75,7 +90,7 @@ func requireInSlot(t *testing.T, clusters []*redistest.Cluster, key, companion s
 		require.NoError(t, err)
 		exists += int(n)
 	}
-	require.Greater(t, exists, len(clusters)/2, "%q exists on a majority", companion)
+	require.Greater(t, exists, len(clients)/2, "%q exists on a majority", companion)
 }
 
 func TestRealClusterLocksFencesQueuesAndGrantsOverManySlots(t *testing.T) {
@@ -100,6 +115,7 @@ func TestRealClusterLocksFencesQueuesAndGrantsOverManySlots(t *testing.T) {
 		}
 	})
 	t.Run("fenced", func(t *testing.T) {
+		clients := clusterClients(t, clusters)
 		for _, key := range keys {
 			var last uint64
 			for range 3 {
@@ -109,7 +125,7 @@ func TestRealClusterLocksFencesQueuesAndGrantsOverManySlots(t *testing.T) {
 				last = l.Fence()
 				require.NoError(t, l.Unlock(bg()))
 			}
-			requireInSlot(t, clusters, key, redlock.ClusterFenceKey(key))
+			requireInSlotOn(t, clients, key, redlock.ClusterFenceKey(key))
 		}
 		// A key with a hash tag keeps the counter name it had.
 		assert.Equal(t, redlock.FenceKey("{orders}:1"), redlock.ClusterFenceKey("{orders}:1"))
@@ -125,9 +141,10 @@ func TestRealClusterLocksFencesQueuesAndGrantsOverManySlots(t *testing.T) {
 		releaseWakes(t, clusters, pools, "res:1", "{orders}:7", "a}b", "res:2")
 	})
 	t.Run("grants and wake-ups are sharded", func(t *testing.T) {
-		shardedWakes(t, clusters, pools, "res:3", false)
-		shardedWakes(t, clusters, pools, "{orders}:8", true)
+		shardedWakes(t, clusters, pools, "res:3")
+		shardedWakes(t, clusters, pools, "{orders}:8")
 	})
+	t.Run("the lock family", func(t *testing.T) { clusterFamily(t, clusters, pools, keys) })
 	// Every call went straight to the shard that owns its key: no master
 	// ever answered MOVED or ASK (Redis counts the errors it replies).
 	for i, cl := range clusters {

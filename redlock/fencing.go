@@ -85,7 +85,7 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 		}
 	}
 	if top == math.MaxUint64 {
-		return 0, fmt.Errorf("%w: fence counter %s is exhausted", ErrNotObtained, fenceKey(l.key))
+		return 0, fmt.Errorf("%w: the fence counter of %q is exhausted", ErrNotObtained, l.key)
 	}
 	fence := top + 1
 	arg := strconv.FormatUint(fence, 10)

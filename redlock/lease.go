@@ -9,26 +9,27 @@ import (
 
 	"github.com/redlockgo/redlock/internal/fanout"
 	"github.com/redlockgo/redlock/internal/scripts"
-	"github.com/redlockgo/redlock/pool"
 )
 
 // leaseKind is how a Lock that is one lease among several on its key (a
 // reader, a permit) acts on a node, in place of the exclusive lock's SET NX
 // and scripts. A nil leaseKind is the exclusive lock.
 type leaseKind interface {
-	// take acquires the lease for token on p. It returns whether it did, the
-	// place taken (the permit's slot; "" for a reader) and the fence
-	// counter read in the same step. heal asks for exactly the lease's
-	// place, ignoring waiting writers. When refused, it registers w.
-	take(ctx context.Context, p pool.Pool, token string, ttl time.Duration, heal bool, w nodeWatch) (ok bool, place string, counter uint64, err error)
-	// extend runs the kind's extend script, with scripts.Extend's codes.
-	extend(ctx context.Context, p pool.Pool, token string, ttl time.Duration) (int64, error)
+	// take acquires the lease for token on node i of c. It returns whether
+	// it did, the place taken (the permit's slot; "" for a reader) and the
+	// fence counter read in the same step. heal asks for exactly the
+	// lease's place, ignoring waiting writers. When refused, it registers w.
+	take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch) (ok bool, place string, counter uint64, err error)
+	// extend runs the kind's extend script on node i of c, with
+	// scripts.Extend's codes.
+	extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error)
 	// release ends the lease for token on node i of c; it reports whether
 	// it was live. A key it hands to a waiter of c is delivered to it. With
 	// wake (an Unlock), a key it leaves free wakes its watchers.
 	release(ctx context.Context, c *Client, i int, token string, wake bool) (bool, error)
-	// raiseFence raises the fence counter to fence while the lease is live.
-	raiseFence(ctx context.Context, p pool.Pool, token, fence string) (bool, error)
+	// raiseFence raises the fence counter on node i of c to fence while the
+	// lease is live.
+	raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error)
 	// attempt returns the kind for a new attempt (a permit's starting slot).
 	attempt() leaseKind
 	// placed returns the kind for a lease agreed on place.
@@ -40,7 +41,7 @@ func (l *Lock) extendOn(ctx context.Context, i int, ttl time.Duration) (int64, e
 	p := l.c.pools[i]
 	switch {
 	case l.kind != nil:
-		return l.kind.extend(ctx, p, l.token, ttl)
+		return l.kind.extend(ctx, l.c, i, l.token, ttl)
 	case l.keys != nil:
 		return l.extendAllOn(ctx, i, ttl)
 	}
@@ -71,7 +72,7 @@ func (l *Lock) healOn(ctx context.Context, i int, ttl time.Duration) (bool, erro
 	case l.kind == nil:
 		return l.c.pools[i].SetNX(ctx, l.key, l.token, ttl)
 	}
-	ok, _, _, err := l.kind.take(ctx, l.c.pools[i], l.token, ttl, true, nodeWatch{})
+	ok, _, _, err := l.kind.take(ctx, l.c, i, l.token, ttl, true, nodeWatch{})
 	return ok, err
 }
 
@@ -80,7 +81,7 @@ func (l *Lock) raiseFenceOn(ctx context.Context, i int, fence string) (bool, err
 	p := l.c.pools[i]
 	switch {
 	case l.kind != nil:
-		return l.kind.raiseFence(ctx, p, l.token, fence)
+		return l.kind.raiseFence(ctx, l.c, i, l.token, fence)
 	case l.keys != nil:
 		return l.raiseFenceAllOn(ctx, i, fence)
 	}
@@ -110,7 +111,7 @@ func (c *Client) acquireLease(ctx context.Context, key string, ttl time.Duration
 	res := fanout.QuorumOn(ctx, &c.wg, len(c.pools), c.quorum, timeout, contendedGrace(timeout),
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (ok bool, err error) {
-				ok, places[i], counters[i], err = kind.take(ctx, c.pools[i], l.token, ttl, false, w.on(c, i, key))
+				ok, places[i], counters[i], err = kind.take(ctx, c, i, l.token, ttl, false, w.on(c, i, key))
 				return ok, err
 			})
 		},

@@ -46,14 +46,6 @@ func WithLockDelay(d time.Duration) Option {
 	}
 }
 
-// heldKey returns the name of key's holder marker on node i.
-func (c *Client) heldKey(i int, key string) string {
-	if c.cluster[i] {
-		return scripts.ClusterHeldKey(key)
-	}
-	return scripts.HeldKey(key)
-}
-
 // withHeld returns keys with key's holder marker on node i appended when
 // the lock-delay is on, and keys unchanged otherwise.
 func (c *Client) withHeld(keys []string, i int, key string) []string {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/redlockgo/redlock/internal/scripts"
 )
 
 // TryLockAll makes one attempt to take the locks on every key of keys at
@@ -21,8 +19,9 @@ import (
 //
 // keys are sorted and duplicates dropped, so the order of the caller's keys
 // does not matter and Keys() lists them sorted. An empty keys, an empty key,
-// or a key that names another key's companion (its fence counter or its queue,
-// key+":queue...") is an error, and no node is called.
+// or a key that names another key's companion (its fence counter or its queue:
+// key+":fence", key+":queue..." on a standalone node, "fence{"+key+"}", ...
+// on a cluster node) is an error, and no node is called.
 //
 // On failure the error wraps ErrNotObtained (and ctx.Err() when ctx ended
 // the attempt), with one *NodeError per node that did not agree; a node
@@ -33,10 +32,11 @@ import (
 //
 // The returned Lock extends, unlocks and auto-extends all keys together: a
 // node counts toward a majority only while it holds every key with the
-// lock's token. On Redis Cluster nodes every key of one multi-lock, and its
-// companion keys, must hash to one slot: give them the same hash tag, as in
-// "{order:42}:items" and "{order:42}:invoice"; otherwise each node answers
-// with a CROSSSLOT error, reported as that node's error.
+// lock's token. On Redis Cluster nodes every key of one multi-lock must
+// hash to one slot: give them the same hash tag, as in "{order:42}:items"
+// and "{order:42}:invoice"; otherwise each node answers with a CROSSSLOT
+// error, reported as that node's error. The companion keys the library adds
+// are named in each key's slot there.
 func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	done, keys, lc, err := c.beginLockAll(ctx, keys, ttl, opts)
 	if err != nil {
@@ -137,7 +137,7 @@ func (l *Lock) Keys() []string {
 // checkAll validates the arguments of a multi-lock and returns its keys
 // sorted, without duplicates.
 func (c *Client) checkAll(ctx context.Context, keys []string, ttl time.Duration, opts []LockOption) ([]string, lockConfig, error) {
-	keys, err := normalKeys(keys)
+	keys, err := normalKeys(keys, c.kinds())
 	if err != nil {
 		return nil, lockConfig{}, err
 	}
@@ -147,8 +147,9 @@ func (c *Client) checkAll(ctx context.Context, keys []string, ttl time.Duration,
 
 // normalKeys sorts keys and drops duplicates. It refuses no keys, an empty
 // key, and a key that is another key's companion (its fence counter or one
-// of its queue's keys): the lock would overwrite what that key keeps there.
-func normalKeys(keys []string) ([]string, error) {
+// of its queue's keys) under one of kinds, the namings of the nodes: the
+// lock would overwrite what that key keeps there.
+func normalKeys(keys []string, kinds []names) ([]string, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("redlock: no keys")
 	}
@@ -158,13 +159,15 @@ func normalKeys(keys []string) ([]string, error) {
 	if keys[0] == "" {
 		return nil, errors.New("redlock: empty key")
 	}
-	companions := make(map[string]string, 6*len(keys))
-	for _, k := range keys {
-		companions[fenceKey(k)] = k
-		for _, q := range scripts.Keys(k)[1:] {
-			companions[q] = k
+	companions := make(map[string]string, 6*len(keys)*len(kinds))
+	for _, n := range kinds {
+		for _, k := range keys {
+			companions[n.fence(k)] = k
+			for _, q := range n.queue(k)[1:] {
+				companions[q] = k
+			}
+			companions[n.watch(k)] = k
 		}
-		companions[scripts.WatchKey(k)] = k
 	}
 	for _, k := range keys {
 		if base, ok := companions[k]; ok {

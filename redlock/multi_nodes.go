@@ -83,8 +83,9 @@ func (l *Lock) setAllOn(ctx context.Context, i int, fencing bool, counters []uin
 		ks = append(ks, l.keys...)
 	}
 	if fencing {
+		n := l.c.names(i)
 		for _, k := range l.keys {
-			ks = append(ks, fenceKey(k))
+			ks = append(ks, n.fence(k))
 		}
 	}
 	if w.keys != nil {
@@ -118,7 +119,7 @@ func (l *Lock) setAllOn(ctx context.Context, i int, fencing bool, counters []uin
 		if err != nil {
 			// The keys are ours but a counter is unusable: report the node
 			// as failed, so the attempt's cleanup releases it.
-			return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", fenceKey(l.keys[j]), s)
+			return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", l.c.fenceKey(i, l.keys[j]), s)
 		}
 		top = max(top, n)
 	}
@@ -148,8 +149,9 @@ func (l *Lock) healAllOn(ctx context.Context, i int, ttl time.Duration) (bool, e
 func (l *Lock) raiseFenceAllOn(ctx context.Context, i int, fence string) (bool, error) {
 	ks := make([]string, 0, 2*len(l.keys))
 	ks = append(ks, l.keys...)
+	n := l.c.names(i)
 	for _, k := range l.keys {
-		ks = append(ks, fenceKey(k))
+		ks = append(ks, n.fence(k))
 	}
 	r, err := l.c.pools[i].Eval(ctx, scripts.FenceRaiseAll, ks, l.token, fence, len(l.keys))
 	return asInt(r) == 1, err
@@ -195,7 +197,7 @@ func (c *Client) releaseAllAsync(keys []string, token string, nodes []int, timeo
 // deleted; the waiters of this Client it handed keys to hear of it at once.
 // With wake (an Unlock), the keys it leaves free wake their watchers.
 func (c *Client) releaseAllOn(ctx context.Context, i int, keys []string, token string, wake bool) (int, error) {
-	ks, args := scripts.KeysAll(keys), []any{token}
+	ks, args := c.queueKeysAll(i, keys), []any{token}
 	if wake {
 		ks = append(ks, c.watchKeys(i, keys)...)
 		args = append(args, len(keys))

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/scripts"
-	"github.com/redlockgo/redlock/pool"
 )
 
 // MaxPermits is the largest limit TryAcquirePermit and AcquirePermit accept:
@@ -85,26 +84,26 @@ type permitLease struct {
 	slot  string
 }
 
-func (p permitLease) take(ctx context.Context, node pool.Pool, token string, ttl time.Duration, heal bool, w nodeWatch) (bool, string, uint64, error) {
+func (p permitLease) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch) (bool, string, uint64, error) {
 	only := "0"
 	if heal {
 		only = "1"
 	}
-	keys := []string{p.key, fenceKey(p.key)}
+	keys := []string{p.key, c.fenceKey(i, p.key)}
 	args := []any{token, ttl.Milliseconds(), p.limit, p.slot, only}
 	if w.keys != nil {
 		keys = append(keys, w.keys[0])
 		args = append(args, w.channel, w.lease)
 	}
-	v, err := node.Eval(ctx, scripts.PermitAcquire, keys, args...)
+	v, err := c.pools[i].Eval(ctx, scripts.PermitAcquire, keys, args...)
 	if err != nil {
 		return false, "", 0, err
 	}
 	return parseTake(v, true)
 }
 
-func (p permitLease) extend(ctx context.Context, node pool.Pool, token string, ttl time.Duration) (int64, error) {
-	v, err := node.Eval(ctx, scripts.PermitExtend, []string{p.key}, token, ttl.Milliseconds(), p.slot)
+func (p permitLease) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
+	v, err := c.pools[i].Eval(ctx, scripts.PermitExtend, []string{p.key}, token, ttl.Milliseconds(), p.slot)
 	return asInt(v), err
 }
 
@@ -117,8 +116,9 @@ func (p permitLease) release(ctx context.Context, c *Client, i int, token string
 	return asInt(v) == 1, err
 }
 
-func (p permitLease) raiseFence(ctx context.Context, node pool.Pool, token, fence string) (bool, error) {
-	v, err := node.Eval(ctx, scripts.PermitFence, []string{p.key, fenceKey(p.key)}, token, p.slot, fence)
+func (p permitLease) raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error) {
+	keys := []string{p.key, c.fenceKey(i, p.key)}
+	v, err := c.pools[i].Eval(ctx, scripts.PermitFence, keys, token, p.slot, fence)
 	return asInt(v) == 1, err
 }
 

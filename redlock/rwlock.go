@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/scripts"
-	"github.com/redlockgo/redlock/pool"
 )
 
 // TryRLock makes one attempt to take a read lock on key for ttl: a shared
@@ -70,34 +69,37 @@ func (c *Client) rlock(ctx context.Context, key string, ttl time.Duration, opts 
 // readLease is a reader's leaseKind (rlock_*.lua).
 type readLease struct{ key string }
 
-func (r readLease) take(ctx context.Context, p pool.Pool, token string, ttl time.Duration, heal bool, w nodeWatch) (bool, string, uint64, error) {
+func (r readLease) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch) (bool, string, uint64, error) {
 	flag := "0"
 	if heal {
 		flag = "1"
 	}
-	keys := []string{r.key, scripts.ReadersKey(r.key), scripts.Keys(r.key)[2], fenceKey(r.key)}
+	n := c.names(i)
+	keys := []string{r.key, n.readers(r.key), n.queue(r.key)[2], n.fence(r.key)}
 	args := []any{token, ttl.Milliseconds(), flag}
 	if w.keys != nil {
 		keys = append(keys, w.keys[0])
 		args = append(args, w.channel, w.lease)
 	}
-	v, err := p.Eval(ctx, scripts.RLockAcquire, keys, args...)
+	v, err := c.pools[i].Eval(ctx, scripts.RLockAcquire, keys, args...)
 	if err != nil {
 		return false, "", 0, err
 	}
 	return parseTake(v, false)
 }
 
-func (r readLease) extend(ctx context.Context, p pool.Pool, token string, ttl time.Duration) (int64, error) {
-	v, err := p.Eval(ctx, scripts.RLockExtend, []string{r.key, scripts.ReadersKey(r.key)}, token, ttl.Milliseconds())
+func (r readLease) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
+	keys := []string{r.key, c.names(i).readers(r.key)}
+	v, err := c.pools[i].Eval(ctx, scripts.RLockExtend, keys, token, ttl.Milliseconds())
 	return asInt(v), err
 }
 
 func (r readLease) release(ctx context.Context, c *Client, i int, token string, wake bool) (bool, error) {
-	q := scripts.Keys(r.key)
-	keys := []string{r.key, scripts.ReadersKey(r.key), q[1], q[2], q[3]}
+	n := c.names(i)
+	q := n.queue(r.key)
+	keys := []string{r.key, n.readers(r.key), q[1], q[2], q[3]}
 	if wake {
-		keys = append(keys, c.watchKeys(i, keys[:1])...)
+		keys = append(keys, n.watch(r.key))
 	}
 	v, err := c.pools[i].Eval(ctx, scripts.RLockRelease, keys, token)
 	if err != nil {
@@ -115,9 +117,10 @@ func (r readLease) release(ctx context.Context, c *Client, i int, token string, 
 	return asInt(arr[0]) == 1, nil
 }
 
-func (r readLease) raiseFence(ctx context.Context, p pool.Pool, token, fence string) (bool, error) {
-	keys := []string{r.key, scripts.ReadersKey(r.key), fenceKey(r.key)}
-	v, err := p.Eval(ctx, scripts.RLockFence, keys, token, fence)
+func (r readLease) raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error) {
+	n := c.names(i)
+	keys := []string{r.key, n.readers(r.key), n.fence(r.key)}
+	v, err := c.pools[i].Eval(ctx, scripts.RLockFence, keys, token, fence)
 	return asInt(v) == 1, err
 }
 

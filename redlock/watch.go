@@ -3,7 +3,6 @@ package redlock
 import (
 	"time"
 
-	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -79,19 +78,6 @@ func (w *watching) on(c *Client, i int, keys ...string) nodeWatch {
 		ch = w.channels[i]
 	}
 	return nodeWatch{keys: c.watchKeys(i, keys), channel: ch, lease: w.lease.Milliseconds()}
-}
-
-// watchKeys returns the names of keys' watch sets on node i.
-func (c *Client) watchKeys(i int, keys []string) []string {
-	out := make([]string, len(keys))
-	for j, k := range keys {
-		if c.cluster[i] {
-			out[j] = scripts.ClusterWatchKey(k)
-		} else {
-			out[j] = scripts.WatchKey(k)
-		}
-	}
-	return out
 }
 
 // startWatching prepares a blocked call on keys for wake-ups: the Client

@@ -36,6 +36,12 @@ func TestTeams(t *testing.T) {
 		{"no hot team", Config{HotClients: -1, Keys: 1, RWClients: -1, PermitClients: -1}, []team{
 			{clients: 5, perClient: 2, keys: []string{"chaos:0"}},
 		}},
+		{"clusters: every workload, the multi-locks' keys in one slot", Config{ClusterShards: 3}, []team{
+			{clients: 5, perClient: 2, keys: []string{"{chaos}:0", "{chaos}:1", "{chaos}:2"}},
+			{clients: 8, perClient: 1, keys: []string{"chaos:hot:0", "chaos:hot:1"}},
+			{clients: 4, perClient: 1, keys: []string{"chaos:rw:0", "chaos:rw:1"}, workload: RW},
+			{clients: 4, perClient: 1, keys: []string{"chaos:permit:0"}, workload: Permits},
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Duration, tc.cfg.Seed, tc.cfg.Logf = time.Second, 1, t.Logf

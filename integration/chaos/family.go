@@ -104,7 +104,7 @@ func sharedTime(rng *rand.Rand) time.Duration {
 // more), the first read/write key as a writer, and every permit of the
 // permit key.
 func (c Config) victimClaims() []claim {
-	ordinary := keyNames("chaos:", c.Keys)
+	ordinary := c.ordinaryKeys()
 	out := []claim{{workload: Exclusive, keys: ordinary[:1]}}
 	if c.MultiEvery > 0 && c.Keys >= 3 {
 		out = append(out, claim{workload: Multi, keys: ordinary[1:3]})

@@ -85,9 +85,11 @@ type Config struct {
 	// Clusters of that many masters each (cluster.StartRedisClusters), and
 	// the nemesis one of single shards (shards.go): masters killed and
 	// started again empty after the TTL, or paused. Only the safe run
-	// without fencing plays on clusters (their shards persist nothing),
-	// and without multi-locks, readers or permits (their keys would need a
-	// common hash tag).
+	// without fencing plays on clusters (their shards persist nothing).
+	// Every workload plays there; the ordinary keys share the hash tag
+	// {chaos} ("{chaos}:0", ...), since a multi-lock's keys must lie in one
+	// slot of a cluster node; the other keys have none, and spread over the
+	// shards.
 	ClusterShards int
 	// Logf receives the progress and the report; default tb.Logf.
 	Logf func(format string, args ...any)
@@ -133,8 +135,6 @@ func (c Config) withDefaults(tb testing.TB) (Config, error) {
 		if c.Unsafe || c.Fencing {
 			return c, errors.New("chaos: on clusters, only the safe run without fencing plays")
 		}
-		c.MultiEvery = -1
-		c.RWClients, c.PermitClients = 0, 0 // their companion keys need a hash tag too
 	}
 	if c.Unsafe && c.Clients < 3 {
 		return c, fmt.Errorf("chaos: an unsafe run needs at least 3 clients (victim, pauser, one honest), got %d", c.Clients)
@@ -168,7 +168,7 @@ type team struct {
 // HotKeys keys), the read/write team and the permit team, each of one
 // worker per Client, if any.
 func (c Config) teams() []team {
-	ts := []team{{clients: c.Clients, perClient: c.PerClient, keys: keyNames("chaos:", c.Keys)}}
+	ts := []team{{clients: c.Clients, perClient: c.PerClient, keys: c.ordinaryKeys()}}
 	if c.HotClients > 0 {
 		ts = append(ts, team{clients: c.HotClients, perClient: 1, keys: keyNames("chaos:hot:", c.HotKeys)})
 	}
@@ -179,6 +179,16 @@ func (c Config) teams() []team {
 		ts = append(ts, team{clients: c.PermitClients, perClient: 1, keys: permitKeys, workload: Permits})
 	}
 	return ts
+}
+
+// ordinaryKeys are the ordinary team's keys, which its multi-locks take two
+// at a time: on clusters they share a hash tag, so that each multi-lock's
+// keys lie in one slot, as a cluster node requires.
+func (c Config) ordinaryKeys() []string {
+	if c.ClusterShards > 0 {
+		return keyNames("{chaos}:", c.Keys)
+	}
+	return keyNames("chaos:", c.Keys)
 }
 
 func keyNames(prefix string, n int) []string {

@@ -38,13 +38,3 @@ const (
 	AcquireAllHeld = 0
 	AcquireAllSet  = 1
 )
-
-// KeysAll returns the KEYS of ReleaseAll for the lock keys: Keys(key) for
-// each, in order.
-func KeysAll(keys []string) []string {
-	out := make([]string, 0, 5*len(keys))
-	for _, k := range keys {
-		out = append(out, Keys(k)...)
-	}
-	return out
-}

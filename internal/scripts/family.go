@@ -3,6 +3,7 @@ package scripts
 import (
 	_ "embed"
 
+	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -50,3 +51,8 @@ var (
 // reader token -> expiry. Named after the key, so that a key with a hash tag
 // keeps it in its slot.
 func ReadersKey(key string) string { return key + ":readers" }
+
+// ClusterReadersKey is ReadersKey for a node that is a Redis Cluster, in the
+// key's hash slot (keyslot.Companion): for a key with a hash tag it is the
+// name ReadersKey gives.
+func ClusterReadersKey(key string) string { return keyslot.Companion(key, "readers") }

@@ -17,9 +17,10 @@ import (
 )
 
 // TestClusterNodes runs the lock over three Redis Clusters of two masters,
-// each through a rueidis client in cluster mode: fenced and fair locks on
-// keys with and without hash tags, and a waiter in another Client woken by
-// the release (through the cluster's PUBLISH) within a second.
+// each through a rueidis client in cluster mode: fenced and fair locks,
+// fenced readers, permits and multi-locks on keys with and without hash
+// tags, and a waiter in another Client woken by the release (through the
+// cluster's PUBLISH) within a second.
 func TestClusterNodes(t *testing.T) {
 	pools := make([]pool.Pool, 3)
 	clients := make([]rueidis.Client, 3)
@@ -42,6 +43,7 @@ func TestClusterNodes(t *testing.T) {
 		require.NoError(t, err, key)
 		require.Positive(t, l.Fence())
 		require.NoError(t, l.Unlock(bg()))
+		requireFamily(t, a, b, key)
 
 		l, err = a.TryLock(bg(), key, 10*time.Second, redlock.WithFairness())
 		require.NoError(t, err, key)
@@ -74,4 +76,28 @@ func TestClusterNodes(t *testing.T) {
 		assert.Less(t, o.at.Sub(released), time.Second, "%q: woken %v after the release", key, o.at.Sub(released))
 		require.NoError(t, o.l.Unlock(bg()))
 	}
+}
+
+// requireFamily takes a fenced reader, permit and multi-lock of key on a and
+// checks that b is excluded where it must be; the fences grow.
+func requireFamily(t *testing.T, a, b *redlock.Client, key string) {
+	t.Helper()
+	r, err := a.TryRLock(bg(), key, 10*time.Second, redlock.WithFencing())
+	require.NoError(t, err, key)
+	_, err = b.TryLock(bg(), key, 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained, "%q: a reader excludes a writer", key)
+	require.NoError(t, r.Unlock(bg()))
+
+	m, err := a.TryLockAll(bg(), []string{key}, 10*time.Second, redlock.WithFencing())
+	require.NoError(t, err, key)
+	assert.Greater(t, m.Fence(), r.Fence(), key)
+	require.NoError(t, m.Unlock(bg()))
+
+	sem := key + ":sem"
+	p, err := a.TryAcquirePermit(bg(), sem, 1, 10*time.Second, redlock.WithFencing())
+	require.NoError(t, err, sem)
+	require.Positive(t, p.Fence())
+	_, err = b.TryAcquirePermit(bg(), sem, 1, 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained, "%q: one permit", sem)
+	require.NoError(t, p.Unlock(bg()))
 }
