@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redlockgo/redlock/internal/keyslot"
 	"slices"
 	"time"
 )
@@ -34,9 +35,11 @@ import (
 // node counts toward a majority only while it holds every key with the
 // lock's token. On Redis Cluster nodes every key of one multi-lock must
 // hash to one slot: give them the same hash tag, as in "{order:42}:items"
-// and "{order:42}:invoice"; otherwise each node answers with a CROSSSLOT
-// error, reported as that node's error. The companion keys the library adds
-// are named in each key's slot there.
+// and "{order:42}:invoice"; otherwise TryLockAll returns an error saying
+// so, before any node is called (when a node is a cluster the Client knows
+// of: a redis+cluster:// pool; a cluster-mode server behind a plain URL
+// answers CROSSSLOT, reported as that node's error). The companion keys the
+// library adds are named in each key's slot there.
 func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	done, keys, lc, err := c.beginLockAll(ctx, keys, ttl, opts)
 	if err != nil {
@@ -138,11 +141,29 @@ func (l *Lock) Keys() []string {
 // sorted, without duplicates.
 func (c *Client) checkAll(ctx context.Context, keys []string, ttl time.Duration, opts []LockOption) ([]string, lockConfig, error) {
 	keys, err := normalKeys(keys, c.kinds())
+	if err == nil && slices.Contains(c.cluster, true) {
+		err = oneSlot(keys)
+	}
 	if err != nil {
 		return nil, lockConfig{}, err
 	}
 	lc, err := c.check(ctx, keys[0], ttl, opts)
 	return keys, lc, err
+}
+
+// oneSlot refuses keys that do not all hash to one slot: on a node that is
+// a Redis Cluster, one script cannot touch them together, and every
+// cluster node would refuse the call (CROSSSLOT). Refused here, before any
+// node is called, the error says how to fix it.
+func oneSlot(keys []string) error {
+	first := keyslot.Slot(keys[0])
+	for _, k := range keys[1:] {
+		if s := keyslot.Slot(k); s != first {
+			return fmt.Errorf("redlock: on a Redis Cluster node all keys of a multi-lock must hash to one slot: "+
+				"%q is in slot %d and %q in slot %d; give them one hash tag, as in {tag}:a and {tag}:b", keys[0], first, k, s)
+		}
+	}
+	return nil
 }
 
 // normalKeys sorts keys and drops duplicates. It refuses no keys, an empty
