@@ -185,11 +185,11 @@ func (c *Client) begin() (func(), error) {
 // attempt) with one *NodeError per node that did not agree. It does not wait
 // for a slow node once the majority has decided, and the cleanup of a failed
 // attempt runs in the background. Once a node has answered that the key is
-// held, it waits for the nodes still silent three times as long as that
-// answer took (from 1ms up to a quarter of the node timeout, 50ms at most)
-// before it gives up, rather than the whole node timeout: a silent node
-// does not stall contended attempts, nor the waiters whose nodes such an
-// attempt took. WithFairness makes it respect the queue of
+// held, it waits for the nodes still silent at most a quarter of the node
+// timeout (50ms at most) before it gives up, rather than the whole node
+// timeout: a silent node does not stall contended attempts, nor the waiters
+// whose nodes such an attempt took. (Not less: a node that restarted needs
+// a new connection, and must still be able to answer.) WithFairness makes it respect the queue of
 // waiters: it takes the lock only if nobody waits for it.
 //
 // ttl counts in whole milliseconds, as Redis does, from the shortest that
@@ -385,10 +385,11 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	return nil, c.notObtained(res, res.Reached, start)
 }
 
-// contendedGrace is the most an acquisition that found the key held on
-// some node still waits for the nodes that have not answered
-// (fanout.QuorumOn, which waits three times as long as that answer took, up
-// to this): as long as a waiter waits for missing grants (waiter.check). A silent node
+// contendedGrace is how long an acquisition that found the key held on some
+// node still waits for the nodes that have not answered (fanout.QuorumOn):
+// as long as a waiter waits at most for missing grants (waiter.check). A
+// grace scaled to the first answer's time (tried) cut off nodes that had to
+// reconnect, after a restart, in a millisecond. A silent node
 // would otherwise hold every contended attempt for the node timeout, and
 // with it the nodes the attempt took from the waiters queued there.
 func contendedGrace(timeout time.Duration) time.Duration {

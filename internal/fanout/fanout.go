@@ -57,9 +57,8 @@ func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.D
 //
 // A positive grace bounds the wait on a contended outcome: once a node said
 // an explicit no (the resource is held elsewhere) and the decision still
-// hangs on nodes that have not answered, it waits for them three times as
-// long as that no took to come (at least 1ms), at most grace, then decides
-// as if they said no. Without it one silent node holds
+// hangs on nodes that have not answered, it waits at most grace more for
+// them, then decides as if they said no. Without it one silent node holds
 // every contended attempt, and the nodes it did take from everyone else, for
 // the whole node timeout. Giving up is always safe: the stragglers' answers
 // go to late as usual.
@@ -118,10 +117,9 @@ func QuorumOn(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout, gra
 }
 
 // collect adds votes to res and t until need is reached or can no longer
-// be, ctx ends, or, when grace is positive, the wait for the silent nodes
-// after the first explicit no is over (see QuorumOn): they count as no.
+// be, ctx ends, or grace has passed since the first explicit no (when grace
+// is positive): the nodes still silent then count as no.
 func collect(ctx context.Context, votes <-chan Vote, res *Result, t *tally, n, need int, grace time.Duration) {
-	start := time.Now()
 	var contended <-chan time.Time
 	for t.best < need && t.best+n-len(res.Votes) >= need {
 		select {
@@ -129,7 +127,7 @@ func collect(ctx context.Context, votes <-chan Vote, res *Result, t *tally, n, n
 			res.add(v)
 			t.add(v)
 			if contended == nil && grace > 0 && !v.OK && v.Err == nil {
-				gt := time.NewTimer(min(grace, max(3*time.Since(start), time.Millisecond)))
+				gt := time.NewTimer(grace)
 				defer gt.Stop()
 				contended = gt.C
 			}
