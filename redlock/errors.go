@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // Sentinel errors, for errors.Is. Errors returned by this package wrap them;
@@ -160,6 +161,22 @@ func nodeCause(err error) error {
 // for an error quoted inside another of ours.
 func unprefixed(err error) string {
 	return strings.TrimPrefix(err.Error(), "redlock: ")
+}
+
+// ended returns ctx's error, or context.DeadlineExceeded once ctx's
+// deadline has passed while its own timer has not yet fired. A node call's
+// socket deadline is ctx's deadline (when it is the nearer), and the socket
+// can time out a hair before ctx's timer marks ctx done: an attempt cut
+// that way was cut by the caller. It must end the call, not be retried
+// after, and the attempt before it says more about why the call failed.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // withContext returns err joined with ctx's error when ctx has ended, so that

@@ -243,11 +243,12 @@ func (c *Client) obtainLease(ctx context.Context, key string, ttl time.Duration,
 			delay, retry = lc.retry.NextDelay(attempt)
 		}
 		l, err := c.acquireLease(ctx, key, ttl, lc, kind, c.watching(channels, retry, delay, ttl))
-		if err != nil && ctx.Err() != nil {
+		cut := ended(ctx)
+		if err != nil && cut != nil {
 			// ctx cut this attempt short: the attempt before it says more.
-			err = withContext(cmp.Or(prev, err), ctx.Err())
+			err = withContext(cmp.Or(prev, err), cut)
 		}
-		if err == nil || ctx.Err() != nil || !retry {
+		if err == nil || cut != nil || !retry {
 			return c.obtained(ctx, key, l, err, start, attempt, lc)
 		}
 		prev = err

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,17 +90,21 @@ func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, 
 	ttl = ttl.Truncate(time.Millisecond)
 	woken, channels, stop := c.startWatching(keys)
 	defer stop()
+	var prev error // the error of the last attempt that ran to its decision
 	for attempt := 1; ; attempt++ {
 		// Asked before the attempt: an attempt followed by a pause watches
 		// for the release of the key it finds held, for that long.
 		delay, retry := lc.retry.NextDelay(attempt)
 		l, err := c.acquireAll(ctx, keys, ttl, lc, c.watching(channels, retry, delay, ttl))
-		if err == nil || ctx.Err() != nil {
-			return c.obtained(ctx, keys[0], l, withContext(err, ctx.Err()), start, attempt, lc)
+		cut := ended(ctx)
+		if err != nil && cut != nil {
+			// ctx cut this attempt short: the attempt before it says more.
+			err = withContext(cmp.Or(prev, err), cut)
 		}
-		if !retry {
-			return c.obtained(ctx, keys[0], nil, err, start, attempt, lc)
+		if err == nil || cut != nil || !retry {
+			return c.obtained(ctx, keys[0], l, err, start, attempt, lc)
 		}
+		prev = err
 		if err := c.pause(ctx, delay, woken, err); err != nil {
 			return c.obtained(ctx, keys[0], nil, err, start, attempt, lc)
 		}
