@@ -53,11 +53,9 @@ func TestClusterOpsWithOneShardMasterDown(t *testing.T) {
 	t.Logf("clusters on %s", rc.Backend())
 	ctx := context.Background()
 	// Clients to look at the clusters, and the Clients' pools, learn the
-	// slot map and the commands' key positions before any fault. A go-redis
-	// ClusterClient's first command
-	// asks a random master for COMMAND, and every command of that client
-	// waits for the answer: with that master frozen, the first seconds of
-	// a new pool fail every key of its cluster (a known gap, issue 18).
+	// slot map and the commands' key positions before any fault: what is
+	// tested here is a running service, not one that starts while a master
+	// is frozen (a new pool's first second: pool/cluster_frozen_test.go).
 	clients := make([]*redis.ClusterClient, len(rc.Pools()))
 	for node := range clients {
 		clients[node] = rc.Client(node)
