@@ -328,9 +328,12 @@ func (l *clusterListener) refused(err error) {
 		l.sharded = false
 	case re != nil:
 		if addr, ok := re.IsMoved(); ok && l.owners != nil {
-			if slot, err := strconv.Atoi(strings.Fields(re.Error())[1]); err == nil {
-				l.owners[slot] = addr
-				break
+			// "MOVED <slot> <addr>"
+			if f := strings.Fields(re.Error()); len(f) == 3 {
+				if slot, err := strconv.Atoi(f[1]); err == nil {
+					l.owners[slot] = addr
+					break
+				}
 			}
 		}
 		l.owners = nil
