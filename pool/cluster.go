@@ -1,11 +1,13 @@
 package pool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -96,5 +98,43 @@ func clusterOptions(o *redis.Options, seeds []string) *redis.ClusterOptions {
 		PipelinePoolSize:        o.PipelinePoolSize,
 		PipelineReadBufferSize:  o.PipelineReadBufferSize,
 		PipelineWriteBufferSize: o.PipelineWriteBufferSize,
+		NewClient:               newShardClient,
 	}
+}
+
+// commandInfoTimeout bounds the COMMAND call by which a go-redis
+// ClusterClient learns the commands' key positions. The client asks it of a
+// random master on its first command, under a lock that every later
+// command waits for, with a 5s deadline of its own: a frozen master would
+// hold every key of the cluster that long, whatever their contexts say.
+// Bounded, it costs at most this, and the client asks the next master.
+const commandInfoTimeout = time.Second
+
+// newShardClient makes the client of one master of a cluster, with its
+// COMMAND calls bounded by commandInfoTimeout.
+func newShardClient(o *redis.Options) *redis.Client {
+	c := redis.NewClient(o)
+	c.AddHook(commandInfoBound{})
+	return c
+}
+
+// commandInfoBound is the redis.Hook that bounds COMMAND (without
+// arguments, the form go-redis uses) by commandInfoTimeout.
+type commandInfoBound struct{}
+
+func (commandInfoBound) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (commandInfoBound) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() != "command" || len(cmd.Args()) != 1 {
+			return next(ctx, cmd)
+		}
+		ctx, cancel := context.WithTimeout(ctx, commandInfoTimeout)
+		defer cancel()
+		return next(ctx, cmd)
+	}
+}
+
+func (commandInfoBound) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -37,6 +37,8 @@ import (
 //	yielding                                                         that is not quiet (below)
 //	          grant on a minority                           same      arm the check timer (checkAfter)
 //	          check timer                                   same      send a round to idle, ungranted nodes
+//	          deaf timer, and a node that was not listening  same      send a round to the idle nodes
+//	          at its latest round listens now                         that did so (caughtUp)
 //	          retries exhausted and no round in flight      failed    return the last error
 //	          ctx ended, or the Client closed               failed    return at once
 //
@@ -44,8 +46,17 @@ import (
 // anyway. It is not sent to a node that is quiet: its last answer found the
 // key held, with time to live left, the waiter's place there was refreshed
 // within the heartbeat, and the Client's listener on the node has its
-// subscription confirmed, so a release there will be announced. The retry
-// still counts. A waiter that holds grants on a minority asks every node
+// subscription confirmed, so a release there will be announced, and had it
+// already when that round went. The retry still counts.
+//
+// Deaf nodes. A round that goes while the node's subscription is not yet
+// confirmed (a new Client's listener still connecting, a sharded channel
+// still being placed on its shard) leaves a window: a release before the
+// confirmation is announced to nobody. The deaf timer looks, without I/O,
+// at growing intervals (minDeafPoll to maxDeafPoll), for such a node that
+// listens now, and then sends a round at once, which finds any grant made
+// in the window: a waiter hears of it within maxDeafPoll of the
+// confirmation instead of at the heartbeat. A waiter that holds grants on a minority asks every node
 // at each retry all the same: the split it is in is resolved only by what
 // the rounds tell of the other holders (see settle), and nothing is
 // announced while each waits for the other. Rounds on a busy key stay about one per holder's TTL and per
@@ -77,6 +88,8 @@ type waiter struct {
 	check time.Duration
 	// rtt is the slowest answer to one of this waiter's rounds so far.
 	rtt time.Duration
+	// deafPoll is the deaf timer's next delay (see Deaf nodes).
+	deafPoll time.Duration
 
 	replies chan reply // one slot per node: at most one round in flight per node
 	grants  chan grant // dropped when full: the next round learns the same
@@ -137,6 +150,9 @@ type nodeView struct {
 	lastSent  time.Time // when the latest round went to the node
 	delayed   bool      // the latest "queued" answer found the key in its lock-delay, until heldUntil
 	err       error     // the latest round's error, nil once answered
+	// deaf: the node's subscription was not confirmed when the latest
+	// round went, so a grant since may have gone unannounced.
+	deaf bool
 }
 
 // reply is a node's answer to a round.
@@ -174,6 +190,7 @@ func newWaiter(nodes queueNodes, clk clock.Clock, n, quorum int, token string, t
 		retry:     retry,
 		heartbeat: max(min(lease/3, ttl/3), time.Millisecond),
 		check:     contendedGrace(nodeTimeout),
+		deafPoll:  minDeafPoll,
 		replies:   make(chan reply, n),
 		grants:    make(chan grant, 2*n),
 		view:      make([]nodeView, n),
@@ -198,17 +215,24 @@ func (w *waiter) deliver(i, seq int) {
 // retry 1 follows after the delay the caller got from NextDelay(1), when
 // retry says so. It returns the end of validity, or the reason it failed.
 func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, delay time.Duration, retry bool) (time.Time, error) {
-	w.sendRound(false)
+	w.sendRound(everyNode)
 	roundT := w.nextRound(delay, retry)
 	defer func() { roundT.Stop() }()
-	var checkT clock.Timer
-	var checkC <-chan time.Time
+	var checkT, deafT clock.Timer
+	var checkC, deafC <-chan time.Time
 	defer func() {
 		if checkT != nil {
 			checkT.Stop()
 		}
+		if deafT != nil {
+			deafT.Stop()
+		}
 	}()
 	for {
+		if deafC == nil && w.anyDeaf() {
+			deafT = w.clk.NewTimer(w.deafPoll)
+			deafC = deafT.C()
+		}
 		w.heard = false
 		select {
 		case r := <-w.replies:
@@ -219,7 +243,10 @@ func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, delay time.D
 			roundT = w.onRoundTimer()
 		case <-checkC:
 			checkT, checkC = nil, nil
-			w.sendRound(false)
+			w.sendRound(everyNode)
+		case <-deafC:
+			deafT, deafC = nil, nil
+			w.onDeafTimer()
 		case <-ctx.Done():
 			w.state = waitFailed
 			return time.Time{}, ctx.Err()
@@ -248,11 +275,11 @@ func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, delay time.D
 func (w *waiter) onRoundTimer() clock.Timer {
 	if w.last {
 		// The last round is still in flight: refresh the place meanwhile.
-		w.sendRound(true)
+		w.sendRound(notQuiet)
 		return w.nextRound(0, false)
 	}
 	w.retries++
-	w.sendRound(true)
+	w.sendRound(notQuiet)
 	return w.nextRound(w.retry.NextDelay(w.retries + 1))
 }
 
@@ -267,10 +294,18 @@ func (w *waiter) nextRound(delay time.Duration, retry bool) clock.Timer {
 	return w.clk.NewTimer(min(delay, w.heartbeat))
 }
 
-// sendRound sends a round to every node without one in flight that has not
-// granted us the key within validity, and, when skipQuiet, is not quiet
-// (see waiter).
-func (w *waiter) sendRound(skipQuiet bool) {
+// roundTargets says which of the nodes without a round in flight, and
+// without a grant within validity, a round goes to.
+type roundTargets int
+
+const (
+	everyNode roundTargets = iota // all of them
+	notQuiet                      // those that are not quiet (see waiter)
+	caughtUp                      // those deaf at their latest round that listen now
+)
+
+// sendRound sends a round to the nodes to names.
+func (w *waiter) sendRound(to roundTargets) {
 	w.seq++
 	now := w.clk.Now()
 	w.sent[w.seq] = now
@@ -282,12 +317,23 @@ func (w *waiter) sendRound(skipQuiet bool) {
 	mayTake := w.state != waitYielding
 	for i := range w.view {
 		v := &w.view[i]
-		if v.busy || (v.granted && w.live(*v, now)) || (skipQuiet && w.quiet(i, now)) {
+		if v.busy || (v.granted && w.live(*v, now)) || w.skips(to, i, now) {
 			continue
 		}
-		v.busy, v.lastSent = true, now
+		v.busy, v.lastSent, v.deaf = true, now, !w.nodes.listening(i)
 		w.nodes.round(w, i, w.seq, mayTake)
 	}
+}
+
+// skips reports whether node i is not among to at now.
+func (w *waiter) skips(to roundTargets, i int, now time.Time) bool {
+	switch to {
+	case notQuiet:
+		return w.quiet(i, now)
+	case caughtUp:
+		return !w.view[i].deaf || !w.nodes.listening(i)
+	}
+	return false
 }
 
 // quiet reports whether a round to node i at now would only tell what the
@@ -295,7 +341,40 @@ func (w *waiter) sendRound(skipQuiet bool) {
 func (w *waiter) quiet(i int, now time.Time) bool {
 	v := w.view[i]
 	return v.err == nil && !v.granted && w.granted() == 0 && now.Before(v.heldUntil) &&
-		now.Sub(v.lastSent) < w.heartbeat && w.nodes.listening(i)
+		now.Sub(v.lastSent) < w.heartbeat && !v.deaf && w.nodes.listening(i)
+}
+
+// Bounds of the deaf timer (see Deaf nodes): a node's subscription
+// confirmed after its round is noticed within maxDeafPoll.
+const (
+	minDeafPoll = 10 * time.Millisecond
+	maxDeafPoll = 250 * time.Millisecond
+)
+
+// anyDeaf reports whether a node was not listening at its latest round.
+func (w *waiter) anyDeaf() bool {
+	for _, v := range w.view {
+		if v.deaf {
+			return true
+		}
+	}
+	return false
+}
+
+// onDeafTimer sends a round, at once, to the nodes that were not listening
+// at their latest round and listen now: a grant made between the two was
+// announced to nobody. A node still not listening (a Pool without
+// notifications, a listener that cannot connect) costs no I/O here; its
+// rounds come at the heartbeat.
+func (w *waiter) onDeafTimer() {
+	for i, v := range w.view {
+		if v.deaf && !v.busy && w.nodes.listening(i) {
+			w.sendRound(caughtUp)
+			w.deafPoll = minDeafPoll
+			return
+		}
+	}
+	w.deafPoll = min(2*w.deafPoll, maxDeafPoll)
 }
 
 // checkAfter is the delay of the check timer: three of the slowest round
@@ -404,7 +483,7 @@ func (w *waiter) settle() {
 		// once (ordered after the give-back), not at the next retry, and
 		// not skipped as quiet, or the next releases there pass us by.
 		w.nodes.giveBack(w, mine)
-		w.sendRound(false)
+		w.sendRound(everyNode)
 	}
 }
 

@@ -522,3 +522,60 @@ func TestWaiterCountsANodeLateBeyondTheCheckAsLostAndRejoinsAfterYielding(t *tes
 		<-out
 	})
 }
+
+// TestWaiterAsksADeafNodeOnceItListens has every node's subscription
+// unconfirmed when the first round goes (a new Client's listeners still
+// connecting): a release then is announced to nobody. Once the nodes
+// listen, the waiter asks them at once (within maxDeafPoll), not at the
+// heartbeat, and then stays quiet; a node that never listens costs no
+// round before the heartbeat.
+func TestWaiterAsksADeafNodeOnceItListens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{deaf: map[int]bool{0: true, 1: true, 2: true}}
+		w := newTestWaiter(f, ConstantBackoff(time.Hour))
+		begun := time.Now()
+		start(w, t.Context(), time.Hour, true)
+		synctest.Wait()
+		queued := func(rounds []sentRound) {
+			for _, r := range rounds {
+				w.replies <- reply{node: r.node, seq: r.seq, code: scripts.EnqueueQueued, holder: "1", holderTTL: 5 * time.Second}
+			}
+		}
+		queued(f.take())
+		time.Sleep(time.Second) // the listeners are still connecting
+		synctest.Wait()
+		if got := f.take(); len(got) != 0 {
+			t.Fatalf("no node listens yet: no round before the heartbeat, got %v", nodesOf(got))
+		}
+		f.mu.Lock()
+		f.deaf = map[int]bool{2: true} // nodes 0 and 1 confirmed; node 2 never does
+		f.mu.Unlock()
+		confirmed := time.Now()
+		var got []sentRound
+		for len(got) == 0 {
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			got = f.take()
+		}
+		if took := time.Since(confirmed); took > maxDeafPoll {
+			t.Fatalf("the catch-up round went %v after the confirmation, want at most %v", took, maxDeafPoll)
+		}
+		if nodes := nodesOf(got); !slices.Equal(nodes, []int{0, 1}) {
+			t.Fatalf("the catch-up round must go to the nodes that listen now only, got %v", nodes)
+		}
+		if w.retries != 0 {
+			t.Fatalf("a catch-up round is not a retry: retries %d", w.retries)
+		}
+		queued(got)
+		time.Sleep(w.heartbeat - time.Since(begun) - time.Millisecond)
+		synctest.Wait()
+		if got := f.take(); len(got) != 0 {
+			t.Fatalf("before the heartbeat, caught-up nodes are quiet and the deaf one is not asked: got %v", nodesOf(got))
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if got := nodesOf(f.take()); !slices.Equal(got, []int{2}) {
+			t.Fatalf("at the heartbeat only the node that does not listen is asked, got %v", got)
+		}
+	})
+}

@@ -73,6 +73,10 @@ var _ pool.Notifier = (*adapter)(nil)
 // The connection has the client's options (credentials, TLS, protocol), and
 // rueidis PINGs it in the background (ConnWriteTimeout), so that a node that
 // stopped answering counts as a connection loss too.
+//
+// For a client in cluster mode the Listener is a pool.ShardedListener too
+// (sharded.go): its plain channels are on one node's connection, its
+// sharded channels on a connection to each master that owns one of them.
 func (a *adapter) Listen(ctx context.Context) (pool.Listener, error) {
 	if a.client == nil {
 		return nil, errNilClient
@@ -80,15 +84,10 @@ func (a *adapter) Listen(ctx context.Context) (pool.Listener, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	l := &listener{
-		client:   a.client,
-		addr:     a.addr,
-		out:      make(chan pool.Message, messageBuffer),
-		done:     make(chan struct{}),
-		channels: make(map[string]struct{}),
-		dialing:  make(chan struct{}), // so that a Subscribe right away waits for the connection
+	if a.client.Mode() == rueidis.ClientModeCluster {
+		return listenCluster(a.client, a.addr), nil
 	}
-	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l := newListener(a.addr, dedicate(a.client), plainCommands, newSink(), true)
 	go l.run()
 	return l, nil
 }
@@ -96,12 +95,18 @@ func (a *adapter) Listen(ctx context.Context) (pool.Listener, error) {
 // listener implements pool.Listener over one dedicated rueidis connection at
 // a time.
 type listener struct {
-	client rueidis.Client
-	addr   string
-	out    chan pool.Message
-	ctx    context.Context // ends when Close is called
-	cancel context.CancelFunc
-	done   chan struct{} // closed when run has returned
+	dial    func() (rueidis.DedicatedClient, error)
+	addr    string
+	cmds    commands
+	out     *sink
+	ownsOut bool // Close closes out
+	// changed, if set, is called (without l.mu) when the node refused a
+	// channel or dropped one still wanted: a cluster listener then looks
+	// for the channel's shard again (sharded.go).
+	changed func(refusal error)
+	ctx     context.Context // ends when Close is called
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when run has returned
 
 	// opMu serialises the subscription changes sent on the connection, so
 	// that they reach the node in the order the caller's set changed. Taken
@@ -161,20 +166,20 @@ func (l *listener) connect() (rueidis.DedicatedClient, <-chan error, error) {
 	dialing := l.dialing
 	l.mu.Unlock()
 
-	// Dedicate dials with no context, bounded by the client's dial timeout.
-	// Its release func is not needed: conn.Close releases the connection.
-	conn, _ := l.client.Dedicate()
-	lost := conn.SetPubSubHooks(rueidis.PubSubHooks{
-		OnMessage:      l.deliver,
-		OnSubscription: func(s rueidis.PubSubSubscription) { l.confirm(conn, s) },
-	})
-	var err error
-	select {
-	case err = <-lost: // a connection that could not be opened reports it at once
-		if err == nil {
-			err = errConnLost
+	var lost <-chan error
+	conn, err := l.dial()
+	if err == nil {
+		lost = conn.SetPubSubHooks(rueidis.PubSubHooks{
+			OnMessage:      l.deliver,
+			OnSubscription: func(s rueidis.PubSubSubscription) { l.confirm(conn, s) },
+		})
+		select {
+		case err = <-lost: // a connection that could not be opened reports it at once
+			if err == nil {
+				err = errConnLost
+			}
+		default:
 		}
-	default:
 	}
 
 	l.mu.Lock()
@@ -185,7 +190,9 @@ func (l *listener) connect() (rueidis.DedicatedClient, <-chan error, error) {
 	}
 	if err != nil {
 		l.mu.Unlock()
-		conn.Close()
+		if conn != nil {
+			conn.Close()
+		}
 		return nil, nil, err
 	}
 	l.conn = conn
@@ -214,11 +221,38 @@ func (l *listener) resubscribe(conn rueidis.DedicatedClient) error {
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, resubscribeTimeout)
 	defer cancel()
-	err := conn.Do(ctx, conn.B().Subscribe().Channel(channels...).Build()).Error()
+	err := l.send(ctx, conn, l.cmds.subscribe, channels)
 	if _, ok := rueidis.IsRedisErr(err); ok {
+		l.refused(channels, err)
 		return nil // the node answered: another connection would get the same answer
 	}
 	return err
+}
+
+// send sends the commands cmd builds for channels on conn and returns the
+// first error.
+func (l *listener) send(ctx context.Context, conn rueidis.DedicatedClient,
+	cmd func(rueidis.Builder, []string) rueidis.Commands, channels []string) error {
+	for _, r := range conn.DoMulti(ctx, cmd(conn.B(), channels)...) {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refused tells the cluster listener, if any, that the node refused
+// channels with err.
+func (l *listener) refused(channels []string, err error) {
+	if l.changed == nil {
+		return
+	}
+	l.mu.Lock()
+	for _, ch := range channels {
+		delete(l.channels, ch)
+	}
+	l.mu.Unlock()
+	l.changed(err)
 }
 
 // drop closes conn, unless Close has taken it already.
@@ -241,20 +275,33 @@ func (l *listener) drop(conn rueidis.DedicatedClient) {
 // confirmed on conn, for Subscribed.
 func (l *listener) confirm(conn rueidis.DedicatedClient, s rueidis.PubSubSubscription) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.conn != conn {
+		l.mu.Unlock()
 		return
 	}
+	_, wanted := l.channels[s.Channel]
+	dropped := false
 	switch s.Kind {
-	case "subscribe":
+	case l.cmds.subscribed:
 		if l.confirmed == nil {
 			l.confirmed = make(map[string]bool)
 		}
-		_, wanted := l.channels[s.Channel]
 		l.confirmed[s.Channel] = wanted
-	case "unsubscribe":
+	case l.cmds.unsubscribed:
 		delete(l.confirmed, s.Channel)
+		dropped = wanted // the node dropped it: its slot moved
 	}
+	l.mu.Unlock()
+	if dropped && l.changed != nil {
+		l.changed(nil)
+	}
+}
+
+// wants returns the channels subscribed by the caller.
+func (l *listener) wants() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Collect(maps.Keys(l.channels))
 }
 
 // Subscribed implements pool.SubscriptionState.
@@ -270,16 +317,11 @@ func (l *listener) Subscribed(channel string) bool {
 // since unsubscribed from is dropped too.
 func (l *listener) deliver(m rueidis.PubSubMessage) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return
-	}
-	if _, ok := l.channels[m.Channel]; !ok {
-		return
-	}
-	select {
-	case l.out <- pool.Message{Channel: m.Channel, Payload: m.Message}:
-	default: // a full buffer: the waiters' backoff covers a lost wake-up
+	_, ok := l.channels[m.Channel]
+	ok = ok && !l.closed
+	l.mu.Unlock()
+	if ok {
+		l.out.send(pool.Message{Channel: m.Channel, Payload: m.Message})
 	}
 }
 
@@ -323,13 +365,16 @@ func (l *listener) Subscribe(ctx context.Context, channels ...string) error {
 	if conn == nil {
 		return errNotConnected
 	}
-	err := conn.Do(ctx, conn.B().Subscribe().Channel(channels...).Build()).Error()
+	err := l.send(ctx, conn, l.cmds.subscribe, channels)
 	if _, ok := rueidis.IsRedisErr(err); ok {
 		l.mu.Lock()
 		for _, ch := range channels {
 			delete(l.channels, ch)
 		}
 		l.mu.Unlock()
+		if l.changed != nil {
+			l.changed(err)
+		}
 	}
 	return err
 }
@@ -357,12 +402,12 @@ func (l *listener) Unsubscribe(ctx context.Context, channels ...string) error {
 	if conn == nil {
 		return nil // the next connection subscribes only to what is left
 	}
-	return conn.Do(ctx, conn.B().Unsubscribe().Channel(channels...).Build()).Error()
+	return l.send(ctx, conn, l.cmds.unsubscribe, channels)
 }
 
 // Messages returns the channel of received messages, buffered; it is closed
 // by Close.
-func (l *listener) Messages() <-chan pool.Message { return l.out }
+func (l *listener) Messages() <-chan pool.Message { return l.out.ch }
 
 // Close ends the subscription: it closes Messages(), closes the connection
 // and waits for the listener's goroutine, but not for a connection attempt
@@ -375,7 +420,9 @@ func (l *listener) Close() error {
 		return nil
 	}
 	l.closed = true
-	close(l.out)
+	if l.ownsOut {
+		l.out.close()
+	}
 	conn := l.conn
 	l.conn = nil
 	l.mu.Unlock()

@@ -32,9 +32,13 @@
 // A node may be a Redis Cluster: pass New a rueidis client in cluster mode
 // (rueidis.NewClient with the cluster's seed addresses, which detects it).
 // The Pool then implements pool.Cluster, so that the lock keeps a key's
-// companion keys in its hash slot, and its Listener subscribes on one shard,
-// which hears the release script's PUBLISH like every shard. FromURL makes
-// standalone nodes only.
+// companion keys in its hash slot, and its Listener is a
+// pool.ShardedListener: on a cluster with sharded pub/sub (Redis 7.0 and
+// later) the lock's channels are subscribed with SSUBSCRIBE on the master
+// that owns their slot, one dedicated connection per such master, and the
+// release scripts publish with SPUBLISH, which only that shard sends. Plain
+// channels are subscribed on one node, which hears a PUBLISH like every
+// shard. FromURL makes standalone nodes only.
 package rueidispool
 
 import (
