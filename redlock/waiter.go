@@ -47,7 +47,14 @@ import (
 // key held, with time to live left, the waiter's place there was refreshed
 // within the heartbeat, and the Client's listener on the node has its
 // subscription confirmed, so a release there will be announced, and had it
-// already when that round went. The retry still counts.
+// already when that round went. The retry still counts. A waiter that
+// holds grants on a minority asks every node at each retry all the same:
+// the split it is in is resolved only by what the rounds tell of the other
+// holders (see settle), and nothing is announced while each waits for the
+// other. Rounds on a busy key stay about one per holder's TTL and per
+// heartbeat instead of one per backoff step; a holder that vanishes is
+// noticed when its key expires, as before, and a lost announcement costs at
+// most a heartbeat.
 //
 // Deaf nodes. A round that goes while the node's subscription is not yet
 // confirmed (a new Client's listener still connecting, a sharded channel
@@ -56,13 +63,7 @@ import (
 // at growing intervals (minDeafPoll to maxDeafPoll), for such a node that
 // listens now, and then sends a round at once, which finds any grant made
 // in the window: a waiter hears of it within maxDeafPoll of the
-// confirmation instead of at the heartbeat. A waiter that holds grants on a minority asks every node
-// at each retry all the same: the split it is in is resolved only by what
-// the rounds tell of the other holders (see settle), and nothing is
-// announced while each waits for the other. Rounds on a busy key stay about one per holder's TTL and per
-// heartbeat instead of one per backoff step; a holder that vanishes is
-// noticed when its key expires, as before, and a lost announcement costs at
-// most a heartbeat.
+// confirmation instead of at the heartbeat.
 //
 // The caller gives back whatever the waiter may hold on failure (the
 // waiter's token leaves every queue and every key it was granted).
