@@ -100,6 +100,9 @@ func TestQuarantineSpares(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, l.Unlock(bg()))
 			}
+			// A node's answer that came after the decision is checked
+			// (and reported) by its own goroutine, which Close waits for.
+			require.NoError(t, c.Close())
 			unverified := 0
 			for _, e := range rec.snapshot() {
 				if e.Kind == redlock.NodeUnverified {
