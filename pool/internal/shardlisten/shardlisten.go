@@ -175,7 +175,8 @@ func (s *Set[S]) StepBound() time.Duration {
 }
 
 // Close stops the goroutine, then closes the shard connections. Later
-// SSubscribe and SUnsubscribe calls return the Closed error.
+// SSubscribe and SUnsubscribe calls return the Closed error. It is called
+// after Start (it waits for Start's goroutine); a second call does nothing.
 func (s *Set[S]) Close() {
 	s.mu.Lock()
 	s.closing = true
