@@ -264,8 +264,8 @@ func (l *listener) write(ctx context.Context, conn net.Conn, args []string) erro
 	return err
 }
 
-// wants returns the channels subscribed by the caller.
-func (l *listener) wants() []string {
+// Wants returns the channels subscribed by the caller.
+func (l *listener) Wants() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]string, 0, len(l.channels))

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockgo/redlock/pool/internal/shardlisten"
 )
 
 // ShardedListener is for adapters: an optional interface of the Listener of
@@ -32,36 +31,23 @@ type ShardedListener interface {
 	SUnsubscribe(ctx context.Context, channels ...string) error
 }
 
-// Bounds of a cluster listener's placement of sharded channels.
-const (
-	// placeTimeout bounds one look-up of a channel's shard, and the probe
-	// for sharded pub/sub.
-	placeTimeout = 2 * time.Second
-	// placeEvery is how often channels the shards have not confirmed are
-	// placed again, and the probe retried; settled, the listener only
-	// wakes for a change.
-	placeEvery = 250 * time.Millisecond
+var (
+	_ ShardedListener   = (*clusterListener)(nil)
+	_ SubscriptionState = (*clusterListener)(nil)
 )
 
 // clusterListener is the Listener of a *redis.ClusterClient: plain
 // channels on one connection to a seed (a cluster broadcasts PUBLISH), and
 // sharded channels on one connection per shard master that owns one of
-// them. One goroutine (place) asks the cluster which master owns each
-// sharded channel, moves the channels whose shard changed, and closes the
-// connections left without channels: no caller ever waits on it.
+// them, kept placed by the embedded Set (its goroutine asks the cluster
+// which master owns each sharded channel, moves the channels whose shard
+// changed, and closes the connections left without channels: no caller
+// ever waits on it).
 type clusterListener struct {
-	*listener // the plain channels
-	client    *redis.ClusterClient
-	opts      *redis.ClusterOptions
-	kick      chan struct{} // buffered: asks place for a pass
-	placed    chan struct{} // closed when place has returned
-
-	mu      sync.Mutex
-	bound   time.Duration // of each placement step: the shortest SSubscribe allowed, at most placeTimeout
-	probed  bool
-	sharded bool
-	wanted  map[string]string    // sharded channel -> address of its shard ("" none yet)
-	shards  map[string]*listener // by address
+	*listener                   // the plain channels
+	*shardlisten.Set[*listener] // the sharded channels
+	client                      *redis.ClusterClient
+	opts                        *redis.ClusterOptions
 }
 
 // listenCluster returns c's listener, running.
@@ -71,166 +57,50 @@ func listenCluster(c *redis.ClusterClient, dial func(context.Context) (net.Conn,
 		listener: newListener(dial, auth, plainCommands, make(chan Message, messageBuffer), false),
 		client:   c,
 		opts:     c.Options(),
-		kick:     make(chan struct{}, 1),
-		placed:   make(chan struct{}),
-		wanted:   make(map[string]string),
-		shards:   make(map[string]*listener),
-		bound:    placeTimeout,
 	}
+	l.Set = shardlisten.New(shardlisten.Config[*listener]{
+		Probe:        l.probe,
+		NewShard:     l.newShard,
+		Place:        l.place,
+		Closed:       net.ErrClosed,
+		WriteTimeout: writeTimeout,
+	})
 	go l.listener.run()
-	go l.place()
+	l.Set.Start()
 	return l
-}
-
-// Sharded implements ShardedListener.
-func (l *clusterListener) Sharded() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sharded
-}
-
-// SSubscribe implements ShardedListener.
-func (l *clusterListener) SSubscribe(ctx context.Context, channels ...string) error {
-	l.mu.Lock()
-	if l.closed() {
-		l.mu.Unlock()
-		return net.ErrClosed
-	}
-	if d, ok := ctx.Deadline(); ok {
-		l.bound = min(l.bound, max(time.Until(d), time.Millisecond))
-	}
-	for _, ch := range channels {
-		if _, ok := l.wanted[ch]; !ok {
-			l.wanted[ch] = ""
-		}
-	}
-	l.mu.Unlock()
-	l.poke()
-	return nil
-}
-
-// SUnsubscribe implements ShardedListener. It returns at once: the
-// shards are told in the background, in order with the subscriptions.
-func (l *clusterListener) SUnsubscribe(_ context.Context, channels ...string) error {
-	l.mu.Lock()
-	if l.closed() {
-		l.mu.Unlock()
-		return net.ErrClosed
-	}
-	for _, ch := range channels {
-		delete(l.wanted, ch)
-	}
-	l.mu.Unlock()
-	l.poke()
-	return nil
-}
-
-// closed reports whether Close has begun.
-func (l *clusterListener) closed() bool { return l.listener.ctx.Err() != nil }
-
-// poke asks place for a pass, without waiting.
-func (l *clusterListener) poke() {
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
 }
 
 // Subscribed implements SubscriptionState for plain and sharded channels.
 func (l *clusterListener) Subscribed(channel string) bool {
-	if l.listener.Subscribed(channel) {
-		return true
-	}
-	l.mu.Lock()
-	s := l.shards[l.wanted[channel]]
-	l.mu.Unlock()
-	return s != nil && s.Subscribed(channel)
+	return l.listener.Subscribed(channel) || l.Set.Subscribed(channel)
 }
 
 // Close implements Listener: it ends the plain and the shard connections,
 // then closes Messages.
 func (l *clusterListener) Close() error {
-	_ = l.listener.Close() // cancels place's context too
-	<-l.placed
-	l.mu.Lock()
-	shards := l.shards
-	l.shards = nil
-	l.mu.Unlock()
-	for _, s := range shards {
-		_ = s.Close()
-	}
+	l.Set.Close()
+	_ = l.listener.Close()
 	close(l.out)
 	return nil
 }
 
-// place probes for sharded pub/sub, then keeps every sharded channel
-// subscribed on the master that owns its slot, until Close.
-func (l *clusterListener) place() {
-	defer close(l.placed)
-	ctx := l.listener.ctx
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-l.kick:
-		case <-t.C:
-		}
-		settled := l.probe(ctx) && l.pass(ctx)
-		if !settled {
-			t.Reset(placeEvery)
-		}
-	}
-}
-
-// stepBound returns the bound of one placement step.
-func (l *clusterListener) stepBound() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.bound
-}
-
-// probe asks the cluster, once it can, whether it knows SSUBSCRIBE. It
-// reports whether the answer is known.
-func (l *clusterListener) probe(ctx context.Context) bool {
-	l.mu.Lock()
-	done := l.probed
-	l.mu.Unlock()
-	if done {
-		return true
-	}
-	pctx, cancel := context.WithTimeout(ctx, l.stepBound())
-	defer cancel()
-	info, err := l.client.Do(pctx, "COMMAND", "INFO", "SSUBSCRIBE").Slice()
+// probe asks the cluster whether it knows SSUBSCRIBE; known is false when
+// it did not answer.
+func (l *clusterListener) probe(ctx context.Context) (sharded, known bool) {
+	info, err := l.client.Do(ctx, "COMMAND", "INFO", "SSUBSCRIBE").Slice()
 	var refused redis.Error
 	if err != nil && !errors.As(err, &refused) {
-		return false // no answer: asked again at the next pass
+		return false, false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.probed = true
-	// A refusal (an ACL without COMMAND) tells nothing: plain channels.
-	l.sharded = err == nil && len(info) == 1 && info[0] != nil
-	return true
+	return err == nil && len(info) == 1 && info[0] != nil, true
 }
 
-// pass places each sharded channel that its shard has not confirmed, and
-// closes the shard connections left without channels. It reports whether
-// every channel is confirmed.
-func (l *clusterListener) pass(ctx context.Context) bool {
-	l.mu.Lock()
-	var pending []string
-	for ch, addr := range l.wanted {
-		if s := l.shards[addr]; s == nil || !s.Subscribed(ch) {
-			pending = append(pending, ch)
-		}
-	}
-	l.mu.Unlock()
+// place places each pending channel in turn, and has the client read the
+// slot map again (in the background) unless all are confirmed. It reports
+// whether all are.
+func (l *clusterListener) place(ctx context.Context, pending []string) bool {
 	settled := true
 	for _, ch := range pending {
-		// Not confirmed: the subscription is on its way, or its shard
-		// refused it (MOVED) or dropped it (the slot moved).
 		if !l.placeOne(ctx, ch) {
 			settled = false
 		}
@@ -238,96 +108,43 @@ func (l *clusterListener) pass(ctx context.Context) bool {
 	if !settled {
 		l.client.ReloadState(ctx) // asynchronous: the next pass sees it
 	}
-	l.prune(ctx)
 	return settled
 }
 
 // placeOne subscribes ch on the master that owns its slot now, moving it
 // from another shard. It reports whether ch is confirmed there.
 func (l *clusterListener) placeOne(ctx context.Context, ch string) bool {
-	pctx, cancel := context.WithTimeout(ctx, l.stepBound())
+	pctx, cancel := context.WithTimeout(ctx, l.StepBound())
 	master, err := l.client.MasterForKey(pctx, ch)
 	cancel()
 	if err != nil {
 		return false
 	}
-	addr := master.Options().Addr
-	l.mu.Lock()
-	_, ok := l.wanted[ch]
-	if !ok || l.shards == nil || !l.sharded {
-		l.mu.Unlock()
+	to, ok := l.Claim(ch, master.Options().Addr)
+	if !ok {
 		return true // gone, closing, or heard on plain channels from now on
 	}
-	l.wanted[ch] = addr
-	to := l.shards[addr]
 	if to == nil {
-		to = l.newShard(addr)
-		l.shards[addr] = to
+		return false // no address: asked again at the next pass
 	}
-	l.mu.Unlock()
-	// A shard the channel left unsubscribes it in prune.
+	// A shard the channel left unsubscribes it when the pass prunes.
 	if to.Subscribed(ch) {
 		return true
 	}
 	// Sent again on the same shard too: a refused or dropped subscription
 	// is not retried by the shard's listener itself.
-	wctx, cancel := context.WithTimeout(ctx, min(l.stepBound(), writeTimeout))
+	wctx, cancel := context.WithTimeout(ctx, min(l.StepBound(), writeTimeout))
 	_ = to.Subscribe(wctx, ch)
 	cancel()
 	return false
 }
 
 // newShard returns a running listener of the shard master at addr, which
-// delivers to l's Messages. l.mu is held.
+// delivers to l's Messages.
 func (l *clusterListener) newShard(addr string) *listener {
 	o := seedOptions(l.opts, addr)
 	s := newListener(dialer(o), login(o), shardedCommands, l.out, false)
-	s.changed = l.refused
+	s.changed = l.Refused
 	go s.run()
 	return s
-}
-
-// refused is told by a shard of a refused command or a dropped channel.
-// A shard that does not know SSUBSCRIBE turns sharded off: new waiters use
-// plain channels.
-func (l *clusterListener) refused(reply string) {
-	if strings.Contains(strings.ToLower(reply), "unknown command") {
-		l.mu.Lock()
-		l.sharded = false
-		l.mu.Unlock()
-	}
-	l.poke()
-}
-
-// prune unsubscribes each shard from the channels not wanted there (any
-// more), and closes the shards left without channels.
-func (l *clusterListener) prune(ctx context.Context) {
-	l.mu.Lock()
-	bound := l.bound
-	extra := make(map[*listener][]string)
-	var idle []*listener
-	for addr, s := range l.shards {
-		n := 0
-		for _, ch := range s.wants() {
-			if l.wanted[ch] == addr {
-				n++
-			} else {
-				extra[s] = append(extra[s], ch)
-			}
-		}
-		if n == 0 {
-			idle = append(idle, s)
-			delete(l.shards, addr)
-			delete(extra, s)
-		}
-	}
-	l.mu.Unlock()
-	for s, chs := range extra {
-		wctx, cancel := context.WithTimeout(ctx, min(bound, writeTimeout))
-		_ = s.Unsubscribe(wctx, chs...)
-		cancel()
-	}
-	for _, s := range idle {
-		_ = s.Close()
-	}
 }

@@ -297,8 +297,8 @@ func (l *listener) confirm(conn rueidis.DedicatedClient, s rueidis.PubSubSubscri
 	}
 }
 
-// wants returns the channels subscribed by the caller.
-func (l *listener) wants() []string {
+// Wants returns the channels subscribed by the caller.
+func (l *listener) Wants() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Collect(maps.Keys(l.channels))

@@ -6,28 +6,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/pool/internal/shardlisten"
 )
 
 var (
 	_ pool.ShardedListener   = (*clusterListener)(nil)
 	_ pool.SubscriptionState = (*clusterListener)(nil)
-)
-
-// Bounds of a cluster listener's placement of sharded channels.
-const (
-	// placeTimeout bounds one step of a placement: the probe for sharded
-	// pub/sub, a read of the slot map, a subscription on a shard.
-	placeTimeout = 2 * time.Second
-	// placeEvery is how often channels the shards have not confirmed are
-	// placed again, and the probe retried; settled, the listener only
-	// wakes for a change.
-	placeEvery = 250 * time.Millisecond
 )
 
 // errUnknownNode is a shard's dial failure while the client does not know
@@ -37,24 +26,17 @@ var errUnknownNode = errors.New("rueidispool: the cluster client does not know t
 // clusterListener is the Listener of a rueidis client in cluster mode:
 // plain channels on one dedicated connection (a cluster delivers a PUBLISH
 // on every shard), and sharded channels on one dedicated connection per
-// shard master that owns one of them. One goroutine (place) finds the
-// master that owns each sharded channel's slot, moves the channels whose
-// shard changed, and closes the connections left without channels: no
-// caller ever waits on it.
+// shard master that owns one of them, kept placed by the embedded Set (its
+// goroutine finds the master that owns each sharded channel's slot, moves
+// the channels whose shard changed, and closes the connections left
+// without channels: no caller ever waits on it).
 type clusterListener struct {
-	*listener // the plain channels
-	client    rueidis.Client
-	kick      chan struct{} // buffered: asks place for a pass
-	placed    chan struct{} // closed when place has returned
+	*listener                   // the plain channels
+	*shardlisten.Set[*listener] // the sharded channels
+	client                      rueidis.Client
 
-	mu      sync.Mutex
-	bound   time.Duration // of each placement step: the shortest SSubscribe allowed, at most placeTimeout
-	probed  bool
-	sharded bool
-	closing bool
-	wanted  map[string]string    // sharded channel -> address of its shard ("" none yet)
-	shards  map[string]*listener // by address
-	owners  map[int]string       // slot -> master address, as last read; nil to read again
+	slotsMu sync.Mutex
+	owners  map[int]string // slot -> master address, as last read; nil to read again; under slotsMu
 }
 
 // listenCluster returns client's listener, running.
@@ -62,167 +44,51 @@ func listenCluster(client rueidis.Client, addr string) *clusterListener {
 	l := &clusterListener{
 		listener: newListener(addr, dedicate(client), plainCommands, newSink(), false),
 		client:   client,
-		kick:     make(chan struct{}, 1),
-		placed:   make(chan struct{}),
-		bound:    placeTimeout,
-		wanted:   make(map[string]string),
-		shards:   make(map[string]*listener),
 	}
+	l.Set = shardlisten.New(shardlisten.Config[*listener]{
+		Probe:    l.probe,
+		NewShard: l.newShard,
+		Place:    l.place,
+		Closed:   errListenerClosed,
+	})
 	go l.listener.run()
-	go l.place()
+	l.Set.Start()
 	return l
-}
-
-// Sharded implements pool.ShardedListener.
-func (l *clusterListener) Sharded() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sharded
-}
-
-// SSubscribe implements pool.ShardedListener. It returns at once: the
-// shards are told in the background.
-func (l *clusterListener) SSubscribe(ctx context.Context, channels ...string) error {
-	l.mu.Lock()
-	if l.closing {
-		l.mu.Unlock()
-		return errListenerClosed
-	}
-	if d, ok := ctx.Deadline(); ok {
-		l.bound = min(l.bound, max(time.Until(d), time.Millisecond))
-	}
-	for _, ch := range channels {
-		if _, ok := l.wanted[ch]; !ok {
-			l.wanted[ch] = ""
-		}
-	}
-	l.mu.Unlock()
-	l.poke()
-	return nil
-}
-
-// SUnsubscribe implements pool.ShardedListener. It returns at once: the
-// shards are told in the background, in order with the subscriptions.
-func (l *clusterListener) SUnsubscribe(_ context.Context, channels ...string) error {
-	l.mu.Lock()
-	if l.closing {
-		l.mu.Unlock()
-		return errListenerClosed
-	}
-	for _, ch := range channels {
-		delete(l.wanted, ch)
-	}
-	l.mu.Unlock()
-	l.poke()
-	return nil
-}
-
-// poke asks place for a pass, without waiting.
-func (l *clusterListener) poke() {
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
 }
 
 // Subscribed implements pool.SubscriptionState for plain and sharded
 // channels.
 func (l *clusterListener) Subscribed(channel string) bool {
-	if l.listener.Subscribed(channel) {
-		return true
-	}
-	l.mu.Lock()
-	s := l.shards[l.wanted[channel]]
-	l.mu.Unlock()
-	return s != nil && s.Subscribed(channel)
+	return l.listener.Subscribed(channel) || l.Set.Subscribed(channel)
 }
 
 // Close implements pool.Listener: it ends the plain and the shard
 // connections, then closes Messages.
 func (l *clusterListener) Close() error {
-	l.mu.Lock()
-	l.closing = true
-	l.mu.Unlock()
-	_ = l.listener.Close() // cancels place's context too
-	<-l.placed
-	l.mu.Lock()
-	shards := l.shards
-	l.shards = nil
-	l.mu.Unlock()
-	for _, s := range shards {
-		_ = s.Close()
-	}
+	l.Set.Close()
+	_ = l.listener.Close()
 	l.out.close()
 	return nil
 }
 
-// place probes for sharded pub/sub, then keeps every sharded channel
-// subscribed on the master that owns its slot, until Close.
-func (l *clusterListener) place() {
-	defer close(l.placed)
-	ctx := l.listener.ctx
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-l.kick:
-		case <-t.C:
-		}
-		if settled := l.probe(ctx) && l.pass(ctx); !settled {
-			t.Reset(placeEvery)
-		}
-	}
-}
-
-// stepBound returns the bound of one placement step.
-func (l *clusterListener) stepBound() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.bound
-}
-
-// probe asks the cluster, once it can, whether it knows SSUBSCRIBE. It
-// reports whether the answer is known.
-func (l *clusterListener) probe(ctx context.Context) bool {
-	l.mu.Lock()
-	done := l.probed
-	l.mu.Unlock()
-	if done {
-		return true
-	}
-	pctx, cancel := context.WithTimeout(ctx, l.stepBound())
-	defer cancel()
-	info, err := l.client.Do(pctx, l.client.B().CommandInfo().CommandName("SSUBSCRIBE").Build()).ToArray()
+// probe asks the cluster whether it knows SSUBSCRIBE; known is false when
+// it did not answer.
+func (l *clusterListener) probe(ctx context.Context) (sharded, known bool) {
+	info, err := l.client.Do(ctx, l.client.B().CommandInfo().CommandName("SSUBSCRIBE").Build()).ToArray()
 	if _, refused := rueidis.IsRedisErr(err); err != nil && !refused {
-		return false // no answer: asked again at the next pass
+		return false, false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.probed = true
-	// A refusal (an ACL without COMMAND) tells nothing: plain channels.
-	l.sharded = err == nil && len(info) == 1 && !info[0].IsNil()
-	return true
+	return err == nil && len(info) == 1 && !info[0].IsNil(), true
 }
 
-// pass places each sharded channel that its shard has not confirmed, and
-// closes the shard connections left without channels. It reports whether
-// every channel is confirmed.
-func (l *clusterListener) pass(ctx context.Context) bool {
-	l.mu.Lock()
-	var pending []string
-	for ch, addr := range l.wanted {
-		if s := l.shards[addr]; s == nil || !s.Subscribed(ch) {
-			pending = append(pending, ch)
-		}
-	}
-	l.mu.Unlock()
+// place subscribes the pending channels, grouped by the shard that owns
+// them, and reports whether every one is confirmed. Unless all are, the
+// slot map is read again at the next pass: a failover may have moved the
+// slots.
+func (l *clusterListener) place(ctx context.Context, pending []string) bool {
 	settled := true
 	byShard := make(map[*listener][]string)
 	for _, ch := range pending {
-		// Not confirmed: the subscription is on its way, or its shard
-		// refused it (MOVED) or dropped it (the slot moved).
 		s, ok := l.owner(ctx, ch)
 		if !ok {
 			settled = false
@@ -246,11 +112,8 @@ func (l *clusterListener) pass(ctx context.Context) bool {
 	}
 	wg.Wait()
 	if !settled {
-		l.mu.Lock()
-		l.owners = nil // read again at the next pass: a failover may have moved the slots
-		l.mu.Unlock()
+		l.forgetSlots()
 	}
-	l.prune(ctx)
 	return settled
 }
 
@@ -259,20 +122,12 @@ func (l *clusterListener) pass(ctx context.Context) bool {
 // when ch is no longer to be placed. It reports whether ch is placed
 // without a subscription to send.
 func (l *clusterListener) owner(ctx context.Context, ch string) (*listener, bool) {
-	addr := l.master(ctx, keyslot.Slot(ch))
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.wanted[ch]; !ok || l.closing || !l.sharded {
+	s, ok := l.Claim(ch, l.master(ctx, keyslot.Slot(ch)))
+	if !ok {
 		return nil, true // gone, closing, or heard on plain channels from now on
 	}
-	if addr == "" {
-		return nil, false
-	}
-	l.wanted[ch] = addr
-	s := l.shards[addr]
 	if s == nil {
-		s = l.newShard(addr)
-		l.shards[addr] = s
+		return nil, false
 	}
 	return s, s.Subscribed(ch)
 }
@@ -289,13 +144,13 @@ func (l *clusterListener) subscribe(ctx context.Context, s *listener, chs []stri
 	if len(todo) == 0 {
 		return true
 	}
-	sctx, cancel := context.WithTimeout(ctx, l.stepBound())
+	sctx, cancel := context.WithTimeout(ctx, l.StepBound())
 	defer cancel()
 	return s.Subscribe(sctx, todo...) == nil
 }
 
 // newShard returns a running listener of the shard master at addr, which
-// delivers to l's Messages. l.mu is held.
+// delivers to l's Messages.
 func (l *clusterListener) newShard(addr string) *listener {
 	s := newListener(addr, l.nodeDialer(addr), shardedCommands, l.out, false)
 	s.changed = l.refused
@@ -318,61 +173,41 @@ func (l *clusterListener) nodeDialer(addr string) func() (rueidis.DedicatedClien
 
 // refused is told by a shard of a refused subscription (err) or a dropped
 // channel (nil). A MOVED names the slot's new master; any other change
-// has the slot map read again. A shard that does not know SSUBSCRIBE turns
-// sharded off: new waiters use plain channels.
+// but an unknown command has the slot map read again. The Set hears of
+// it all, and turns sharded off for an unknown command.
 func (l *clusterListener) refused(err error) {
-	l.mu.Lock()
-	re, _ := rueidis.IsRedisErr(err)
-	switch {
-	case re != nil && strings.Contains(strings.ToLower(re.Error()), "unknown command"):
-		l.sharded = false
-	case re != nil:
-		if addr, ok := re.IsMoved(); ok && l.owners != nil {
-			// "MOVED <slot> <addr>"
-			if f := strings.Fields(re.Error()); len(f) == 3 {
-				if slot, err := strconv.Atoi(f[1]); err == nil {
-					l.owners[slot] = addr
-					break
-				}
-			}
+	var reply string
+	if re, _ := rueidis.IsRedisErr(err); re != nil {
+		reply = re.Error()
+		if !shardlisten.UnknownCommand(reply) {
+			l.moved(re)
 		}
-		l.owners = nil
-	default:
-		l.owners = nil
+	} else {
+		l.forgetSlots()
 	}
-	l.mu.Unlock()
-	l.poke()
+	l.Refused(reply)
 }
 
-// prune unsubscribes each shard from the channels not wanted there (any
-// more), and closes the shards left without channels.
-func (l *clusterListener) prune(ctx context.Context) {
-	l.mu.Lock()
-	bound := l.bound
-	extra := make(map[*listener][]string)
-	var idle []*listener
-	for addr, s := range l.shards {
-		n := 0
-		for _, ch := range s.wants() {
-			if l.wanted[ch] == addr {
-				n++
-			} else {
-				extra[s] = append(extra[s], ch)
+// moved notes the new master a MOVED reply names, or has the slot map read
+// again for any other refusal.
+func (l *clusterListener) moved(re *rueidis.RedisError) {
+	l.slotsMu.Lock()
+	defer l.slotsMu.Unlock()
+	if addr, ok := re.IsMoved(); ok && l.owners != nil {
+		// "MOVED <slot> <addr>"
+		if f := strings.Fields(re.Error()); len(f) == 3 {
+			if slot, err := strconv.Atoi(f[1]); err == nil {
+				l.owners[slot] = addr
+				return
 			}
 		}
-		if n == 0 {
-			idle = append(idle, s)
-			delete(l.shards, addr)
-			delete(extra, s)
-		}
 	}
-	l.mu.Unlock()
-	for s, chs := range extra {
-		uctx, cancel := context.WithTimeout(ctx, bound)
-		_ = s.Unsubscribe(uctx, chs...)
-		cancel()
-	}
-	for _, s := range idle {
-		_ = s.Close()
-	}
+	l.owners = nil
+}
+
+// forgetSlots has the slot map read again.
+func (l *clusterListener) forgetSlots() {
+	l.slotsMu.Lock()
+	l.owners = nil
+	l.slotsMu.Unlock()
 }

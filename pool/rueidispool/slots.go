@@ -9,20 +9,20 @@ import (
 // master returns the address of the master that owns slot, reading the
 // cluster's slot map when it has none; "" if it cannot tell.
 func (l *clusterListener) master(ctx context.Context, slot int) string {
-	l.mu.Lock()
+	l.slotsMu.Lock()
 	if l.owners != nil {
-		defer l.mu.Unlock()
+		defer l.slotsMu.Unlock()
 		return l.owners[slot]
 	}
-	l.mu.Unlock()
-	sctx, cancel := context.WithTimeout(ctx, l.stepBound())
+	l.slotsMu.Unlock()
+	sctx, cancel := context.WithTimeout(ctx, l.StepBound())
 	owners := l.readSlots(sctx)
 	cancel()
 	if owners == nil {
 		return ""
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.slotsMu.Lock()
+	defer l.slotsMu.Unlock()
 	l.owners = owners
 	return owners[slot]
 }
