@@ -252,11 +252,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	delay, retry := lc.retry.NextDelay(1)
 	if !lc.fair && (!retry || !c.busy.is(key, start)) {
 		l, err := c.acquire(ctx, key, ttl, lc)
-		if err == nil {
-			return c.obtained(ctx, key, l, nil, start, 1, lc)
-		}
-		if cut := ended(ctx); cut != nil || !retry {
-			return c.obtained(ctx, key, nil, withContext(err, cut), start, 1, lc)
+		if err, end := afterAttempt(ctx, err, nil, retry); end {
+			return c.obtained(ctx, key, l, err, start, 1, lc)
 		}
 		c.busy.mark(key, start)
 	}

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -177,6 +178,19 @@ func ended(ctx context.Context) error {
 		return context.DeadlineExceeded
 	}
 	return nil
+}
+
+// afterAttempt decides what a blocking call does after an attempt that
+// ended with err, prev being the error of the last attempt that ran to its
+// decision (nil for none): it returns the error to report and whether the
+// call ends (success, ctx ended, or no retry left). An attempt cut by ctx
+// reports prev, which says more, with ctx's error.
+func afterAttempt(ctx context.Context, err, prev error, retry bool) (error, bool) {
+	cut := ended(ctx)
+	if err != nil && cut != nil {
+		err = withContext(cmp.Or(prev, err), cut)
+	}
+	return err, err == nil || cut != nil || !retry
 }
 
 // withContext returns err joined with ctx's error when ctx has ended, so that

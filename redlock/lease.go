@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -243,12 +242,8 @@ func (c *Client) obtainLease(ctx context.Context, key string, ttl time.Duration,
 			delay, retry = lc.retry.NextDelay(attempt)
 		}
 		l, err := c.acquireLease(ctx, key, ttl, lc, kind, c.watching(channels, retry, delay, ttl))
-		cut := ended(ctx)
-		if err != nil && cut != nil {
-			// ctx cut this attempt short: the attempt before it says more.
-			err = withContext(cmp.Or(prev, err), cut)
-		}
-		if err == nil || cut != nil || !retry {
+		err, end := afterAttempt(ctx, err, prev, retry)
+		if end {
 			return c.obtained(ctx, key, l, err, start, attempt, lc)
 		}
 		prev = err

@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -96,12 +95,8 @@ func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, 
 		// for the release of the key it finds held, for that long.
 		delay, retry := lc.retry.NextDelay(attempt)
 		l, err := c.acquireAll(ctx, keys, ttl, lc, c.watching(channels, retry, delay, ttl))
-		cut := ended(ctx)
-		if err != nil && cut != nil {
-			// ctx cut this attempt short: the attempt before it says more.
-			err = withContext(cmp.Or(prev, err), cut)
-		}
-		if err == nil || cut != nil || !retry {
+		err, end := afterAttempt(ctx, err, prev, retry)
+		if end {
 			return c.obtained(ctx, keys[0], l, err, start, attempt, lc)
 		}
 		prev = err
