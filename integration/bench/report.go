@@ -157,8 +157,29 @@ func (r *Results) contentionTable(w io.Writer) {
 	notes := r.contentionRows(w, r.Contention, Redsync, Redsync)
 	fmt.Fprintf(w, "\nAcquisitions are those made within the slices; a wait runs from wanting the lock to holding it, "+
 		"across Lock calls that gave up, and waits begun in a slice are finished after it (up to %v).\n", cfg.Drain)
+	fmt.Fprintf(w, "A holder keeps the lock for %v by watching the clock, not by sleeping (Go's timers wait in whole "+
+		"milliseconds in a process busy with network traffic, which would give the variants different holds); %s.\n",
+		cfg.Hold, r.holdSummary(r.Contention))
 	writeNotes(w, notes)
 	fmt.Fprintln(w)
+}
+
+// holdSummary reports the spread of the measured holds' medians over the
+// variants in names.
+func (r *Results) holdSummary(names []string) string {
+	lo, hi := time.Duration(math.MaxInt64), time.Duration(0)
+	for _, name := range names {
+		c := r.Contended[name]
+		if c == nil || len(c.holds) == 0 {
+			continue
+		}
+		p50 := c.holds.quantile(0.5)
+		lo, hi = min(lo, p50), max(hi, p50)
+	}
+	if hi == 0 {
+		return "no hold was measured"
+	}
+	return fmt.Sprintf("the measured holds' medians ranged from %s to %s over the variants", fmtDur(lo), fmtDur(hi))
 }
 
 // faultTable compares the faulted contention variants with the healthy

@@ -146,6 +146,25 @@ type contended struct {
 	// context's deadline, and latest is the most any of them overran it.
 	late   int
 	latest time.Duration
+	// holds holds, per acquisition, the time from Lock's return to the
+	// Unlock call (holdFor).
+	holds durations
+}
+
+// holdFor keeps the lock for d, spinning on the clock and yielding the
+// processor between looks, and returns how long it took. It does not
+// sleep: Go's network poller waits for timers in whole milliseconds, so a
+// 1ms time.Sleep lasts 1 to 2 ms depending on the network traffic the
+// process handles meanwhile (measured here: 1.7 ms in a process running
+// redlock, whose remaining grants and queue calls arrive during the hold,
+// against 1.1 ms in redsync's, quiet while its waiters sleep), and the
+// variants would not hold the lock for the same time.
+func holdFor(d time.Duration) time.Duration {
+	start := time.Now()
+	for time.Since(start) < d {
+		runtime.Gosched()
+	}
+	return time.Since(start)
 }
 
 // lateBy is how far past its context's deadline a Lock call may return
@@ -240,7 +259,10 @@ func contendSlice(ctx context.Context, key string, lockers []locker, slice, hold
 				if err != nil {
 					return
 				}
-				time.Sleep(hold)
+				held := holdFor(hold)
+				mu.Lock()
+				c.holds = append(c.holds, held)
+				mu.Unlock()
 				if err := l.Unlock(context.WithoutCancel(wctx), h); err != nil {
 					mu.Lock()
 					c.firstErr = firstOf(c.firstErr, err)
