@@ -37,6 +37,9 @@ type plan struct {
 	// allocs measures heap allocations per operation (runtime.MemStats,
 	// process-wide): meaningful only with nothing else running.
 	allocs bool
+	// warmUp, in a contention scenario, is the length of a first slice
+	// per entrant, on healthy nodes, that is not counted (0: none).
+	warmUp time.Duration
 }
 
 // order returns the entrants' order in round r.
@@ -176,12 +179,17 @@ const lateBy = time.Second
 // hold it for hold and release it, again and again. At the end of a slice
 // the workers start no new wait, but each finishes the one it is in
 // (bounded by drain), so that the longest waits are measured, not cut off.
+// With p.warmUp, each entrant first runs a slice that long on healthy
+// nodes, which is not counted.
 // It returns an error, with the figures so far, when a fault could not be
 // injected or repaired.
 func contention(ctx context.Context, key string, es []entrant, p plan, hold, drain time.Duration) (map[string]*contended, error) {
 	out := make(map[string]*contended, len(es))
 	for _, e := range es {
 		out[e.name] = &contended{}
+		if p.warmUp > 0 {
+			contendSlice(ctx, key+":"+e.name, e.lockers, p.warmUp, hold, drain, &contended{})
+		}
 	}
 	for r := range p.rounds {
 		for _, e := range order(es, r) {

@@ -74,3 +74,25 @@ func TestContendFaultError(t *testing.T) {
 	require.ErrorContains(t, err, "broken: inject the fault: no proxy")
 	assert.True(t, healed)
 }
+
+// The warm-up slice runs first, without the fault, and is not counted.
+func TestContendWarmUpUncounted(t *testing.T) {
+	var faulty atomic.Bool
+	var warm, measured atomic.Int32
+	l := funcLocker(func(ctx context.Context) (any, error) {
+		if faulty.Load() {
+			measured.Add(1)
+		} else {
+			warm.Add(1)
+		}
+		return 1, nil
+	})
+	e := entrant{name: "e", lockers: []locker{l},
+		fault: func() error { faulty.Store(true); return nil },
+		heal:  func() error { faulty.Store(false); return nil }}
+	out, err := contention(context.Background(), "k", []entrant{e},
+		plan{rounds: 1, slice: 5 * time.Millisecond, warmUp: 5 * time.Millisecond}, 0, time.Second)
+	require.NoError(t, err)
+	assert.Positive(t, warm.Load(), "the warm-up ran on healthy nodes")
+	assert.Equal(t, measured.Load(), int32(len(out["e"].waits)), "only the measured slice is counted")
+}
