@@ -85,10 +85,8 @@ type waiter struct {
 	// message may be lost, a silent node announces nothing, and in a split
 	// only rounds tell who holds the other nodes. A quarter of the node
 	// timeout, at most 50ms; checkAfter shortens it to a few of the
-	// waiter's round trips once it has measured one.
+	// majority's round trips once it has measured them.
 	check time.Duration
-	// rtt is the slowest answer to one of this waiter's rounds so far.
-	rtt time.Duration
 	// deafPoll is the deaf timer's next delay (see Deaf nodes).
 	deafPoll time.Duration
 
@@ -154,6 +152,8 @@ type nodeView struct {
 	// deaf: the node's subscription was not confirmed when the latest
 	// round went, so a grant since may have gone unannounced.
 	deaf bool
+	// rtt is the node's slowest answer to one of our rounds so far.
+	rtt time.Duration
 }
 
 // reply is a node's answer to a round.
@@ -378,15 +378,37 @@ func (w *waiter) onDeafTimer() {
 	w.deafPoll = min(2*w.deafPoll, maxDeafPoll)
 }
 
-// checkAfter is the delay of the check timer: three of the slowest round
-// trips seen, at least 1ms and at most check. The other grants of a
-// release normally follow the first within a round trip; waiting longer
-// only prolongs a split (the nodes answer the check at once).
+// checkAfter is the delay of the check timer: three of the majority's
+// round trips (quorumRTT), at least 1ms and at most check. The other
+// grants of a release normally follow the first within a round trip;
+// waiting longer only prolongs a split (the nodes answer the check at
+// once).
 func (w *waiter) checkAfter() time.Duration {
-	if w.rtt == 0 {
+	rtt := w.quorumRTT()
+	if rtt == 0 {
 		return w.check
 	}
-	return min(w.check, max(3*w.rtt, time.Millisecond))
+	return min(w.check, max(3*rtt, time.Millisecond))
+}
+
+// quorumRTT is the round trip within which a majority of the nodes answer
+// this waiter: the quorum-th shortest of the nodes' slowest answers so far
+// or, until a majority has answered, the slowest answer (0: none yet). A
+// slow minority does not lengthen it: a majority's grants and answers are
+// what end a wait or a split, and a slow node's round still in flight
+// after checkAfter counts as failing (failing).
+func (w *waiter) quorumRTT() time.Duration {
+	var rtts []time.Duration
+	for _, v := range w.view {
+		if v.rtt > 0 {
+			rtts = append(rtts, v.rtt)
+		}
+	}
+	if len(rtts) == 0 {
+		return 0
+	}
+	slices.Sort(rtts)
+	return rtts[min(w.quorum, len(rtts))-1]
 }
 
 // onReply records a node's answer to a round.
@@ -397,7 +419,7 @@ func (w *waiter) onReply(r reply) {
 	if r.err != nil {
 		return
 	}
-	w.rtt = max(w.rtt, w.clk.Now().Sub(v.lastSent))
+	v.rtt = max(v.rtt, w.clk.Now().Sub(v.lastSent))
 	if r.code != scripts.EnqueueQueued && r.seq < v.floor {
 		return // granted before we gave it back
 	}

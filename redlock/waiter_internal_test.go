@@ -480,6 +480,50 @@ func TestWaiterChecksAfterThreeRoundTrips(t *testing.T) {
 	})
 }
 
+// A slow minority does not slow the check: with one node of five answering
+// in 20ms and the others in 2ms, the check after a grant on a minority
+// comes three of the majority's round trips later (6ms), not three of the
+// slow node's (capped at the node timeout's quarter).
+func TestWaiterChecksAfterTheMajoritysRoundTrips(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		w := newWaiter(f, clock.Real{}, 5, 3, "me", testTTL, 102*time.Millisecond, every(time.Second), 500*time.Millisecond)
+		start(w, t.Context(), time.Second, true)
+		synctest.Wait()
+		first := f.take()
+		later := "9" + strconv.FormatInt(w.ticket, 10)
+		queued := func(node int) {
+			for _, r := range first {
+				if r.node == node {
+					w.replies <- reply{node: r.node, seq: r.seq, code: scripts.EnqueueQueued, holder: later, holderTTL: 5 * time.Second}
+				}
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+		for node := range 4 {
+			queued(node)
+		}
+		time.Sleep(18 * time.Millisecond)
+		queued(4)
+		synctest.Wait()
+		w.deliver(0, first[0].seq) // the holder released node 0 to us
+		synctest.Wait()
+		time.Sleep(6*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		if got := f.take(); len(got) != 0 {
+			t.Fatalf("checked before three of the majority's round trips: %v", got)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if got := nodesOf(f.take()); len(got) != 4 {
+			t.Fatalf("the check asked %v; want the four nodes that have not granted", got)
+		}
+		if w.check <= 6*time.Millisecond {
+			t.Fatalf("the cap (%v) must exceed the majority's check for this test to mean anything", w.check)
+		}
+	})
+}
+
 // A node that went silent just now has not timed out yet: its round is
 // still in flight. Once it is later than the check, it counts as lost, so a
 // later waiter in a split with it yields at the check, not at the node
@@ -504,7 +548,7 @@ func TestWaiterCountsANodeLateBeyondTheCheckAsLostAndRejoinsAfterYielding(t *tes
 		}
 		answerSplit(f.take())
 		synctest.Wait()
-		time.Sleep(w.checkAfter())
+		time.Sleep(w.check) // the answers took no time: no round trip measured
 		synctest.Wait()
 		answerSplit(f.take())
 		synctest.Wait()
