@@ -444,6 +444,22 @@ func TestWaiterInASplitWithASilentNodeYieldsOnlyToAnEarlierTicket(t *testing.T) 
 	}
 }
 
+// expectCheckAt asserts, in a synctest bubble, that the waiter sends no
+// round for after less a nanosecond, and then its check, to want nodes.
+func expectCheckAt(t *testing.T, f *fakeQueue, after time.Duration, want int) {
+	t.Helper()
+	time.Sleep(after - time.Nanosecond)
+	synctest.Wait()
+	if got := f.take(); len(got) != 0 {
+		t.Fatalf("checked before %v: %v", after, got)
+	}
+	time.Sleep(time.Nanosecond)
+	synctest.Wait()
+	if got := nodesOf(f.take()); len(got) != want {
+		t.Fatalf("the check at %v asked %v; want %d nodes that have not granted", after, got, want)
+	}
+}
+
 // The check after a grant on a minority comes three round trips later (the
 // slowest this waiter measured), not at the 50ms cap: a split among waiters
 // costs a few round trips.
@@ -464,16 +480,7 @@ func TestWaiterChecksAfterThreeRoundTrips(t *testing.T) {
 			w.replies <- reply{node: r.node, seq: r.seq, code: scripts.EnqueueQueued, holder: later, holderTTL: 5 * time.Second}
 		}
 		synctest.Wait()
-		time.Sleep(6*time.Millisecond - time.Nanosecond)
-		synctest.Wait()
-		if got := f.take(); len(got) != 0 {
-			t.Fatalf("checked before three round trips: %v", got)
-		}
-		time.Sleep(time.Nanosecond)
-		synctest.Wait()
-		if got := nodesOf(f.take()); len(got) != 2 {
-			t.Fatalf("check after three round trips asked %v; want the two nodes that have not granted", got)
-		}
+		expectCheckAt(t, f, 6*time.Millisecond, 2) // the two nodes that have not granted
 		if w.check <= 6*time.Millisecond {
 			t.Fatalf("the cap (%v) must exceed the measured check for this test to mean anything", w.check)
 		}
@@ -508,16 +515,7 @@ func TestWaiterChecksAfterTheMajoritysRoundTrips(t *testing.T) {
 		synctest.Wait()
 		w.deliver(0, first[0].seq) // the holder released node 0 to us
 		synctest.Wait()
-		time.Sleep(6*time.Millisecond - time.Nanosecond)
-		synctest.Wait()
-		if got := f.take(); len(got) != 0 {
-			t.Fatalf("checked before three of the majority's round trips: %v", got)
-		}
-		time.Sleep(time.Nanosecond)
-		synctest.Wait()
-		if got := nodesOf(f.take()); len(got) != 4 {
-			t.Fatalf("the check asked %v; want the four nodes that have not granted", got)
-		}
+		expectCheckAt(t, f, 6*time.Millisecond, 4) // the four nodes that have not granted
 		if w.check <= 6*time.Millisecond {
 			t.Fatalf("the cap (%v) must exceed the majority's check for this test to mean anything", w.check)
 		}
