@@ -87,6 +87,14 @@ type nemesis struct {
 	victim chan<- amnesia // unsafe runs only
 	// liveJumps adds clockJumpLive rounds to the safe schedule.
 	liveJumps bool
+	// settle is the clients' quarantine (Config.quarantine): a node that
+	// came back empty, or whose clock they caught running fast, stays out of
+	// their majorities that long after it recovered. The safe schedule
+	// counts it as down meanwhile (see awaitRoom).
+	settle time.Duration
+
+	mu       sync.Mutex
+	outUntil map[int]time.Time // node -> end of its quarantine after a fault
 }
 
 // fault is one fault on one node for a while.
@@ -111,8 +119,9 @@ const (
 
 // runSafe plays rounds of faults the model allows until ctx ends. Each
 // cycle of rounds covers every kind, alone and in pairs: at most two nodes
-// down (killed, paused, partitioned or blackholed) at once, plus latency on
-// others. It returns an error only when a node could not be brought back.
+// down (killed, paused, partitioned or blackholed, or quarantined by the
+// clients after one came back) at once, plus latency on others. It returns
+// an error only when a node could not be brought back.
 func (n *nemesis) runSafe(ctx context.Context) error {
 	rounds := []func() []fault{
 		func() []fault { return n.single(killAOF) },
@@ -136,13 +145,63 @@ func (n *nemesis) runSafe(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if err := n.play(round()); err != nil {
+			faults := round()
+			if n.awaitRoom(ctx, faults); ctx.Err() != nil {
+				return nil
+			}
+			if err := n.play(faults); err != nil {
 				return err
 			}
 			sleep(ctx, durN(n.rng, maxQuiet))
 		}
 	}
 	return nil
+}
+
+// maxDown is how many nodes the safe schedule keeps out of the clients'
+// majorities at once, at most: two of five leave a majority up.
+const maxDown = 2
+
+// awaitRoom waits, until ctx ends, for the nodes that the clients still keep
+// out after an earlier fault (quarantined) to leave room for the round's
+// down faults: without it a round could take two nodes down while a third
+// sat out its quarantine, and no lock could be taken meanwhile.
+func (n *nemesis) awaitRoom(ctx context.Context, faults []fault) {
+	down, hit := 0, map[int]bool{}
+	for _, f := range faults {
+		if f.kind != latency {
+			down++
+			hit[f.node] = true
+		}
+	}
+	for ctx.Err() == nil {
+		now := time.Now()
+		var out []time.Time
+		n.mu.Lock()
+		for i, t := range n.outUntil {
+			if t.After(now) && !hit[i] { // a fault on a node already out adds none
+				out = append(out, t)
+			}
+		}
+		n.mu.Unlock()
+		if down+len(out) <= maxDown {
+			return
+		}
+		sleep(ctx, slices.MinFunc(out, time.Time.Compare).Sub(now))
+	}
+}
+
+// quarantines reports whether the clients keep f's node out of their
+// majorities for a while after it recovered: it came back without its
+// data, or with a clock they saw running fast.
+func (n *nemesis) quarantines(f fault) bool {
+	switch f.kind {
+	case killAmnesia, clockJump, clockFast, clockJumpLive:
+		return true
+	case killDelayed:
+		return n.c.Node(f.node).Persistence() != cluster.AOFAlways
+	}
+	return false
 }
 
 // single is one fault of kind on a node that suits it: a kill-and-restart
@@ -275,7 +334,16 @@ func (n *nemesis) apply(f fault) error {
 		n.faults.add(f.kind)
 	}
 	time.Sleep(f.hold) // even when the run ends: a delayed restart stays delayed
-	return retry(undo)
+	err := retry(undo)
+	if n.quarantines(f) {
+		n.mu.Lock()
+		if n.outUntil == nil {
+			n.outUntil = make(map[int]time.Time)
+		}
+		n.outUntil[f.node] = time.Now().Add(n.settle)
+		n.mu.Unlock()
+	}
+	return err
 }
 
 // restartWithClock kills nd, sets its clock offset ahead of the real one,

@@ -277,7 +277,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		n = &shardNemesis{rc: rc, ttl: cfg.TTL, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), faults: &faults, logf: cfg.Logf}
 	} else {
 		n = &nemesis{c: nodes.(*cluster.Cluster), ttl: max(cfg.TTL, pauserTTL), rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
-			faults: &faults, logf: cfg.Logf, victim: victims, liveJumps: cfg.LiveClockJumps}
+			faults: &faults, logf: cfg.Logf, victim: victims, liveJumps: cfg.LiveClockJumps, settle: cfg.quarantine()}
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
