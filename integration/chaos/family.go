@@ -51,7 +51,7 @@ func (w *worker) take(ctx context.Context, c claim, ttl time.Duration, opts []re
 		l, err = w.client.Lock(lctx, c.keys[0], ttl, opts...)
 	}
 	if err != nil {
-		w.stats.failed.Add(1)
+		w.stats.fail(err)
 		return nil, begin, false
 	}
 	return l, begin, true

@@ -2,11 +2,15 @@ package chaos
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/redlockgo/redlock/redlock"
 )
 
 // The safe schedule counts a node the clients keep out (quarantined after a
@@ -46,4 +50,24 @@ func TestAwaitRoomReturnsWhenTheRunEnds(t *testing.T) {
 		n.awaitRoom(ctx, []fault{{kind: blackhole, node: 2}})
 		assert.Equal(t, time.Second, time.Since(start))
 	})
+}
+
+func TestFailReasonCountsWhatTheNodesSaid(t *testing.T) {
+	qe := &redlock.QuorumError{Op: "lock", Needed: 3, Total: 5, Nodes: []*redlock.NodeError{
+		{Node: 0, Err: redlock.ErrTaken}, {Node: 1, Err: fmt.Errorf("dial: %w", redlock.ErrNodeTimeout)},
+		{Node: 3, Err: redlock.ErrTaken}, {Node: 4, Err: errors.New("connection refused")},
+	}}
+	assert.Equal(t, "deadline; error:1 taken:2 timeout:1", failReason(fmt.Errorf("%w: %w", qe, context.DeadlineExceeded)))
+	assert.Equal(t, "error:1 taken:2 timeout:1", failReason(qe))
+	assert.Equal(t, "canceled", failReason(context.Canceled))
+	assert.Equal(t, "boom", failReason(errors.New("boom")))
+
+	var s stats
+	for range 2 {
+		s.fail(context.Canceled)
+	}
+	s.fail(errors.New("boom"))
+	assert.Equal(t, []string{"2x canceled", "1x boom"}, s.topReasons(5))
+	assert.Equal(t, []string{"2x canceled"}, s.topReasons(1))
+	assert.EqualValues(t, 3, s.failed.Load())
 }

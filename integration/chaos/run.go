@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -308,6 +309,9 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		Failed: stats.failed.Load(), Skipped: stats.skipped.Load(), ReadErrors: stats.readErrs.Load(),
 		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), MultiLocks: stats.multi.Load(), Elapsed: time.Since(start)}
 	res.log(cfg.Logf)
+	if top := stats.topReasons(5); len(top) > 0 {
+		cfg.Logf("chaos: why acquisition calls failed, commonest first: %s", strings.Join(top, "; "))
+	}
 	cfg.Logf("chaos: the clients reported %d quarantined node runs and %d clock faults", nodeEvents.quarantined.Load(), nodeEvents.clock.Load())
 	if first := nodeEvents.firstClock.Load(); first != nil {
 		cfg.Logf("chaos: first clock fault reported: %v", *first)

@@ -1,8 +1,15 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +39,89 @@ type stats struct {
 	long     atomic.Int64 // holds kept past the TTL by auto-extension
 	lost     atomic.Int64 // of those, locks reported lost (ErrLockLost)
 	multi    atomic.Int64 // multi-locks obtained (LockAll)
+
+	reasonsMu sync.Mutex
+	reasons   map[string]int // failed calls by failReason
+}
+
+// fail counts an acquisition call that returned err.
+func (s *stats) fail(err error) {
+	s.failed.Add(1)
+	s.reasonsMu.Lock()
+	defer s.reasonsMu.Unlock()
+	if s.reasons == nil {
+		s.reasons = make(map[string]int)
+	}
+	s.reasons[failReason(err)]++
+}
+
+// topReasons returns the n commonest reasons of failed calls, with their
+// counts, commonest first.
+func (s *stats) topReasons(n int) []string {
+	s.reasonsMu.Lock()
+	defer s.reasonsMu.Unlock()
+	keys := slices.SortedFunc(maps.Keys(s.reasons), func(a, b string) int {
+		return cmp.Or(cmp.Compare(s.reasons[b], s.reasons[a]), cmp.Compare(a, b))
+	})
+	out := make([]string, 0, n)
+	for _, k := range keys[:min(n, len(keys))] {
+		out = append(out, fmt.Sprintf("%dx %s", s.reasons[k], k))
+	}
+	return out
+}
+
+// failReason sums up why an acquisition failed: the context's end, if it
+// ended, and what the nodes that did not agree said, counted by kind
+// (e.g. "deadline; taken:2 timeout:1").
+func failReason(err error) string {
+	var b strings.Builder
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		b.WriteString("deadline")
+	case errors.Is(err, context.Canceled):
+		b.WriteString("canceled")
+	}
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		if b.Len() == 0 {
+			return err.Error()
+		}
+		return b.String()
+	}
+	counts := map[string]int{}
+	for _, n := range qe.Nodes {
+		counts[nodeReason(n.Err)]++
+	}
+	if b.Len() > 0 {
+		b.WriteString("; ")
+	}
+	for j, k := range slices.Sorted(maps.Keys(counts)) {
+		if j > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s:%d", k, counts[k])
+	}
+	if qe.Reason != "" {
+		b.WriteString(" (" + qe.Reason + ")")
+	}
+	return b.String()
+}
+
+// nodeReason names what a node that did not agree said.
+func nodeReason(err error) string {
+	for _, r := range []struct {
+		err  error
+		name string
+	}{
+		{redlock.ErrTaken, "taken"}, {redlock.ErrNodeTimeout, "timeout"}, {redlock.ErrPending, "pending"},
+		{redlock.ErrNodeQuarantined, "quarantined"}, {redlock.ErrNodeClock, "clock"},
+		{redlock.ErrLockDelay, "delay"}, {redlock.ErrNotHeld, "not-held"},
+	} {
+		if errors.Is(err, r.err) {
+			return r.name
+		}
+	}
+	return "error"
 }
 
 // worker is one client of the lock with its own redlock.Client, pools and

@@ -96,29 +96,32 @@ func FormCluster(ctx context.Context, masters []Master) error {
 			}
 		}
 	}
+	var why error
 	for ctx.Err() == nil {
-		if ready(ctx, masters) {
+		if why = notReady(ctx, masters); why == nil {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("not ready: %w", ctx.Err())
+	return fmt.Errorf("not ready: %w (last seen: %v)", ctx.Err(), why)
 }
 
-// ready reports whether every master says the cluster is ok and knows all
-// the masters.
-func ready(ctx context.Context, masters []Master) bool {
+// notReady returns nil when every master says the cluster is ok and knows
+// all the masters, else what the first master that does not said.
+func notReady(ctx context.Context, masters []Master) error {
 	for _, m := range masters {
 		rc := redis.NewClient(&redis.Options{Addr: m.Addr, MaxRetries: -1})
 		info, err := rc.ClusterInfo(ctx).Result()
 		nodes, err2 := rc.ClusterNodes(ctx).Result()
 		_ = rc.Close()
-		if err != nil || err2 != nil || !strings.Contains(info, "cluster_state:ok") ||
-			strings.Count(nodes, "master") < len(masters) {
-			return false
+		switch {
+		case err != nil || err2 != nil:
+			return fmt.Errorf("%s: %w", m.Addr, errors.Join(err, err2))
+		case !strings.Contains(info, "cluster_state:ok") || strings.Count(nodes, "master") < len(masters):
+			return fmt.Errorf("%s: cluster_state not ok or not every master known; CLUSTER NODES:\n%s", m.Addr, nodes)
 		}
 	}
-	return true
+	return nil
 }
 
 // do runs one command at addr with a client of its own.
