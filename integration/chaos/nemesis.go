@@ -184,7 +184,7 @@ func (n *nemesis) awaitRoom(ctx context.Context, faults []fault) {
 			}
 		}
 		n.mu.Unlock()
-		if down+len(out) <= maxDown {
+		if down+len(out) <= maxDown || len(out) == 0 {
 			return
 		}
 		sleep(ctx, slices.MinFunc(out, time.Time.Compare).Sub(now))
