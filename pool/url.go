@@ -12,6 +12,10 @@ package pool
 // down, or refuses the credentials, fails each call instead. Close on the
 // returned Pool closes that client.
 //
+// The host is a name, an IPv4 address, or an IPv6 address in brackets
+// ([::1]:6379); the port, 6379 if left out, is from 1 to 65535. A host with
+// more than one ":" outside brackets (host:6379:1, ::1) is an error.
+//
 // In the user name and password, "/", "?", "#" and "@" must be
 // percent-encoded (%2F, %3F, %23, %40), or given with WithCredentials.
 //

@@ -26,6 +26,35 @@ func TestParseFindsTheUserinfoAsURLParseDoes(t *testing.T) {
 	}
 }
 
+// TestParseHostColons checks that a host is one name or address and at
+// most one port: url.Parse takes "h:1:2" as host "h:1" and port "2", which
+// go-redis would dial as "[h:1]:2".
+func TestParseHostColons(t *testing.T) {
+	tests := []struct{ url, err string }{
+		{"redis://127.0.0.1:6379", ""},
+		{"redis://127.0.0.1", ""},
+		{"redis://:6379", ""},
+		{"redis://[::1]:6379", ""},
+		{"redis://[::1]", ""},
+		{"redis://u:p:q@127.0.0.1:6379", ""}, // colons in the userinfo are not the host's
+		{"redis://127.0.0.1:6379:1", `more than one ":" in the host`},
+		{"redis://127.0.0.1::6379", `more than one ":" in the host`},
+		{"redis://::1", `more than one ":" in the host`},
+		{"redis://u:p@::1:6379", `more than one ":" in the host`},
+		{"redis://[::1]:6379:1", "the port is not a number"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.url, func(t *testing.T) {
+			_, err := redisurl.Parse(tc.url)
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.err)
+		})
+	}
+}
+
 func TestQueryDuration(t *testing.T) {
 	tests := []struct {
 		query string
