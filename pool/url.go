@@ -42,10 +42,13 @@ package pool
 //	conn_max_lifetime_jitter        1ms to conn_max_lifetime, or 0 for none
 //	skip_verify                     true, false, 1 or 0; rediss:// without WithTLSConfig only
 //
-// A duration is written as 500ms or 2s, or as a number of seconds. Any other
-// option, or a value out of bounds, is an error naming the option: none is
-// silently replaced. (go-redis itself checks none of these bounds and
-// panics, or exhausts memory, on some values.)
+// A duration is written as 500ms or 2s, or as a number of seconds; 0 and
+// 0s are the same zero. Any other option, or a value out of bounds, is an
+// error naming the option: none is silently replaced. Negative durations
+// are out of every bound: go-redis's URL parser reads them as it reads 0,
+// where its Options give -1 and -2 meanings of their own. (go-redis itself
+// checks none of these bounds and panics, or exhausts memory, on some
+// values.)
 //
 // Errors never contain the user name or password, nor any part of them,
 // however malformed the URL: they quote it without userinfo and query, and

@@ -65,9 +65,14 @@ func TestQueryDuration(t *testing.T) {
 		{"d=2", false, 2 * time.Second, ""},
 		{"d=250ms", false, 250 * time.Millisecond, ""},
 		{"d=0", true, redisurl.None, ""},
-		{"d=-9223372036854775808", true, redisurl.None, ""},
-		{"d=-1s", true, redisurl.None, ""},
+		{"d=0s", true, redisurl.None, ""},
+		{"d=-0", true, redisurl.None, ""},
+		{"d=-1", true, 0, `option d: "-1" is out of range: want 1ms to 1h0m0s, or 0 for none`},
+		{"d=-9223372036854775808", true, 0, `option d: "-9223372036854775808" is out of range`},
+		{"d=-1s", true, 0, `option d: "-1s" is out of range: want 1ms to 1h0m0s, or 0 for none`},
+		{"d=1ns", true, 0, `option d: "1ns" is out of range: want 1ms to 1h0m0s, or 0 for none`},
 		{"d=0", false, 0, `option d: "0" is out of range: want 1ms to 1h0m0s`},
+		{"d=-1", false, 0, `option d: "-1" is out of range: want 1ms to 1h0m0s`},
 		{"d=9223372037", false, 0, `option d: "9223372037" seconds is out of range`},
 		{"d=18446744074", false, 0, `seconds is out of range`}, // wraps around to 0.3s when multiplied unchecked
 		{"d=99999999999999999999", false, 0, `seconds is out of range`},
@@ -82,6 +87,9 @@ func TestQueryDuration(t *testing.T) {
 			got := q.Duration("d", redisurl.GoDurationOrSeconds, time.Millisecond, time.Hour, tc.none, 7)
 			if tc.err != "" {
 				require.ErrorContains(t, q.Err(), tc.err)
+				if !tc.none {
+					assert.NotContains(t, q.Err().Error(), "for none", "no zero offered where it is refused")
+				}
 				return
 			}
 			require.NoError(t, q.Err())
