@@ -60,11 +60,12 @@ package pool
 //
 //	redis+cluster://[[user]:password@]host[:port][?addr=host2:port2&addr=host3:port3&option=value...]
 //
-// Each addr needs a port; a seed given twice is an error; db is refused (a
-// cluster has none); the other options are the ones above, applied to the
-// connection to every shard. The Pool implements Cluster. Over TLS every
-// shard is checked against the first host's name unless WithTLSConfig sets
-// another. The client follows MOVED and ASK redirects (up to 3, as a
+// The host may not be left out; each addr is checked as the host is and
+// needs a port; a seed given twice is an error; db is refused (a cluster has
+// none); the other options are the ones above, applied to the connection to
+// every shard. The Pool implements Cluster. Over TLS every shard is checked
+// against the first host's name unless WithTLSConfig sets another. The
+// client follows MOVED and ASK redirects (up to 3, as a
 // resharding needs) and, within the same 3 tries, resends a command whose
 // connection broke or failed to dial: a SET NX whose reply was lost then
 // reads as taken, which is safe (the attempt may fail; its cleanup
