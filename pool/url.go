@@ -65,11 +65,10 @@ package pool
 // none); the other options are the ones above, applied to the connection to
 // every shard. The Pool implements Cluster. Over TLS every shard is checked
 // against the first host's name unless WithTLSConfig sets another. The
-// client follows MOVED and ASK redirects (up to 3, as a
-// resharding needs) and, within the same 3 tries, resends a command whose
-// connection broke or failed to dial: a SET NX whose reply was lost then
-// reads as taken, which is safe (the attempt may fail; its cleanup
-// releases the key).
+// client follows MOVED and ASK redirects (up to 3, as a resharding needs)
+// and, within the same 3 tries, resends a command whose connection broke or
+// failed to dial: a SET NX whose reply was lost then reads as taken, which
+// is safe (the attempt may fail; its cleanup releases the key).
 func FromURL(rawURL string, opts ...URLOption) (Pool, error) {
 	return fromURL(rawURL, opts)
 }

@@ -35,9 +35,10 @@ var errUserinfo = errors.New("malformed user name or password: percent-encode " 
 
 // Parse parses rawURL, which must be a redis:// or rediss:// URL naming a
 // host: a name or an IPv4 address, or an IPv6 address in brackets, then at
-// most one port, from 1 to 65535. Its error, if any, quotes nothing from the URL but the scheme: the
-// userinfo can hold a password, and when the URL is malformed no part of it
-// is surely not the userinfo. The query is left to [ParseQuery].
+// most one port, from 1 to 65535. Its error, if any, quotes nothing from the
+// URL but the scheme: the userinfo can hold a password, and when the URL is
+// malformed no part of it is surely not the userinfo. The query is left to
+// [ParseQuery].
 func Parse(rawURL string) (*url.URL, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok || !validScheme(scheme) {
