@@ -10,14 +10,16 @@
 #            apt-get update, then one install. Elsewhere it acts as check.
 #   check    installs nothing; exits 1 with one line naming what is missing.
 #
-#   test     (the default) make; gcc and libc6-dev (the race detector needs
-#            cgo, and the fake-clock tests build a shim); redis-server (the
-#            real-Redis tests; not needed with REDLOCK_SKIP_REDIS=1 outside
-#            CI, as in internal/redistest); libfaketime (fake node clocks).
-#            Then, on install, the local Redis image (make redis-image) when
-#            the integration suite will use containers: REDLOCK_IT_BACKEND is
-#            containers, or empty and a Docker engine answers. Not when
-#            REDLOCK_REDIS_IMAGE names an image of your own.
+#   test     (the default) make; ca-certificates where no CA bundle is (the
+#            go command fetches modules over HTTPS); gcc and libc6-dev (the
+#            race detector needs cgo, and the fake-clock tests build a shim);
+#            redis-server (the real-Redis tests; not needed with
+#            REDLOCK_SKIP_REDIS=1 outside CI, as in internal/redistest);
+#            libfaketime (fake node clocks). Then, on install, the local
+#            Redis image (make redis-image) when the integration suite will
+#            use containers: REDLOCK_IT_BACKEND is containers, or empty and a
+#            Docker engine answers. Not when REDLOCK_REDIS_IMAGE names an
+#            image of your own.
 #   model    spin, gcc and libc6-dev (make model).
 #   image    redis-server, libfaketime, gcc and libc6-dev: what
 #            integration/redis-image/build.sh copies or builds into the image.
@@ -49,6 +51,19 @@ cc_links() {
   printf 'int main(void) { return 0; }\n' | "${CC:-gcc}" -x c -o /dev/null - 2>/dev/null
 }
 
+# A CA bundle where Go looks for one (crypto/x509/root_linux.go), or one
+# named by SSL_CERT_FILE or SSL_CERT_DIR.
+have_ca() {
+  local f
+  [[ -z ${SSL_CERT_FILE:-}${SSL_CERT_DIR:-} ]] || return 0
+  for f in /etc/ssl/certs/ca-certificates.crt /etc/pki/tls/certs/ca-bundle.crt \
+    /etc/ssl/ca-bundle.pem /etc/pki/tls/cacert.pem \
+    /etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem /etc/ssl/cert.pem; do
+    [[ ! -e $f ]] || return 0
+  done
+  return 1
+}
+
 find_missing() {
   need=()
   local g
@@ -58,6 +73,7 @@ find_missing() {
       *) echo "deps.sh: unknown group $g (want test, model or image)" >&2 && exit 2 ;;
     esac
     [[ $g != test ]] || command -v make >/dev/null || add make
+    [[ $g != test ]] || have_ca || add ca-certificates
     command -v "${CC:-gcc}" >/dev/null || add gcc
     cc_links || add libc6-dev
     [[ $g != model ]] || command -v spin >/dev/null || add spin
