@@ -31,6 +31,7 @@ type Client struct {
 	quarantine time.Duration // see WithQuarantine; 0: off
 	trust      trust         // what was reported of each node (quarantine.go)
 	silence    silence       // which nodes' latest call timed out (silent.go)
+	judge      fanout.Judge  // judgeVote, bound once (vote.go)
 	clocks     *clockWatch   // nil without WithClockCheck
 
 	mu      sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
@@ -98,6 +99,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		quarantine: quarantineFor(cfg),
 	}
 	c.grants.health = c.grantHealth
+	c.judge = c.judgeVote
 	c.grants.woken = &c.released
 	c.startClockCheck()
 	c.grants.channel = grantChannelPrefix + newToken()
@@ -323,127 +325,17 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 func newToken() string { return rand.Text() }
 
 // newLock returns a Lock on key with token for ttl (whole milliseconds).
+// Its kind is set once it holds (attempt, granted).
 func (c *Client) newLock(key, token string, ttl time.Duration, heal bool) *Lock {
 	return &Lock{c: c, key: key, token: token, ttl: ttl, heal: heal, leave: ""}
 }
 
-// acquire is one attempt of the algorithm: SET NX PX on every node in
-// parallel, a decision at the majority, validity checked against the
-// monotonic clock, and cleanup of every node that may hold our token when the
-// attempt fails. Each attempt has its own token, so a cleanup still running
-// in the background can never remove a later attempt's lock. ttl is in whole
-// milliseconds.
+// acquire is one attempt at the exclusive lock on key (the engine's
+// attempt, with the exclusive kind lc chooses).
 func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, error) {
 	l := c.newLock(key, newToken(), ttl, lc.heal)
-	timeout := c.nodeTimeout(ttl)
-	decided := make(chan struct{}) // closed once failed is final
-	failed := false
-	var counters []uint64 // fence counters read in phase 1, one slot per node
-	if lc.fencing {
-		counters = make([]uint64, len(c.pools))
-	}
-	start := c.cfg.clock.Now()
-
-	slots := c.order.takeAll(key, l.token, true, nil, len(c.pools))
-	res := c.decide(ctx, timeout, contendedGrace(timeout),
-		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				switch {
-				case lc.fencing:
-					return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
-				case c.cfg.lockDelay > 0:
-					return c.setDelayed(ctx, i, key, l.token, ttl)
-				}
-				return c.pools[i].SetNX(ctx, key, l.token, ttl)
-			})
-		},
-		func(v fanout.Vote, _ bool) {
-			// A straggler: its SET may have landed after the decision. If
-			// the attempt failed, release it here; if it succeeded, the key
-			// is part of the lock and Unlock (ordered after this call)
-			// releases it.
-			<-decided
-			if mayHold(v) && failed {
-				c.releaseAsync(key, l.token, []int{v.Node}, timeout, "")
-			}
-		}, nil)
-
-	held, fenceErr := c.holds(ctx, l, res.Reached, res, counters, lc, start, timeout)
-	failed = !held
-	close(decided)
-	if held {
-		return l, nil
-	}
-
-	// Failed: release everywhere our SET may have landed, in the background
-	// (Close waits for it); a straggler releases itself when it answers. A
-	// release passes the key to the first waiter in the node's queue.
-	c.releaseAsync(key, l.token, mayHoldNodes(res), timeout, "")
-	if fenceErr != nil {
-		return nil, fenceErr
-	}
-	return nil, c.notObtained(res, res.Reached, start)
-}
-
-// contendedGrace is how long an acquisition that found the key held on some
-// node still waits for the nodes that have not answered (fanout.QuorumOn):
-// as long as a waiter waits at most for missing grants (waiter.check). A
-// grace scaled to the first answer's time (tried) cut off nodes that had to
-// reconnect, after a restart, in a millisecond. A silent node
-// would otherwise hold every contended attempt for the node timeout, and
-// with it the nodes the attempt took from the waiters queued there.
-func contendedGrace(timeout time.Duration) time.Duration {
-	return max(min(timeout/4, 50*time.Millisecond), time.Millisecond)
-}
-
-// holds decides an attempt on lock l that started at start: it holds when
-// a majority agreed (reached) and validity is left, fenced first when lc
-// asks for it (votes are the nodes that count for the fence, counters what
-// they read). It sets l's validity and fence; err is the fence's failure.
-func (c *Client) holds(ctx context.Context, l *Lock, reached bool, votes fanout.Result, counters []uint64, lc lockConfig, start time.Time, timeout time.Duration) (bool, error) {
-	until := start.Add(l.ttl - c.drift(l.ttl))
-	if !reached || !c.cfg.clock.Now().Before(until) {
-		return false, nil
-	}
-	if lc.fencing {
-		fence, err := c.raiseFence(ctx, l, votes, counters, timeout)
-		if err != nil {
-			return false, err
-		}
-		l.fence = fence
-		if !c.cfg.clock.Now().Before(until) {
-			return false, nil
-		}
-	}
-	l.until = until
-	return true, nil
-}
-
-// notObtained is the error of an attempt that did not hold: its votes and,
-// when a majority agreed (reached), the validity it used up.
-func (c *Client) notObtained(res fanout.Result, reached bool, start time.Time) *QuorumError {
-	qe := c.quorumError("lock", ErrNotObtained, res)
-	if reached {
-		qe.Reason = fmt.Sprintf("validity used up after %v", c.cfg.clock.Since(start))
-	}
-	return qe
-}
-
-// mayHold reports whether our write may have landed on the node of v: it
-// said yes, or its outcome is unknown (a refusal for the lock-delay is
-// known: nothing was set).
-func mayHold(v fanout.Vote) bool { return v.OK || (v.Err != nil && !isDelayed(v.Err)) }
-
-// mayHoldNodes returns the nodes of res's votes where our write may have
-// landed, in the order they voted.
-func mayHoldNodes(res fanout.Result) []int {
-	var nodes []int
-	for _, v := range res.Votes {
-		if mayHold(v) {
-			nodes = append(nodes, v.Node)
-		}
-	}
-	return nodes
+	l.ex = c.exclusiveKind(key, lc)
+	return c.attempt(ctx, l, &l.ex, lc, nil)
 }
 
 // quorumError builds the error of an operation from its votes, with one

@@ -77,11 +77,11 @@ func (c *Client) setFenced(ctx context.Context, i int, key, token string, ttl ti
 // raiseFence is phase 2: pick max+1 over the counters read by the nodes
 // that said yes before the decision, and raise the counter to it on a
 // majority where the key still holds our token.
-func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, counters []uint64, timeout time.Duration) (uint64, error) {
+func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, takes []nodeTake, timeout time.Duration) (uint64, error) {
 	var top uint64
 	for _, v := range res.Votes {
 		if v.OK {
-			top = max(top, counters[v.Node])
+			top = max(top, takes[v.Node].counter)
 		}
 	}
 	if top == math.MaxUint64 {
@@ -109,7 +109,7 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 // holds l's token (nobody else can raise them meanwhile), phase 2 is
 // raiseFence's.
 func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
-	counters := make([]uint64, len(c.pools))
+	takes := make([]nodeTake, len(c.pools))
 	timeout := c.nodeTimeout(l.ttl)
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
 	res := c.decide(ctx, timeout, 0,
@@ -124,7 +124,7 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 				if err != nil {
 					return false, fmt.Errorf("fence counter %s is not a number: %q", c.fenceKey(i, l.key), s)
 				}
-				counters[i] = n
+				takes[i].counter = n
 				return true, nil
 			})
 		}, nil, nil)
@@ -133,5 +133,5 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 		qe.Reason = "fence counters not read at a majority"
 		return 0, qe
 	}
-	return c.raiseFence(ctx, l, res, counters, timeout)
+	return c.raiseFence(ctx, l, res, takes, timeout)
 }

@@ -24,7 +24,6 @@ import (
 type Lock struct {
 	c     *Client
 	key   string
-	keys  []string // every key of a multi-lock (TryLockAll), sorted; nil for one key
 	token string
 	ttl   time.Duration
 	heal  bool
@@ -33,9 +32,10 @@ type Lock struct {
 	// its waiter may still be on its way); "" otherwise.
 	leave any
 	fence uint64
-	// kind acts on the nodes for a reader or a permit (lease.go); nil for
-	// an exclusive lock.
+	// kind acts on the nodes for the lock's kind (engine.go): exclusive,
+	// multi, reader, permit. Set before the Lock is returned.
 	kind leaseKind
+	ex   exclusive // an exclusive lock's kind, which kind points to (no allocation of its own)
 	// acquiredAt is set before the Lock is returned, then only read.
 	acquiredAt time.Time
 	released   atomic.Bool
@@ -250,24 +250,6 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	c.emit(ctx, e)
 	return e.Err
-}
-
-// release deletes the lock on every node and returns at the majority.
-// Each node hands the key straight to the first waiter in its queue, or,
-// with nobody queued, wakes the key's watchers (watch.go).
-func (l *Lock) release(ctx context.Context) fanout.Result {
-	if l.keys != nil {
-		return l.releaseAll(ctx)
-	}
-	c := l.c
-	defer c.released.wake([]string{l.key})
-	slots := c.order.takeAll(l.key, l.token, true, nil, len(c.pools))
-	// "wake": an Unlock wakes the key's watchers (release.lua, watch.go).
-	keys, args := c.releaseKeys(l.key), append(c.releaseArgs(l.token, l.leave), "wake")
-	return c.confirm(context.WithoutCancel(ctx), c.nodeTimeout(l.ttl),
-		func(ctx context.Context, i int) (bool, error) {
-			return l.releaseOn(ctx, slots[i], i, keys[i], args)
-		})
 }
 
 // healNodes sets the key again on the nodes that answered the extension with

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redlockgo/redlock/internal/keyslot"
 	"slices"
 	"time"
+
+	"github.com/redlockgo/redlock/internal/keyslot"
 )
 
 // TryLockAll makes one attempt to take the locks on every key of keys at
@@ -46,13 +47,7 @@ func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duratio
 		return nil, err
 	}
 	defer done()
-	start := c.cfg.clock.Now()
-	ttl = ttl.Truncate(time.Millisecond)
-	l, err := c.acquireAll(ctx, keys, ttl, lc, nil)
-	if err != nil {
-		err = withContext(err, ctx.Err())
-	}
-	return c.obtained(ctx, keys[0], l, err, start, 1, lc)
+	return c.obtain(ctx, multi{keys: keys, fencing: lc.fencing}, ttl.Truncate(time.Millisecond), lc, false)
 }
 
 // LockAll takes the locks on every key of keys at once, as TryLockAll does,
@@ -85,25 +80,7 @@ func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, 
 		return nil, err
 	}
 	defer done()
-	start := c.cfg.clock.Now()
-	ttl = ttl.Truncate(time.Millisecond)
-	woken, channels, stop := c.startWatching(keys)
-	defer stop()
-	var prev error // the error of the last attempt that ran to its decision
-	for attempt := 1; ; attempt++ {
-		// Asked before the attempt: an attempt followed by a pause watches
-		// for the release of the key it finds held, for that long.
-		delay, retry := lc.retry.NextDelay(attempt)
-		l, err := c.acquireAll(ctx, keys, ttl, lc, c.watching(channels, retry, delay, ttl))
-		err, end := afterAttempt(ctx, err, prev, retry)
-		if end {
-			return c.obtained(ctx, keys[0], l, err, start, attempt, lc)
-		}
-		prev = err
-		if err := c.pause(ctx, delay, woken, err); err != nil {
-			return c.obtained(ctx, keys[0], nil, err, start, attempt, lc)
-		}
-	}
+	return c.obtain(ctx, multi{keys: keys, fencing: lc.fencing}, ttl.Truncate(time.Millisecond), lc, true)
 }
 
 // pause waits delay (at least minRetryDelay), or less when woken fires. When ctx ends or the Client
@@ -128,13 +105,10 @@ func (c *Client) pause(ctx context.Context, delay time.Duration, woken <-chan st
 // TryLock or Lock, all of them for one taken by TryLockAll or LockAll. It
 // returns nil for a nil Lock. The slice is the caller's.
 func (l *Lock) Keys() []string {
-	switch {
-	case l == nil:
+	if l == nil || l.kind == nil {
 		return nil
-	case l.keys == nil:
-		return []string{l.key}
 	}
-	return slices.Clone(l.keys)
+	return slices.Clone(l.kind.watched())
 }
 
 // checkAll validates the arguments of a multi-lock and returns its keys

@@ -135,6 +135,7 @@ func (t turn) done() {
 // in which their goroutines run.
 type slot struct {
 	t, k  turn
+	more  []turn // a multi-lock's further keys (takeKeys), after k
 	write bool
 }
 
@@ -177,8 +178,16 @@ func (s slot) run(ctx context.Context, op func(context.Context) (bool, error)) (
 	defer s.t.done()
 	if s.write {
 		defer s.k.done()
+		for _, k := range s.more {
+			defer k.done()
+		}
 		if err := s.k.wait(ctx); err != nil {
 			return false, err
+		}
+		for _, k := range s.more {
+			if err := k.wait(ctx); err != nil {
+				return false, err
+			}
 		}
 	}
 	if err := s.t.wait(ctx); err != nil {

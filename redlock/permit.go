@@ -73,7 +73,7 @@ func (c *Client) acquirePermit(ctx context.Context, key string, limit int, ttl t
 	if err != nil {
 		return nil, err
 	}
-	return c.obtainLease(ctx, key, ttl, lc, permitLease{key: key, limit: limit}, wait)
+	return c.obtain(ctx, permitLease{key: key, limit: limit}, ttl.Truncate(time.Millisecond), lc, wait)
 }
 
 // permitLease is a permit's leaseKind (permit_*.lua). slot is the slot an
@@ -84,7 +84,11 @@ type permitLease struct {
 	slot  string
 }
 
-func (p permitLease) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch) (bool, string, uint64, error) {
+func (p permitLease) enter(c *Client, token string, nodes []int) []slot {
+	return c.order.takeAll(p.key, token, true, nodes, len(c.pools))
+}
+
+func (p permitLease) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch, t *nodeTake) (bool, error) {
 	only := "0"
 	if heal {
 		only = "1"
@@ -97,9 +101,9 @@ func (p permitLease) take(ctx context.Context, c *Client, i int, token string, t
 	}
 	v, err := c.pools[i].Eval(ctx, scripts.PermitAcquire, keys, args...)
 	if err != nil {
-		return false, "", 0, err
+		return false, err
 	}
-	return parseTake(v, true)
+	return parseTake(v, true, t)
 }
 
 func (p permitLease) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
@@ -107,13 +111,15 @@ func (p permitLease) extend(ctx context.Context, c *Client, i int, token string,
 	return asInt(v), err
 }
 
-func (p permitLease) release(ctx context.Context, c *Client, i int, token string, wake bool) (bool, error) {
-	keys := []string{p.key}
-	if wake {
-		keys = append(keys, c.watchKeys(i, keys)...)
-	}
-	v, err := c.pools[i].Eval(ctx, scripts.PermitRelease, keys, token)
-	return asInt(v) == 1, err
+func (p permitLease) releaser(c *Client, token string, _ any, wake bool) releaseCall {
+	return releaseFunc(func(ctx context.Context, i int) (bool, error) {
+		keys := []string{p.key}
+		if wake {
+			keys = append(keys, c.watchKeys(i, keys)...)
+		}
+		v, err := c.pools[i].Eval(ctx, scripts.PermitRelease, keys, token)
+		return asInt(v) == 1, err
+	})
 }
 
 func (p permitLease) raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error) {
@@ -121,6 +127,9 @@ func (p permitLease) raiseFence(ctx context.Context, c *Client, i int, token, fe
 	v, err := c.pools[i].Eval(ctx, scripts.PermitFence, keys, token, p.slot, fence)
 	return asInt(v) == 1, err
 }
+
+func (p permitLease) watched() []string { return []string{p.key} }
+func (p permitLease) places() bool      { return true }
 
 // attempt starts each attempt at a random slot: concurrent acquirers then
 // rarely want the same one, and nodes in the same state agree.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/redlockgo/redlock/internal/fanout"
 	"github.com/redlockgo/redlock/internal/scripts"
 )
 
@@ -14,6 +13,7 @@ import (
 type queueing struct {
 	c       *Client
 	key     string
+	kind    *exclusive // the lock's kind: how a grant is given back
 	keys    [][]string // Enqueue's KEYS on each node (releaseKeys)
 	timeout time.Duration
 	// channels are the waiters' channels on each node (grants.hold); nil
@@ -21,8 +21,9 @@ type queueing struct {
 	channels []string
 }
 
-func (c *Client) queueing(key string, ttl time.Duration) *queueing {
-	return &queueing{c: c, key: key, keys: c.releaseKeys(key), timeout: c.nodeTimeout(ttl)}
+func (c *Client) queueing(key string, ttl time.Duration, lc lockConfig) *queueing {
+	kind := c.exclusiveKind(key, lc)
+	return &queueing{c: c, key: key, kind: &kind, keys: c.releaseKeys(key), timeout: c.nodeTimeout(ttl)}
 }
 
 // round implements queueNodes.
@@ -104,64 +105,43 @@ func (q *queueing) listening(i int) bool { return q.c.grants.listening(i, q.chan
 // giveBack implements queueNodes: the keys nodes granted the waiter pass
 // to the next waiters, in the background; the waiter stays queued.
 func (q *queueing) giveBack(w *waiter, nodes []int) {
-	q.c.releaseAsync(q.key, w.token, nodes, q.timeout, "")
+	q.c.undo(q.kind, w.token, "", nodes, q.timeout)
 }
 
 // leave takes the waiter out of every queue, and gives back any key granted
 // to it, in the background. Its rounds still on their way cannot queue it
 // again for a lease.
 func (q *queueing) leave(w *waiter) {
-	q.c.releaseAsync(q.key, w.token, q.c.allNodes(), q.timeout, w.lease().Milliseconds())
+	q.c.undo(q.kind, w.token, w.lease().Milliseconds(), q.c.allNodes(), q.timeout)
 }
 
-// releaseAsync runs Release for token on nodes in the background, each call
-// bounded by timeout and ordered after this Client's earlier calls on the
-// key; keep is Release's ARGV[2]. Close waits for it.
-func (c *Client) releaseAsync(key, token string, nodes []int, timeout time.Duration, keep any) {
-	if len(nodes) == 0 {
-		return
-	}
-	slots := c.order.takeAll(key, token, true, nodes, len(c.pools))
-	keys, args := c.releaseKeys(key), c.releaseArgs(token, keep)
-	c.wg.Add(1) // callers run inside a registered operation
-	go func() {
-		defer c.wg.Done()
-		fanout.Each(context.Background(), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
-			return c.release(ctx, slots[i], i, keys[i], args)
-		})
-	}()
-}
-
-// releaseArgs returns Release's arguments for token: keep is how long, in
+// releaseArgs appends to buf Release's arguments for token: keep is how long, in
 // ms, the token may not queue again ("": it stays queued). They are built
 // once per release, for every node.
-func (c *Client) releaseArgs(token string, keep any) []any {
-	return c.withDelay([]any{token, keep, c.grants.channel})
+func (c *Client) releaseArgs(buf []any, token string, keep any) []any {
+	return c.withDelay(append(buf, token, keep, c.grants.channel))
 }
 
-// release runs Release on node i in its slot of this Client's order of
-// calls, with its keys (releaseKeys) and args (releaseArgs). It reports
-// whether the key held the token there; when the node handed the key on to
-// a waiter of this Client, that waiter hears of it from the reply, at once,
-// and the node publishes nothing.
-func (c *Client) release(ctx context.Context, s slot, i int, keys []string, args []any) (bool, error) {
-	return s.run(ctx, func(ctx context.Context) (bool, error) {
-		v, err := c.pools[i].Eval(ctx, scripts.Release, keys, args...)
-		c.silence.note(i, err)
-		if err != nil {
-			return false, err
+// releaseOn runs Release on node i with its keys (releaseKeys) and args
+// (releaseArgs). It reports whether the key held the token there; when the
+// node handed the key on to a waiter of this Client, that waiter hears of
+// it from the reply, at once, and the node publishes nothing.
+func (c *Client) releaseOn(ctx context.Context, i int, keys []string, args []any) (bool, error) {
+	v, err := c.pools[i].Eval(ctx, scripts.Release, keys, args...)
+	c.silence.note(i, err)
+	if err != nil {
+		return false, err
+	}
+	arr, _ := v.([]any)
+	if len(arr) == 0 {
+		return false, errMalformed
+	}
+	if len(arr) >= 3 {
+		if next, ok := arr[1].(string); ok {
+			c.grants.deliver(next, i, int(asInt(arr[2])))
 		}
-		arr, _ := v.([]any)
-		if len(arr) == 0 {
-			return false, errMalformed
-		}
-		if len(arr) >= 3 {
-			if next, ok := arr[1].(string); ok {
-				c.grants.deliver(next, i, int(asInt(arr[2])))
-			}
-		}
-		return asInt(arr[0]) == 1, nil
-	})
+	}
+	return asInt(arr[0]) == 1, nil
 }
 
 // allNodes returns 0..n-1.
@@ -179,7 +159,7 @@ func (c *Client) allNodes() []int {
 // the queues at once; delay and retry are NextDelay(1)'s answer, for the
 // first retry. It returns the lock, or the error, and the number of retries.
 func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc lockConfig, delay time.Duration, retry bool) (*Lock, int, error) {
-	q := c.queueing(key, ttl)
+	q := c.queueing(key, ttl, lc)
 	w := newWaiter(q, c.cfg.clock, len(c.pools), c.quorum, newToken(), ttl, c.drift(ttl), lc.retry, q.timeout)
 	for i := range w.view {
 		if c.silence.silent(i) {
@@ -201,7 +181,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			q.leave(w)
 			return nil, w.retries, c.waitError(w, err, ctx)
 		}
-		l, err := c.granted(ctx, key, w, until, lc)
+		l, err := c.granted(ctx, q, w, until, lc)
 		if err == nil {
 			return l, w.retries, nil
 		}
@@ -222,8 +202,10 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 // left with less than half its TTL of validity (the waiter's rounds were
 // far apart) is extended once before it is returned; a fenced one gets its
 // fence.
-func (c *Client) granted(ctx context.Context, key string, w *waiter, until time.Time, lc lockConfig) (*Lock, error) {
-	l := c.newLock(key, w.token, w.ttl, lc.heal)
+func (c *Client) granted(ctx context.Context, q *queueing, w *waiter, until time.Time, lc lockConfig) (*Lock, error) {
+	l := c.newLock(q.key, w.token, w.ttl, lc.heal)
+	l.ex = *q.kind
+	l.kind = &l.ex
 	l.until = until
 	l.leave = w.lease().Milliseconds()
 	if until.Sub(c.cfg.clock.Now()) < w.ttl/2 {

@@ -63,13 +63,18 @@ func (c *Client) rlock(ctx context.Context, key string, ttl time.Duration, opts 
 	if err != nil {
 		return nil, err
 	}
-	return c.obtainLease(ctx, key, ttl, lc, readLease{key: key}, wait)
+	return c.obtain(ctx, readLease{key: key}, ttl.Truncate(time.Millisecond), lc, wait)
 }
 
-// readLease is a reader's leaseKind (rlock_*.lua).
+// readLease is a reader's leaseKind (rlock_*.lua): each reader a lease of
+// its own on the key, excluding writers.
 type readLease struct{ key string }
 
-func (r readLease) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch) (bool, string, uint64, error) {
+func (r readLease) enter(c *Client, token string, nodes []int) []slot {
+	return c.order.takeAll(r.key, token, true, nodes, len(c.pools))
+}
+
+func (r readLease) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch, t *nodeTake) (bool, error) {
 	flag := "0"
 	if heal {
 		flag = "1"
@@ -83,15 +88,19 @@ func (r readLease) take(ctx context.Context, c *Client, i int, token string, ttl
 	}
 	v, err := c.pools[i].Eval(ctx, scripts.RLockAcquire, keys, args...)
 	if err != nil {
-		return false, "", 0, err
+		return false, err
 	}
-	return parseTake(v, false)
+	return parseTake(v, false, t)
 }
 
 func (r readLease) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
 	keys := []string{r.key, c.names(i).readers(r.key)}
 	v, err := c.pools[i].Eval(ctx, scripts.RLockExtend, keys, token, ttl.Milliseconds())
 	return asInt(v), err
+}
+
+func (r readLease) releaser(c *Client, token string, _ any, wake bool) releaseCall {
+	return releaseFunc(func(ctx context.Context, i int) (bool, error) { return r.release(ctx, c, i, token, wake) })
 }
 
 func (r readLease) release(ctx context.Context, c *Client, i int, token string, wake bool) (bool, error) {
@@ -124,6 +133,8 @@ func (r readLease) raiseFence(ctx context.Context, c *Client, i int, token, fenc
 	return asInt(v) == 1, err
 }
 
+func (r readLease) watched() []string  { return []string{r.key} }
+func (r readLease) places() bool       { return false }
 func (r readLease) attempt() leaseKind { return r }
 
 func (r readLease) placed(string) leaseKind { return r }

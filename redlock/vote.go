@@ -20,12 +20,14 @@ import (
 // and judged (vote) before it counts; late receives stragglers' judged
 // votes.
 func (c *Client) decide(ctx context.Context, timeout, grace time.Duration, op fanout.Op, late fanout.Late, place func(int) string) fanout.Result {
-	return fanout.QuorumOn(ctx, &c.wg, len(c.pools), c.quorum, timeout, grace,
-		func(ctx context.Context, i int) (bool, error) {
-			ok, err := op(ctx, i)
-			c.silence.note(i, err)
-			return c.vote(ctx, i, ok, err)
-		}, late, place)
+	return fanout.Decide(ctx, &c.wg, len(c.pools), c.quorum, timeout, grace, op, c.judge, late, place)
+}
+
+// judgeVote is decide's fanout.Judge (Client.judge, bound once in New):
+// it notes node i's silence and judges its answer (vote).
+func (c *Client) judgeVote(ctx context.Context, i int, ok bool, err error) (bool, error) {
+	c.silence.note(i, err)
+	return c.vote(ctx, i, ok, err)
 }
 
 // confirm runs a release on every node and returns at the majority. Its

@@ -34,7 +34,7 @@ func TestOneJudge(t *testing.T) {
 			if !ok {
 				return true
 			}
-			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "fanout" && (sel.Sel.Name == "Quorum" || sel.Sel.Name == "QuorumOn") {
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "fanout" && (sel.Sel.Name == "Quorum" || sel.Sel.Name == "QuorumOn" || sel.Sel.Name == "Decide") {
 				t.Errorf("%s: fanout.%s outside vote.go: decide (judged) or confirm (a release) instead", fset.Position(sel.Pos()), sel.Sel.Name)
 			}
 			return true

@@ -64,9 +64,10 @@ type nodeWatch struct {
 	lease   int64
 }
 
-// on returns w's registration on node i of c for keys; nothing where the
-// node cannot be listened to, since its messages would go unheard.
-func (w *watching) on(c *Client, i int, keys ...string) nodeWatch {
+// on returns w's registration on node i of c for the keys kind watches;
+// nothing where the node cannot be listened to, since its messages would go
+// unheard.
+func (w *watching) on(c *Client, i int, kind leaseKind) nodeWatch {
 	if w == nil {
 		return nodeWatch{}
 	}
@@ -77,7 +78,7 @@ func (w *watching) on(c *Client, i int, keys ...string) nodeWatch {
 	if i < len(w.channels) {
 		ch = w.channels[i]
 	}
-	return nodeWatch{keys: c.watchKeys(i, keys), channel: ch, lease: w.lease.Milliseconds()}
+	return nodeWatch{keys: c.watchKeys(i, kind.watched()), channel: ch, lease: w.lease.Milliseconds()}
 }
 
 // startWatching prepares a blocked call on keys for wake-ups: the Client

@@ -63,6 +63,17 @@ func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.D
 // the whole node timeout. Giving up is always safe: the stragglers' answers
 // go to late as usual.
 func QuorumOn(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout, grace time.Duration, op Op, late Late, place func(node int) string) Result {
+	return Decide(ctx, wg, n, need, timeout, grace, op, nil, late, place)
+}
+
+// Judge may overrule a node's answer before it counts. It runs in the
+// node's goroutine right after op returned, under op's ctx, for every
+// answer, the stragglers' included.
+type Judge func(ctx context.Context, node int, ok bool, err error) (bool, error)
+
+// Decide is QuorumOn with every answer passed through judge (nil: taken as
+// it is) before it counts or reaches late.
+func Decide(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout, grace time.Duration, op Op, judge Judge, late Late, place func(node int) string) Result {
 	// All nodes start together, so one deadline serves them all: one context
 	// per fan-out rather than one per node. The last node call to end
 	// releases it (and its timer) without waiting for the deadline.
@@ -88,6 +99,9 @@ func QuorumOn(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout, gra
 		go func() {
 			defer wg.Done()
 			ok, err := op(nctx, i)
+			if judge != nil {
+				ok, err = judge(nctx, i, ok, err)
+			}
 			release()
 			v := Vote{Node: i, OK: ok, Err: err}
 			mu.Lock()

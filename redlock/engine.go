@@ -1,0 +1,339 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/fanout"
+)
+
+// The engine: one acquisition, one background release and one Unlock for
+// every lock kind. A kind (kinds.go: the exclusive lock, a multi-lock; a
+// reader, rwlock.go; a permit, permit.go) supplies its scripts and how a
+// node's answer counts; the engine does the rest, the same way for each:
+// fan out (vote.go judges every answer), decide at the majority, validity
+// counted once from the attempt's start, the fence phase, the cleanup of
+// every node that may hold the attempt's token, and the stragglers.
+
+// leaseKind is how a lock of one kind acts on a node. Its value is chosen
+// once per lock (the options that change a call, such as fencing, are
+// fields of it), so no call asks again.
+type leaseKind interface {
+	// enter takes the places, in the Client's order, of one write per node
+	// of nodes (nil: all) for token. The caller runs each slot once.
+	enter(c *Client, token string, nodes []int) []slot
+	// take acquires the lease for token on node i of c: it reports whether
+	// it did and records in t the place taken and the fence counter read in
+	// the same step. heal asks for exactly the lease's place, ignoring
+	// waiting writers. When refused, it registers w, and names in t.held
+	// the key it found held when it knows it.
+	take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch, t *nodeTake) (bool, error)
+	// extend runs the kind's extend script on node i of c, with
+	// scripts.Extend's codes.
+	extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error)
+	// releaser returns the release of token, for any node: it reports
+	// whether the node held the lease. keep is how long, in ms, an
+	// exclusive lock's token may not queue again ("": no bound). With wake
+	// (an Unlock), a key it leaves free wakes its watchers. A key it hands
+	// to a waiter of c is delivered to it.
+	releaser(c *Client, token string, keep any, wake bool) releaseCall
+	// raiseFence raises the fence counter on node i of c to fence while the
+	// lease is live.
+	raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error)
+	// watched returns the keys a blocked attempt watches and an Unlock
+	// wakes.
+	watched() []string
+	// places reports whether nodes must agree on a place (a permit's slot).
+	places() bool
+	// attempt returns the kind for a new attempt (a permit's starting slot).
+	attempt() leaseKind
+	// placed returns the kind for a lease agreed on place.
+	placed(place string) leaseKind
+}
+
+// releaseCall is one release of a token, built once for every node.
+type releaseCall interface {
+	release(ctx context.Context, i int) (bool, error)
+}
+
+// releaseFunc adapts a function to releaseCall.
+type releaseFunc func(ctx context.Context, i int) (bool, error)
+
+func (f releaseFunc) release(ctx context.Context, i int) (bool, error) { return f(ctx, i) }
+
+// nodeTake is what a take learned on one node.
+type nodeTake struct {
+	place   string // the place taken (a permit's slot); "" for kinds without places
+	counter uint64 // the fence counter read with the take
+	held    string // on a refusal, the key found held, when the kind knows it
+}
+
+// attempt is one acquisition of l's kind k: the take on every node in
+// parallel, a decision at the majority (on one place, for a kind with
+// places), validity checked on the Client's clock, fenced when lc asks for
+// it, and the release of the attempt wherever it may have landed without
+// being part of the lock. Each attempt has its own token (l's), so a
+// cleanup still running in the background never removes a later attempt's
+// lock. w registers the Client as a watcher where the take is refused (nil:
+// nowhere). ttl (l's) is in whole milliseconds.
+func (c *Client) attempt(ctx context.Context, l *Lock, k leaseKind, lc lockConfig, w *watching) (*Lock, error) {
+	k = k.attempt()
+	timeout := c.nodeTimeout(l.ttl)
+	st := &attemptState{decided: make(chan struct{})}
+	takes := st.takesFor(len(c.pools))
+	var placeOf func(int) string
+	if k.places() {
+		placeOf = func(i int) string { return takes[i].place }
+	}
+	start := c.cfg.clock.Now()
+
+	slots := k.enter(c, l.token, nil)
+	res := c.decide(ctx, timeout, contendedGrace(timeout),
+		func(ctx context.Context, i int) (bool, error) {
+			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+				return k.take(ctx, c, i, l.token, l.ttl, false, w.on(c, i, k), &takes[i])
+			})
+		},
+		func(v fanout.Vote, _ bool) {
+			// A straggler: part of the lock only if the attempt succeeded
+			// (on the agreed place); otherwise release it here.
+			<-st.decided
+			if stray(v, st.failed, takes[v.Node].place, st.place) {
+				c.undo(k, l.token, "", []int{v.Node}, timeout)
+			}
+		}, placeOf)
+
+	place, agreed := agreedPlace(res, takes)
+	l.kind = k.placed(place)
+	votes := agreedVotes(res, takes, place)
+	held, fenceErr := c.holds(ctx, l, res.Reached && agreed >= c.quorum, votes, takes, lc, start, timeout)
+	st.place, st.failed = place, !held
+	close(st.decided)
+
+	var dirty []int // nodes that may hold the attempt but are not part of the lock
+	for _, v := range res.Votes {
+		if stray(v, st.failed, takes[v.Node].place, place) {
+			dirty = append(dirty, v.Node)
+		}
+	}
+	c.undo(k, l.token, "", dirty, timeout)
+	switch {
+	case held:
+		return l, nil
+	case fenceErr != nil:
+		return nil, fenceErr
+	}
+	return nil, c.refused(res, votes, agreed, takes, start)
+}
+
+// attemptState is what an attempt shares with its stragglers, in one
+// allocation: the decision, final once decided is closed, and the nodes'
+// takes (each written only by its node's goroutine).
+type attemptState struct {
+	decided chan struct{}
+	place   string // the agreed place
+	failed  bool
+	small   [7]nodeTake // takes, for up to 7 nodes
+}
+
+// takesFor returns the takes of n nodes.
+func (s *attemptState) takesFor(n int) []nodeTake {
+	if n <= len(s.small) {
+		return s.small[:n]
+	}
+	return make([]nodeTake, n)
+}
+
+// contendedGrace is how long an acquisition that found the key held on some
+// node still waits for the nodes that have not answered (fanout.QuorumOn):
+// as long as a waiter waits at most for missing grants (waiter.check). A
+// grace scaled to the first answer's time (tried) cut off nodes that had to
+// reconnect, after a restart, in a millisecond. A silent node
+// would otherwise hold every contended attempt for the node timeout, and
+// with it the nodes the attempt took from the waiters queued there.
+func contendedGrace(timeout time.Duration) time.Duration {
+	return max(min(timeout/4, 50*time.Millisecond), time.Millisecond)
+}
+
+// holds decides an attempt on lock l that started at start: it holds when
+// a majority agreed (reached) and validity is left, fenced first when lc
+// asks for it (votes are the nodes that count for the fence, takes the
+// counters they read). It sets l's validity and fence; err is the fence's
+// failure.
+func (c *Client) holds(ctx context.Context, l *Lock, reached bool, votes fanout.Result, takes []nodeTake, lc lockConfig, start time.Time, timeout time.Duration) (bool, error) {
+	until := start.Add(l.ttl - c.drift(l.ttl))
+	if !reached || !c.cfg.clock.Now().Before(until) {
+		return false, nil
+	}
+	if lc.fencing {
+		fence, err := c.raiseFence(ctx, l, votes, takes, timeout)
+		if err != nil {
+			return false, err
+		}
+		l.fence = fence
+		if !c.cfg.clock.Now().Before(until) {
+			return false, nil
+		}
+	}
+	l.until = until
+	return true, nil
+}
+
+// refused is the error of an attempt that did not hold: its votes (those
+// of the agreed place) and, when a majority agreed, the validity it used
+// up; a node that found a key held names it.
+func (c *Client) refused(res, votes fanout.Result, agreed int, takes []nodeTake, start time.Time) *QuorumError {
+	qe := c.notObtained(votes, agreed >= c.quorum, start)
+	if agreed < c.quorum && res.Yes >= c.quorum {
+		qe.Reason = "nodes took different permits"
+	}
+	for _, n := range qe.Nodes {
+		// Only a node that answered no is read: a straggler still writes
+		// its take.
+		if errors.Is(n.Err, ErrTaken) && takes[n.Node].held != "" {
+			n.Err = fmt.Errorf("%w: key %q", ErrTaken, takes[n.Node].held)
+		}
+	}
+	return qe
+}
+
+// notObtained is the error of an attempt that did not hold: its votes and,
+// when a majority agreed (reached), the validity it used up.
+func (c *Client) notObtained(res fanout.Result, reached bool, start time.Time) *QuorumError {
+	qe := c.quorumError("lock", ErrNotObtained, res)
+	if reached {
+		qe.Reason = fmt.Sprintf("validity used up after %v", c.cfg.clock.Since(start))
+	}
+	return qe
+}
+
+// stray reports whether the attempt may have landed on v's node without
+// being part of the lock: the attempt failed, the node took another place,
+// or its answer is unknown and places matter (a permit's slot). A refusal
+// for the lock-delay is known: nothing was set.
+func stray(v fanout.Vote, failed bool, took, place string) bool {
+	switch {
+	case v.OK:
+		return failed || took != place
+	case v.Err != nil && !isDelayed(v.Err):
+		return failed || place != ""
+	}
+	return false
+}
+
+// agreedPlace returns the place taken by most of the nodes that said yes,
+// and how many took it.
+func agreedPlace(res fanout.Result, takes []nodeTake) (string, int) {
+	best, n := "", 0
+	var count map[string]int
+	for _, v := range res.Votes {
+		if !v.OK {
+			continue
+		}
+		p := takes[v.Node].place
+		if p == "" {
+			n++ // kinds without places all agree
+			continue
+		}
+		if count == nil {
+			count = make(map[string]int, 1)
+		}
+		count[p]++
+		if count[p] > n {
+			best, n = p, count[p]
+		}
+	}
+	return best, n
+}
+
+// agreedVotes is res with a yes only from the nodes that took place: the
+// others are not part of the lock. For a kind without places it is res.
+func agreedVotes(res fanout.Result, takes []nodeTake, place string) fanout.Result {
+	if place == "" {
+		return res
+	}
+	out := fanout.Result{Votes: make([]fanout.Vote, len(res.Votes))}
+	for k, v := range res.Votes {
+		if v.OK && takes[v.Node].place != place {
+			v.OK = false
+		}
+		if v.OK {
+			out.Yes++
+		}
+		out.Votes[k] = v
+	}
+	out.Reached = res.Reached && out.Yes == res.Yes
+	return out
+}
+
+// undo releases token, of kind k, on nodes in the background, each call
+// bounded by timeout and ordered after this Client's earlier calls on the
+// key; keep is as for leaseKind.releaser. Close waits for it. It serves a
+// failed attempt's cleanup, a straggler and a waiter that gives its keys
+// back or leaves.
+func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout time.Duration) {
+	if len(nodes) == 0 {
+		return
+	}
+	slots := k.enter(c, token, nodes)
+	release := k.releaser(c, token, keep, false)
+	c.wg.Add(1) // callers run inside a registered operation
+	go func() {
+		defer c.wg.Done()
+		fanout.Each(context.Background(), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+			return slots[i].run(ctx, func(ctx context.Context) (bool, error) { return release.release(ctx, i) })
+		})
+	}()
+}
+
+// release gives l back on every node and returns at the majority. Each
+// node hands the key straight to the first waiter in its queue, or, with
+// nobody queued, wakes the key's watchers (watch.go).
+func (l *Lock) release(ctx context.Context) fanout.Result {
+	c := l.c
+	defer c.released.wake(l.kind.watched())
+	slots := l.kind.enter(c, l.token, nil)
+	release := l.kind.releaser(c, l.token, l.leave, true)
+	return c.confirm(context.WithoutCancel(ctx), c.nodeTimeout(l.ttl),
+		func(ctx context.Context, i int) (bool, error) {
+			return slots[i].run(ctx, func(ctx context.Context) (bool, error) { return release.release(ctx, i) })
+		})
+}
+
+// obtain is TryRLock, TryAcquirePermit and TryLockAll after their own
+// checks (one attempt), and RLock, AcquirePermit and LockAll (wait):
+// attempts paced by the retry strategy until one succeeds, the strategy
+// stops, ctx ends or the Client closes; a release that leaves a watched key
+// free cuts the pause short (watch.go). ttl is in whole milliseconds.
+func (c *Client) obtain(ctx context.Context, k leaseKind, ttl time.Duration, lc lockConfig, wait bool) (*Lock, error) {
+	start := c.cfg.clock.Now()
+	keys := k.watched()
+	var woken <-chan struct{}
+	var channels []string
+	if wait {
+		var stop func()
+		woken, channels, stop = c.startWatching(keys)
+		defer stop()
+	}
+	var prev error // the error of the last attempt that ran to its decision
+	for attempt := 1; ; attempt++ {
+		var delay time.Duration
+		retry := false
+		if wait {
+			// Asked before the attempt: an attempt followed by a pause
+			// watches for the key's release, for that long.
+			delay, retry = lc.retry.NextDelay(attempt)
+		}
+		l, err := c.attempt(ctx, c.newLock(keys[0], newToken(), ttl, lc.heal), k, lc, c.watching(channels, retry, delay, ttl))
+		err, end := afterAttempt(ctx, err, prev, retry)
+		if end {
+			return c.obtained(ctx, keys[0], l, err, start, attempt, lc)
+		}
+		prev = err
+		if err := c.pause(ctx, delay, woken, err); err != nil {
+			return c.obtained(ctx, keys[0], nil, err, start, attempt, lc)
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/scripts"
+)
+
+// exclusive is the exclusive lock's kind (TryLock, Lock, Do): SET NX PX
+// on each node, or the fenced or delayed SET its mode names, chosen once
+// when the lock starts.
+type exclusive struct {
+	key  string
+	mode setMode
+}
+
+// setMode is how an exclusive lock sets its key.
+type setMode uint8
+
+const (
+	plainSet   setMode = iota // SET NX PX
+	fencedSet                 // AcquireFenced: the key and its fence counter (WithFencing)
+	delayedSet                // AcquireDelay: the key and its holder marker (WithLockDelay)
+)
+
+// exclusiveKind returns the kind of an exclusive lock on key under lc. Its
+// methods take a pointer, so that handing it on as a leaseKind allocates
+// nothing: a Lock keeps it in its ex field.
+func (c *Client) exclusiveKind(key string, lc lockConfig) exclusive {
+	switch {
+	case lc.fencing:
+		return exclusive{key: key, mode: fencedSet}
+	case c.cfg.lockDelay > 0:
+		return exclusive{key: key, mode: delayedSet}
+	}
+	return exclusive{key: key, mode: plainSet}
+}
+
+func (e *exclusive) enter(c *Client, token string, nodes []int) []slot {
+	return c.order.takeAll(e.key, token, true, nodes, len(c.pools))
+}
+
+func (e *exclusive) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, _ nodeWatch, t *nodeTake) (bool, error) {
+	switch {
+	case e.mode == fencedSet && !heal:
+		return c.setFenced(ctx, i, e.key, token, ttl, &t.counter)
+	case e.mode != plainSet && c.cfg.lockDelay > 0:
+		return c.setDelayed(ctx, i, e.key, token, ttl) // our own marker does not refuse
+	}
+	return c.pools[i].SetNX(ctx, e.key, token, ttl)
+}
+
+func (e *exclusive) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
+	keys := c.withHeld([]string{e.key}, i, e.key)
+	r, err := c.pools[i].Eval(ctx, scripts.Extend, keys, c.withDelay([]any{token, ttl.Milliseconds()})...)
+	return asInt(r), err
+}
+
+// releaser builds Release's keys and arguments once, for every node, in
+// one allocation.
+func (e *exclusive) releaser(c *Client, token string, keep any, wake bool) releaseCall {
+	r := &exclusiveRelease{c: c, keys: c.releaseKeys(e.key)}
+	r.args = c.releaseArgs(r.buf[:0], token, keep)
+	if wake {
+		r.args = append(r.args, "wake") // an Unlock wakes the key's watchers (release.lua, watch.go)
+	}
+	return r
+}
+
+// exclusiveRelease is one Release of an exclusive lock's token.
+type exclusiveRelease struct {
+	c    *Client
+	keys [][]string // on each node
+	args []any
+	buf  [5]any // args' storage
+}
+
+func (r *exclusiveRelease) release(ctx context.Context, i int) (bool, error) {
+	return r.c.releaseOn(ctx, i, r.keys[i], r.args)
+}
+
+func (e *exclusive) raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error) {
+	r, err := c.pools[i].Eval(ctx, scripts.FenceRaise, []string{e.key, c.fenceKey(i, e.key)}, token, fence)
+	return asInt(r) == 1, err
+}
+
+func (e *exclusive) watched() []string       { return []string{e.key} }
+func (e *exclusive) places() bool            { return false }
+func (e *exclusive) attempt() leaseKind      { return e }
+func (e *exclusive) placed(string) leaseKind { return e }
+
+// multi is a multi-lock's kind (TryLockAll, LockAll, DoAll): every key set
+// to the token on a node in one script, or none (acquire_all.lua). keys
+// are sorted and checked; fencing is WithFencing, chosen when the lock
+// starts.
+type multi struct {
+	keys    []string
+	fencing bool
+}
+
+func (m multi) enter(c *Client, token string, nodes []int) []slot {
+	return c.order.takeKeys(m.keys, token, nodes, len(c.pools))
+}
+
+// take runs AcquireAll on node i; with fencing it records the largest of
+// the keys' counters. A refusal names the key the node found held, which w
+// then watches.
+func (m multi) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch, t *nodeTake) (bool, error) {
+	fencing := m.fencing && !heal
+	ks := m.keys
+	args := []any{token, ttl.Milliseconds(), len(m.keys)}
+	if fencing || w.keys != nil {
+		ks = make([]string, 0, 3*len(m.keys))
+		ks = append(ks, m.keys...)
+	}
+	if fencing {
+		n := c.names(i)
+		for _, k := range m.keys {
+			ks = append(ks, n.fence(k))
+		}
+	}
+	if w.keys != nil {
+		ks = append(ks, w.keys...)
+		args = append(args, w.channel, w.lease)
+	}
+	r, err := c.pools[i].Eval(ctx, scripts.AcquireAll, ks, args...)
+	if err != nil {
+		return false, err
+	}
+	arr, _ := r.([]any)
+	if len(arr) == 0 {
+		return false, errMalformed
+	}
+	if asInt(arr[0]) != scripts.AcquireAllSet {
+		if len(arr) > 1 {
+			if k := int(asInt(arr[1])); k > 0 && k <= len(m.keys) {
+				t.held = m.keys[k-1]
+			}
+		}
+		return false, nil
+	}
+	if !fencing {
+		return true, nil
+	}
+	if len(arr) != 1+len(m.keys) {
+		return false, errors.New("redlock: malformed fence reply")
+	}
+	var top uint64
+	for j, v := range arr[1:] {
+		s, _ := v.(string)
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			// The keys are ours but a counter is unusable: report the node
+			// as failed, so the attempt's cleanup releases it.
+			return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", c.fenceKey(i, m.keys[j]), s)
+		}
+		top = max(top, n)
+	}
+	t.counter = top
+	return true, nil
+}
+
+func (m multi) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
+	r, err := c.pools[i].Eval(ctx, scripts.ExtendAll, m.keys, token, ttl.Milliseconds())
+	return asInt(r), err
+}
+
+// releaser runs ReleaseAll. A node counts as released, for an Unlock (wake),
+// when it held every key with the token; for a cleanup, when it held any.
+func (m multi) releaser(c *Client, token string, _ any, wake bool) releaseCall {
+	return releaseFunc(func(ctx context.Context, i int) (bool, error) {
+		n, err := c.releaseAllOn(ctx, i, m.keys, token, wake)
+		if wake {
+			return n == len(m.keys), err
+		}
+		return n > 0, err
+	})
+}
+
+// raiseFence runs FenceRaiseAll over every key's counter.
+func (m multi) raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error) {
+	ks := make([]string, 0, 2*len(m.keys))
+	ks = append(ks, m.keys...)
+	n := c.names(i)
+	for _, k := range m.keys {
+		ks = append(ks, n.fence(k))
+	}
+	r, err := c.pools[i].Eval(ctx, scripts.FenceRaiseAll, ks, token, fence, len(m.keys))
+	return asInt(r) == 1, err
+}
+
+func (m multi) watched() []string       { return m.keys }
+func (m multi) places() bool            { return false }
+func (m multi) attempt() leaseKind      { return m }
+func (m multi) placed(string) leaseKind { return m }
