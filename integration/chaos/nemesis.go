@@ -23,6 +23,12 @@ const (
 	// back empty, and only the clients' restart quarantine keeps it out of
 	// majorities until every key it forgot has expired.
 	killAmnesia = "kill+restart at once (no persistence, quarantined)"
+	// majorityAmnesia kills three of the five nodes, none persisting, and
+	// starts them again at once while a holder keeps a claim of every
+	// workload (amnesia.go): they come back empty, and only the clients'
+	// quarantine keeps anyone from taking what the holder still holds.
+	// Counted once per node; the rounds are counted in Result.Amnesia.
+	majorityAmnesia = "kill+restart of a majority at once while holds are valid (no persistence, quarantined)"
 	// clockFast runs a node's clock at fastRate, then steps it back to the
 	// real clock (a backward step only keeps keys longer). Outside the
 	// model's drift bound: the clients' clock check must notice it before
@@ -70,13 +76,6 @@ func (f *faultLog) snapshot() map[string]int {
 	return maps.Clone(f.counts)
 }
 
-// amnesia is one request of the unsafe nemesis to the victim: the victim
-// sends on ready whether it holds the lock, then waits for restarted.
-type amnesia struct {
-	ready     chan bool // buffered
-	restarted chan struct{}
-}
-
 // nemesis injects faults into the lock nodes while the workers run.
 type nemesis struct {
 	c      *cluster.Cluster
@@ -84,7 +83,16 @@ type nemesis struct {
 	rng    *rand.Rand
 	faults *faultLog
 	logf   func(format string, args ...any)
-	victim chan<- amnesia // unsafe runs only
+	victim chan<- amnesia // to the holder of the amnesia rounds
+	// majority adds the majority-amnesia round to the safe schedule, as
+	// the first round of the run and once in every cycle; workloads are
+	// those the holder must keep valid through it for the round to count.
+	majority  bool
+	workloads []Workload
+	amnesia   *amnesiaLog
+	// restartHook, when set, replaces killing and starting the nodes of
+	// an amnesia round (tests).
+	restartHook func(nodes []int) error
 	// liveJumps adds clockJumpLive rounds to the safe schedule.
 	liveJumps bool
 	// settle is the clients' quarantine (Config.quarantine): a node that
@@ -117,45 +125,97 @@ const (
 	jumpAhead     = time.Minute
 )
 
+// round is one round of the safe schedule: its name (a fault kind, or a
+// combination) and its faults, drawn when it is played.
+type round struct {
+	name   string
+	faults func() []fault
+}
+
+// Names of the rounds that combine faults.
+const (
+	latencyRound      = "latency on 1-3 nodes"
+	twoDown           = "two down"
+	twoDownAndLatency = "two down + latency"
+)
+
+// rounds is one cycle of the safe schedule: every kind alone and in pairs,
+// and the majority-amnesia round when the run has it.
+func (n *nemesis) rounds() []round {
+	rs := []round{
+		{killAOF, func() []fault { return n.single(killAOF) }},
+		{killDelayed, func() []fault { return n.single(killDelayed) }},
+		{killAmnesia, func() []fault { return n.single(killAmnesia) }},
+		{clockFast, func() []fault { return n.single(clockFast) }},
+		{clockJump, func() []fault { return n.single(clockJump) }},
+		{pauseNode, func() []fault { return n.single(pauseNode) }},
+		{partition, func() []fault { return n.single(partition) }},
+		{blackhole, func() []fault { return n.single(blackhole) }},
+		{latencyRound, func() []fault { return n.spread(0, 1+n.rng.IntN(3)) }},
+		{twoDown, func() []fault { return n.spread(2, 0) }},
+		{twoDownAndLatency, func() []fault { return n.spread(2, 1) }},
+	}
+	if n.liveJumps {
+		rs = append(rs, round{clockJumpLive, func() []fault { return n.single(clockJumpLive) }})
+	}
+	if n.majority {
+		rs = append(rs, round{majorityAmnesia, n.majorityFaults})
+	}
+	return rs
+}
+
+// plan shuffles a cycle of rounds; the first cycle of a run begins with
+// the majority-amnesia round, so that every run long enough for one round
+// has one.
+func (n *nemesis) plan(rs []round, first bool) []round {
+	rs = slices.Clone(rs)
+	n.rng.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
+	if i := slices.IndexFunc(rs, func(r round) bool { return r.name == majorityAmnesia }); first && i > 0 {
+		rs[0], rs[i] = rs[i], rs[0]
+	}
+	return rs
+}
+
 // runSafe plays rounds of faults the model allows until ctx ends. Each
 // cycle of rounds covers every kind, alone and in pairs: at most two nodes
 // down (killed, paused, partitioned or blackholed, or quarantined by the
-// clients after one came back) at once, plus latency on others. It returns
-// an error only when a node could not be brought back.
+// clients after one came back) at once, plus latency on others; and, once
+// a cycle, a majority of the nodes restarted empty while holds are valid,
+// which the clients' quarantine keeps out of every majority, and which no
+// other fault joins or follows until that quarantine ends. It returns an
+// error only when a node could not be brought back.
 func (n *nemesis) runSafe(ctx context.Context) error {
-	rounds := []func() []fault{
-		func() []fault { return n.single(killAOF) },
-		func() []fault { return n.single(killDelayed) },
-		func() []fault { return n.single(killAmnesia) },
-		func() []fault { return n.single(clockFast) },
-		func() []fault { return n.single(clockJump) },
-		func() []fault { return n.single(pauseNode) },
-		func() []fault { return n.single(partition) },
-		func() []fault { return n.single(blackhole) },
-		func() []fault { return n.spread(0, 1+n.rng.IntN(3)) },
-		func() []fault { return n.spread(2, 0) },
-		func() []fault { return n.spread(2, 1) },
-	}
-	if n.liveJumps {
-		rounds = append(rounds, func() []fault { return n.single(clockJumpLive) })
-	}
-	for ctx.Err() == nil {
-		n.rng.Shuffle(len(rounds), func(i, j int) { rounds[i], rounds[j] = rounds[j], rounds[i] })
-		for _, round := range rounds {
+	rs := n.rounds()
+	for cycle := 0; ctx.Err() == nil; cycle++ {
+		for _, r := range n.plan(rs, cycle == 0) {
 			if ctx.Err() != nil {
 				return nil
 			}
-			faults := round()
+			faults := r.faults()
 			if n.awaitRoom(ctx, faults); ctx.Err() != nil {
 				return nil
 			}
-			if err := n.play(faults); err != nil {
+			var err error
+			if r.name == majorityAmnesia {
+				err = n.playMajority(ctx, nodesOf(faults))
+			} else {
+				err = n.play(faults)
+			}
+			if err != nil {
 				return err
 			}
 			sleep(ctx, durN(n.rng, maxQuiet))
 		}
 	}
 	return nil
+}
+
+func nodesOf(faults []fault) []int {
+	out := make([]int, len(faults))
+	for i, f := range faults {
+		out[i] = f.node
+	}
+	return out
 }
 
 // maxDown is how many nodes the safe schedule keeps out of the clients'
@@ -196,7 +256,7 @@ func (n *nemesis) awaitRoom(ctx context.Context, faults []fault) {
 // data, or with a clock they saw running fast.
 func (n *nemesis) quarantines(f fault) bool {
 	switch f.kind {
-	case killAmnesia, clockJump, clockFast, clockJumpLive:
+	case killAmnesia, clockJump, clockFast, clockJumpLive, majorityAmnesia:
 		return true
 	case killDelayed:
 		return n.c.Node(f.node).Persistence() != cluster.AOFAlways
@@ -336,12 +396,7 @@ func (n *nemesis) apply(f fault) error {
 	time.Sleep(f.hold) // even when the run ends: a delayed restart stays delayed
 	err := retry(undo)
 	if n.quarantines(f) {
-		n.mu.Lock()
-		if n.outUntil == nil {
-			n.outUntil = make(map[int]time.Time)
-		}
-		n.outUntil[f.node] = time.Now().Add(n.settle)
-		n.mu.Unlock()
+		n.markOut([]int{f.node}, time.Now())
 	}
 	return err
 }
@@ -357,41 +412,6 @@ func restartWithClock(ctx context.Context, nd *cluster.Node, offset time.Duratio
 		return errors.Join(err, nd.Start(ctx))
 	}
 	return nd.Start(ctx)
-}
-
-// runUnsafe plays amnesia rounds until ctx ends: the victim holds the first
-// key, a majority of nodes (none persists) is killed and started again at
-// once, and the other clients find the key free.
-func (n *nemesis) runUnsafe(ctx context.Context) error {
-	for ctx.Err() == nil {
-		req := amnesia{ready: make(chan bool, 1), restarted: make(chan struct{})}
-		select {
-		case n.victim <- req:
-		case <-ctx.Done():
-			return nil
-		}
-		if !<-req.ready {
-			close(req.restarted)
-			continue // the victim did not get the lock in time: try again
-		}
-		nodes := n.rng.Perm(n.c.Len())[:n.c.Len()/2+1]
-		n.logf("nemesis: nodes %v: %s while client holds the lock", nodes, restartEmpty)
-		_ = n.each(nodes, func(nd *cluster.Node) error {
-			if err := nd.Kill(context.Background()); err != nil {
-				n.logf("nemesis: %v", err) // the node may still be up: start it anyway
-				return nil
-			}
-			n.faults.add(restartEmpty)
-			return nil
-		})
-		err := n.each(nodes, func(nd *cluster.Node) error { return retry(func() error { return nd.Start(context.Background()) }) })
-		close(req.restarted)
-		if err != nil {
-			return err
-		}
-		sleep(ctx, victimLinger+time.Second)
-	}
-	return nil
 }
 
 // each runs op on the nodes in parallel.
