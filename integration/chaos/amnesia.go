@@ -453,9 +453,10 @@ const (
 	probePause  = 50 * time.Millisecond
 )
 
-// decisive reports whether an attempt's outcome came from every node's
-// answer: it got in, or each node refused (the key taken, or the node
-// not counted), none failed or was still pending.
+// decisive reports whether an attempt's outcome came from the nodes'
+// answers: it got in, or enough nodes refused (the key taken, or the node
+// not counted) that no majority was left; nodes still pending when that
+// was clear do not matter, a node that failed or timed out instead would.
 func decisive(err error) bool {
 	var qe *redlock.QuorumError
 	if err == nil {
@@ -464,11 +465,12 @@ func decisive(err error) bool {
 	if !errors.As(err, &qe) {
 		return false
 	}
+	refused := 0
 	for _, n := range qe.Nodes {
 		switch nodeReason(n.Err) {
-		case "pending", "timeout", "error":
-			return false
+		case "taken", "quarantined", "clock":
+			refused++
 		}
 	}
-	return true
+	return refused > qe.Total-qe.Needed
 }

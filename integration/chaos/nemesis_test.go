@@ -241,7 +241,9 @@ func TestDecisive(t *testing.T) {
 	q := fmt.Errorf("run x started 1s ago: %w", redlock.ErrNodeQuarantined)
 	assert.True(t, decisive(nil), "got in")
 	assert.True(t, decisive(quorum(redlock.ErrTaken, redlock.ErrTaken, q, q, q)))
-	assert.False(t, decisive(quorum(redlock.ErrTaken, redlock.ErrTaken, q, q, redlock.ErrPending)))
-	assert.False(t, decisive(quorum(redlock.ErrTaken, redlock.ErrTaken, q, q, errors.New("connection refused"))))
+	assert.True(t, decisive(quorum(redlock.ErrPending, redlock.ErrPending, q, q, q)), "three refusals left no majority")
+	assert.False(t, decisive(quorum(redlock.ErrPending, redlock.ErrPending, redlock.ErrPending, q, redlock.ErrTaken)),
+		"the restarted nodes had not answered yet")
+	assert.False(t, decisive(quorum(redlock.ErrTaken, q, errors.New("connection refused"), redlock.ErrPending, redlock.ErrPending)))
 	assert.False(t, decisive(context.DeadlineExceeded))
 }
