@@ -187,11 +187,12 @@ func (n *nemesis) amnesiaRound(ctx context.Context, nodes []int, kind string) (b
 	case <-ctx.Done():
 		return false, nil
 	}
+	asked := time.Now()
 	if err := <-req.ready; err != nil {
 		n.logf("nemesis: amnesia round not played: the holder %v", err)
 		return false, nil
 	}
-	n.logf("nemesis: nodes %v: %s", nodes, kind)
+	n.logf("nemesis: nodes %v: %s (the holder took its claims in %v)", nodes, kind, time.Since(asked).Round(time.Millisecond))
 	killed := time.Now()
 	err := n.restartEmpty(nodes, kind)
 	back := time.Now()
@@ -333,31 +334,39 @@ func (w *worker) serve(ctx context.Context, req amnesia) {
 	}
 }
 
-// takeClaims takes every claim of the holder with its TTL. It releases
-// what it took and fails when a claim could not be taken, or when taking
-// them left less than half the TTL on one of them.
+// takeClaims takes every claim of the holder with its TTL, all at once, so
+// that the first one's validity is not spent waiting for the others. It
+// releases what it took and fails when a claim could not be taken, or when
+// taking them left less than half the TTL on one of them.
 func (w *worker) takeClaims(ctx context.Context) ([]heldClaim, error) {
-	var held []heldClaim
-	var err error
-	for _, c := range w.victimClaims {
-		l, begin, ok := w.take(ctx, c, w.victimTTL, nil)
-		if !ok {
-			err = fmt.Errorf("could not take its %s claim on %v", c.workload, c.keys)
-			break
-		}
-		held = append(held, heldClaim{c: c, l: l, begin: begin, start: time.Now()})
+	held := make([]heldClaim, len(w.victimClaims))
+	taken := make([]bool, len(w.victimClaims))
+	var wg sync.WaitGroup
+	for i, c := range w.victimClaims {
+		wg.Go(func() {
+			l, begin, ok := w.take(ctx, c, w.victimTTL, nil)
+			held[i], taken[i] = heldClaim{c: c, l: l, begin: begin, start: time.Now()}, ok
+		})
 	}
-	if err == nil && len(held) == 0 {
+	wg.Wait()
+	var err error
+	if len(held) == 0 {
 		err = errors.New("has no claim to take")
 	}
-	for _, h := range held {
-		if left := time.Until(h.l.Until()); err == nil && left < w.victimTTL/2 {
-			err = fmt.Errorf("its %s claim has only %v left", h.c.workload, left.Round(time.Millisecond))
+	for i, h := range held {
+		switch {
+		case err != nil:
+		case !taken[i]:
+			err = fmt.Errorf("could not take its %s claim on %v", h.c.workload, h.c.keys)
+		case time.Until(h.l.Until()) < w.victimTTL/2:
+			err = fmt.Errorf("its %s claim has only %v left", h.c.workload, time.Until(h.l.Until()).Round(time.Millisecond))
 		}
 	}
 	if err != nil {
-		for _, h := range held {
-			w.release(h.l, h.c, h.begin, h.start)
+		for i, h := range held {
+			if taken[i] {
+				w.release(h.l, h.c, h.begin, h.start)
+			}
 		}
 		return nil, err
 	}
