@@ -97,7 +97,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 
 		quarantine: quarantineFor(cfg),
 	}
-	c.grants.counts = c.grantCounts
+	c.grants.health = c.grantHealth
 	c.grants.woken = &c.released
 	c.startClockCheck()
 	c.grants.channel = grantChannelPrefix + newToken()
@@ -343,9 +343,9 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	start := c.cfg.clock.Now()
 
 	slots := c.order.takeAll(key, l.token, true, nil, len(c.pools))
-	res := fanout.QuorumOn(ctx, &c.wg, len(c.pools), c.quorum, timeout, contendedGrace(timeout),
+	res := c.decide(ctx, timeout, contendedGrace(timeout),
 		func(ctx context.Context, i int) (bool, error) {
-			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				switch {
 				case lc.fencing:
 					return c.setFenced(ctx, i, key, l.token, ttl, &counters[i])
@@ -354,8 +354,6 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 				}
 				return c.pools[i].SetNX(ctx, key, l.token, ttl)
 			})
-			c.silence.note(i, err)
-			return c.counts(ctx, i, ok, err)
 		},
 		func(v fanout.Vote, _ bool) {
 			// A straggler: its SET may have landed after the decision. If

@@ -90,13 +90,12 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, cou
 	fence := top + 1
 	arg := strconv.FormatUint(fence, 10)
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
-	res2 := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
+	res2 := c.decide(ctx, timeout, 0,
 		func(ctx context.Context, i int) (bool, error) {
-			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				return l.raiseFenceOn(ctx, i, arg)
 			})
-			return c.counts(ctx, i, ok, err)
-		}, nil)
+		}, nil, nil)
 	if !res2.Reached {
 		qe := c.quorumError("lock", ErrNotObtained, res2)
 		qe.Reason = "fence not recorded at a majority"
@@ -113,9 +112,9 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 	counters := make([]uint64, len(c.pools))
 	timeout := c.nodeTimeout(l.ttl)
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
-	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
+	res := c.decide(ctx, timeout, 0,
 		func(ctx context.Context, i int) (bool, error) {
-			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, c.fenceKey(i, l.key)}, l.token)
 				if err != nil || r == nil {
 					return false, err
@@ -128,8 +127,7 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 				counters[i] = n
 				return true, nil
 			})
-			return c.counts(ctx, i, ok, err)
-		}, nil)
+		}, nil, nil)
 	if !res.Reached {
 		qe := c.quorumError("lock", ErrNotObtained, res)
 		qe.Reason = "fence counters not read at a majority"

@@ -30,7 +30,7 @@ import (
 // RLock and AcquirePermit calls (watch.go): "free <key>", passed to woken.
 type grants struct {
 	channel string
-	counts  func(i int) bool // whether node i's grants count (quarantine.go)
+	health  func(i int) error // why node i's grants do not count now (vote.go), or nil
 	woken   *releases        // the Client's calls waiting for a key to be free
 
 	mu      sync.Mutex
@@ -72,9 +72,14 @@ func (g *grants) deliver(token string, i, seq int) {
 	g.mu.Lock()
 	w := g.inbox[token]
 	g.mu.Unlock()
-	if w != nil && (g.counts == nil || g.counts(i)) {
-		w.deliver(i, seq)
+	if w == nil {
+		return
 	}
+	var err error
+	if g.health != nil {
+		err = g.health(i)
+	}
+	w.deliver(grant{node: i, seq: seq, err: err})
 }
 
 // start opens the listeners, once: one goroutine per node that supports

@@ -107,7 +107,7 @@ func (c *Client) acquireLease(ctx context.Context, key string, ttl time.Duration
 	start := c.cfg.clock.Now()
 
 	slots := c.order.takeAll(key, l.token, true, nil, len(c.pools))
-	res := fanout.QuorumOn(ctx, &c.wg, len(c.pools), c.quorum, timeout, contendedGrace(timeout),
+	res := c.decide(ctx, timeout, contendedGrace(timeout),
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (ok bool, err error) {
 				ok, places[i], counters[i], err = kind.take(ctx, c, i, l.token, ttl, false, w.on(c, i, key))

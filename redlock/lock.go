@@ -153,9 +153,9 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 	decided := make(chan struct{})       // closed once extended is final
 	extended := false
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
-	res := fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout,
+	res := c.decide(ctx, timeout, 0,
 		func(ctx context.Context, i int) (bool, error) {
-			ok, err := slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := l.extendOn(ctx, i, ttl)
 				if err != nil {
 					return false, err
@@ -163,14 +163,13 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 				absent[i] = r == scripts.ExtendAbsent
 				return r == scripts.ExtendExtended, nil
 			})
-			return c.counts(ctx, i, ok, err)
 		},
 		func(v fanout.Vote, _ bool) {
 			<-decided
 			if extended && l.heal && absent[v.Node] && !l.released.Load() {
 				l.healNodes(ctx, []int{v.Node}, ttl, timeout)
 			}
-		})
+		}, nil)
 	defer close(decided)
 
 	now := c.cfg.clock.Now()
@@ -265,10 +264,10 @@ func (l *Lock) release(ctx context.Context) fanout.Result {
 	slots := c.order.takeAll(l.key, l.token, true, nil, len(c.pools))
 	// "wake": an Unlock wakes the key's watchers (release.lua, watch.go).
 	keys, args := c.releaseKeys(l.key), append(c.releaseArgs(l.token, l.leave), "wake")
-	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
+	return c.confirm(context.WithoutCancel(ctx), c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
 			return l.releaseOn(ctx, slots[i], i, keys[i], args)
-		}, nil)
+		})
 }
 
 // healNodes sets the key again on the nodes that answered the extension with

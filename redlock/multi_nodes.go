@@ -31,7 +31,7 @@ func (c *Client) acquireAll(ctx context.Context, keys []string, ttl time.Duratio
 	start := c.cfg.clock.Now()
 
 	slots := c.order.takeKeys(keys, l.token, nil, len(c.pools))
-	res := fanout.QuorumOn(ctx, &c.wg, len(c.pools), c.quorum, timeout, contendedGrace(timeout),
+	res := c.decide(ctx, timeout, contendedGrace(timeout),
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				return l.setAllOn(ctx, i, lc.fencing, counters, &held[i], w.on(c, i, keys...))
@@ -164,13 +164,13 @@ func (l *Lock) releaseAll(ctx context.Context) fanout.Result {
 	c := l.c
 	defer c.released.wake(l.keys)
 	slots := c.order.takeKeys(l.keys, l.token, nil, len(c.pools))
-	return fanout.Quorum(context.WithoutCancel(ctx), &c.wg, len(c.pools), c.quorum, c.nodeTimeout(l.ttl),
+	return c.confirm(context.WithoutCancel(ctx), c.nodeTimeout(l.ttl),
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				n, err := c.releaseAllOn(ctx, i, l.keys, l.token, true)
 				return n == len(l.keys), err
 			})
-		}, nil)
+		})
 }
 
 // releaseAllAsync runs ReleaseAll for token on nodes in the background,

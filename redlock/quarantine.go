@@ -20,7 +20,8 @@ const DefaultQuarantine = MaxTTL + time.Duration(float64(MaxTTL)*DefaultDriftFac
 
 // WithQuarantine sets how long a node that restarted without persisting
 // every write stays out of the majority: its yes does not count toward an
-// acquisition, an extension or a fence until its uptime reaches d. The
+// acquisition of any kind (TryLock and Lock, readers, permits, multi-locks,
+// a waiter's grant), an extension or a fence until its uptime reaches d. The
 // default is MaxTTL plus its drift allowance (DefaultQuarantine with the
 // default drift factor); set d to the longest TTL any client of these nodes
 // uses, plus its drift allowance. 0 disables the check.
@@ -66,28 +67,6 @@ type trust struct {
 type trustNote struct {
 	kind  EventKind
 	runID string
-}
-
-// counts turns node i's yes into an error when the node must not count:
-// its vote stands otherwise. It is called after the node's answer arrived,
-// so that the identity it reads is the one the answer was given under.
-func (c *Client) counts(ctx context.Context, i int, ok bool, err error) (bool, error) {
-	if !ok || err != nil {
-		return ok, err
-	}
-	if uerr := c.untrusted(ctx, i); uerr != nil {
-		return false, uerr
-	}
-	return true, nil
-}
-
-// untrusted returns why node i must not count (a quarantine, a clock
-// fault), or nil.
-func (c *Client) untrusted(ctx context.Context, i int) error {
-	if err := c.quarantined(ctx, i); err != nil {
-		return err
-	}
-	return c.clocks.suspect(i, c.cfg.clock.Now())
 }
 
 // startClockCheck starts the clock readings of WithClockCheck; Close stops
@@ -151,13 +130,4 @@ func (c *Client) note(ctx context.Context, i int, kind EventKind, runID string, 
 	if !seen {
 		c.emit(ctx, Event{Kind: kind, Err: &NodeError{Node: i, Addr: c.pools[i].Addr(), Err: err}})
 	}
-}
-
-// grantCounts reports whether a grant message from node i counts. A node
-// that restarted grants us the key only after a round of ours joined its
-// new queue, on a connection that learned the new run's identity first, so
-// the identity read here is that run's. A dropped grant is not lost: the
-// waiter's next round to the node hears it again, and counts it or not.
-func (c *Client) grantCounts(i int) bool {
-	return c.untrusted(context.Background(), i) == nil
 }

@@ -49,7 +49,7 @@ func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
 		})
 		c.silence.note(i, r.err)
 		if r.err == nil && (r.code == scripts.EnqueueSet || r.code == scripts.EnqueueGranted) {
-			r.err = c.untrusted(ctx, i) // the node holds our token, but must not count
+			r.err = c.health(ctx, i) // the node holds our token, but must not count
 		}
 		w.replies <- r // one slot per node, and one round in flight per node
 	}()

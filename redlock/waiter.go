@@ -174,8 +174,10 @@ type reply struct {
 }
 
 // grant is a release message: node handed us the key after our round seq.
+// A non-nil err is why the grant does not count (the node's health).
 type grant struct {
 	node, seq int
+	err       error
 }
 
 func newWaiter(nodes queueNodes, clk clock.Clock, n, quorum int, token string, ttl, drift time.Duration, retry RetryStrategy, nodeTimeout time.Duration) *waiter {
@@ -202,10 +204,10 @@ func newWaiter(nodes queueNodes, clk clock.Clock, n, quorum int, token string, t
 // lease is how long a waiter's entry stays in a queue without a refresh.
 func (w *waiter) lease() time.Duration { return max(w.ttl, time.Second) }
 
-// deliver hands w a grant heard from node i. It never blocks.
-func (w *waiter) deliver(i, seq int) {
+// deliver hands w a grant heard from a node. It never blocks.
+func (w *waiter) deliver(g grant) {
 	select {
-	case w.grants <- grant{node: i, seq: seq}:
+	case w.grants <- g:
 	default:
 	}
 }
@@ -446,6 +448,10 @@ func (w *waiter) onGrant(g grant) {
 	v := &w.view[g.node]
 	if g.seq < v.queued || g.seq < v.floor {
 		return // a grant from before a round that found us queued, or given back: gone since
+	}
+	if g.err != nil {
+		v.granted, v.err = false, g.err // ours there, but it votes for nobody
+		return
 	}
 	v.granted, v.seq, v.err, w.grantMark, w.heard = true, g.seq, nil, w.seq, true
 }

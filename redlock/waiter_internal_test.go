@@ -95,14 +95,14 @@ func TestWaiterWinsOnAMajorityOfGrantsCountedFromTheRoundsSendTime(t *testing.T)
 			answer(w, r, scripts.EnqueueQueued, 0, "")
 		}
 		time.Sleep(3 * time.Second) // the holder works; grants come later
-		w.deliver(0, 1)
+		w.deliver(grant{node: 0, seq: 1})
 		synctest.Wait()
 		select {
 		case r := <-out:
 			t.Fatalf("won on one grant of three: %v", r)
 		default:
 		}
-		w.deliver(2, 1)
+		w.deliver(grant{node: 2, seq: 1})
 		r := <-out
 		if r.err != nil {
 			t.Fatal(r.err)
@@ -123,7 +123,7 @@ func TestWaiterDropsStaleGrantsAndKeepsNewerOnes(t *testing.T) {
 		first := f.take()
 		// Node 0 granted after round 1, and says so before round 1's reply
 		// "queued" arrives: the grant stands.
-		w.deliver(0, 1)
+		w.deliver(grant{node: 0, seq: 1})
 		synctest.Wait()
 		answer(w, first[0], scripts.EnqueueQueued, 0, "")
 		answer(w, first[1], scripts.EnqueueQueued, 0, "")
@@ -141,14 +141,14 @@ func TestWaiterDropsStaleGrantsAndKeepsNewerOnes(t *testing.T) {
 		synctest.Wait()
 		// A grant of node 1 naming round 1 came from before round 2 found
 		// it queued: stale.
-		w.deliver(1, 1)
+		w.deliver(grant{node: 1, seq: 1})
 		synctest.Wait()
 		select {
 		case r := <-out:
 			t.Fatalf("counted a stale grant: %v", r)
 		default:
 		}
-		w.deliver(1, 2)
+		w.deliver(grant{node: 1, seq: 2})
 		if r := <-out; r.err != nil {
 			t.Fatal(r.err)
 		}
@@ -513,7 +513,7 @@ func TestWaiterChecksAfterTheMajoritysRoundTrips(t *testing.T) {
 		time.Sleep(18 * time.Millisecond)
 		queued(4)
 		synctest.Wait()
-		w.deliver(0, first[0].seq) // the holder released node 0 to us
+		w.deliver(grant{node: 0, seq: first[0].seq}) // the holder released node 0 to us
 		synctest.Wait()
 		expectCheckAt(t, f, 6*time.Millisecond, 4) // the four nodes that have not granted
 		if w.check <= 6*time.Millisecond {

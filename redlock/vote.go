@@ -1,0 +1,70 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/fanout"
+)
+
+// This file is the one place where a node's answer is judged. Every vote
+// that can make or keep a hold (an acquisition of any kind, an extension, a
+// fence phase, a waiter's round and grant) passes health, so that a node
+// the Client must not trust (restart quarantine, clock check) counts for
+// nobody, whatever the lock kind. TestOneJudge keeps the decision fan-outs
+// here: a guarantee written at each call site reaches only the sites that
+// remembered it.
+
+// decide runs op on every node (fanout.QuorumOn: timeout, grace and place as
+// there) and returns at the decision. Each node's answer is noted (silence)
+// and judged (vote) before it counts; late receives stragglers' judged
+// votes.
+func (c *Client) decide(ctx context.Context, timeout, grace time.Duration, op fanout.Op, late fanout.Late, place func(int) string) fanout.Result {
+	return fanout.QuorumOn(ctx, &c.wg, len(c.pools), c.quorum, timeout, grace,
+		func(ctx context.Context, i int) (bool, error) {
+			ok, err := op(ctx, i)
+			c.silence.note(i, err)
+			return c.vote(ctx, i, ok, err)
+		}, late, place)
+}
+
+// confirm runs a release on every node and returns at the majority. Its
+// answers are not judged: a release only gives a hold back, which is safe
+// on any node, and an unhealthy node that released our token holds
+// nothing of ours any more.
+func (c *Client) confirm(ctx context.Context, timeout time.Duration, op fanout.Op) fanout.Result {
+	return fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout, op, nil)
+}
+
+// vote turns node i's yes into an error when the node must not count (see
+// health); any other answer stands. It is called after the node's answer
+// arrived, so that the identity health reads is the one the answer was
+// given under.
+func (c *Client) vote(ctx context.Context, i int, ok bool, err error) (bool, error) {
+	if !ok || err != nil {
+		return ok, err
+	}
+	if herr := c.health(ctx, i); herr != nil {
+		return false, herr
+	}
+	return true, nil
+}
+
+// health returns why node i must not count now (a quarantine, a clock
+// fault), or nil when it counts.
+func (c *Client) health(ctx context.Context, i int) error {
+	if err := c.quarantined(ctx, i); err != nil {
+		return err
+	}
+	return c.clocks.suspect(i, c.cfg.clock.Now())
+}
+
+// grantHealth is health for a grant message from node i. A node that
+// restarted grants us the key only after a round of ours joined its new
+// queue, on a connection that learned the new run's identity first, so the
+// identity read here is that run's. A grant that does not count reaches the
+// waiter as that node's error: the node holds our token but votes for
+// nobody, and the waiter's next round there judges it again.
+func (c *Client) grantHealth(i int) error {
+	return c.health(context.Background(), i)
+}

@@ -1,0 +1,46 @@
+package redlock
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOneJudge keeps every decision fan-out of the package in vote.go,
+// where decide judges each node's answer (health) before it counts: a new
+// kind or call that fanned out on its own would go around the quarantine
+// and the clock check, as readers, permits and multi-locks once did.
+func TestOneJudge(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") || name == "vote.go" {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "fanout" && (sel.Sel.Name == "Quorum" || sel.Sel.Name == "QuorumOn") {
+				t.Errorf("%s: fanout.%s outside vote.go: decide (judged) or confirm (a release) instead", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d files: the package's sources were not found", checked)
+	}
+}
