@@ -49,7 +49,7 @@ const (
 	// fit in it.
 	holderTTLs = 3
 	// amnesiaAttempts bounds the requests of one safe round to a holder
-	// that could not take its claims.
+	// that could not take its claims, but for the run's first round.
 	amnesiaAttempts = 3
 )
 
@@ -120,10 +120,12 @@ func (a *amnesiaLog) report(start time.Time, holds []Hold) AmnesiaReport {
 }
 
 // playMajority plays the safe run's amnesia round on nodes, asking the
-// holder again (up to amnesiaAttempts times) when it could not take its
-// claims. The error is a node that could not be brought back.
-func (n *nemesis) playMajority(ctx context.Context, nodes []int) error {
-	for attempt := range amnesiaAttempts {
+// holder again, a second apart, when it could not take its claims: up to
+// attempts times, or until the run ends when attempts is 0 (the run's
+// first round, which every run must have). The error is a node that could
+// not be brought back.
+func (n *nemesis) playMajority(ctx context.Context, nodes []int, attempts int) error {
+	for attempt := 0; attempts == 0 || attempt < attempts; attempt++ {
 		if attempt > 0 {
 			sleep(ctx, time.Second)
 		}
@@ -133,7 +135,7 @@ func (n *nemesis) playMajority(ctx context.Context, nodes []int) error {
 		}
 	}
 	n.amnesia.skip()
-	n.logf("nemesis: majority-amnesia round SKIPPED: the holder could not take its claims in %d attempts", amnesiaAttempts)
+	n.logf("nemesis: majority-amnesia round SKIPPED: the holder could not take its claims in %d attempts", attempts)
 	return nil
 }
 

@@ -159,7 +159,7 @@ func TestMajorityAmnesiaRound(t *testing.T) {
 			n := newNemesis(reqs, &restarted)
 			go fakeHolder(ctx, reqs, func(int) error { return nil }, every)
 			start := time.Now()
-			assert.NoError(t, n.playMajority(ctx, []int{2, 3, 4}))
+			assert.NoError(t, n.playMajority(ctx, []int{2, 3, 4}, amnesiaAttempts))
 			assert.Equal(t, [][]int{{2, 3, 4}}, restarted)
 			assert.Equal(t, 2*time.Second+victimLinger, time.Since(start), "the round ends after the holder's linger")
 			back := start.Add(2 * time.Second)
@@ -182,7 +182,7 @@ func TestMajorityAmnesiaRound(t *testing.T) {
 			var restarted [][]int
 			n := newNemesis(reqs, &restarted)
 			go fakeHolder(ctx, reqs, func(int) error { return nil }, []Workload{Exclusive, Multi, RW})
-			assert.NoError(t, n.playMajority(ctx, []int{2, 3, 4}))
+			assert.NoError(t, n.playMajority(ctx, []int{2, 3, 4}, amnesiaAttempts))
 			r := n.amnesia.report(time.Now(), nil)
 			assert.Equal(t, 0, r.Rounds)
 			assert.Equal(t, 1, r.Uncounted)
@@ -198,7 +198,7 @@ func TestMajorityAmnesiaRound(t *testing.T) {
 			n := newNemesis(reqs, &restarted)
 			hctx, stop := context.WithCancel(ctx)
 			go fakeHolder(hctx, reqs, func(int) error { return errors.New("could not take its permits claim") }, every)
-			assert.NoError(t, n.playMajority(ctx, []int{2, 3, 4}))
+			assert.NoError(t, n.playMajority(ctx, []int{2, 3, 4}, amnesiaAttempts))
 			stop()
 			assert.Empty(t, restarted, "no node is killed without valid holds")
 			assert.Equal(t, AmnesiaReport{Skipped: 1}, n.amnesia.report(time.Now(), nil))
@@ -211,8 +211,28 @@ func TestMajorityAmnesiaRound(t *testing.T) {
 				}
 				return nil
 			}, every)
-			assert.NoError(t, n.playMajority(ctx, []int{2, 3, 4}))
+			assert.NoError(t, n.playMajority(ctx, []int{2, 3, 4}, amnesiaAttempts))
 			assert.Len(t, restarted, 1, "the third attempt plays")
+		})
+	})
+	t.Run("the run's first round asks until the holder is ready", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			reqs := make(chan amnesia)
+			var restarted [][]int
+			n := newNemesis(reqs, &restarted)
+			go fakeHolder(ctx, reqs, func(i int) error {
+				if i < 7 {
+					return errors.New("could not take its rw claim")
+				}
+				return nil
+			}, every)
+			start := time.Now()
+			assert.NoError(t, n.playMajority(ctx, []int{2, 3, 4}, 0))
+			assert.Len(t, restarted, 1)
+			assert.Equal(t, 7*time.Second+2*time.Second+victimLinger, time.Since(start), "seven refusals a second apart")
+			assert.Equal(t, 1, n.amnesia.report(start, nil).Rounds)
 		})
 	})
 	t.Run("the end of the run stops the request", func(t *testing.T) {
@@ -221,7 +241,7 @@ func TestMajorityAmnesiaRound(t *testing.T) {
 			defer cancel()
 			var restarted [][]int
 			n := newNemesis(make(chan amnesia), &restarted) // nobody answers
-			assert.NoError(t, n.playMajority(ctx, []int{2, 3, 4}))
+			assert.NoError(t, n.playMajority(ctx, []int{2, 3, 4}, 0))
 			assert.Empty(t, restarted)
 			assert.Equal(t, AmnesiaReport{}, n.amnesia.report(time.Now(), nil), "not skipped: the run ended")
 		})

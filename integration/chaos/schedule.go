@@ -84,7 +84,11 @@ func (n *nemesis) runSafe(ctx context.Context) error {
 			}
 			var err error
 			if r.name == majorityAmnesia {
-				err = n.playMajority(ctx, nodesOf(faults))
+				attempts := amnesiaAttempts
+				if cycle == 0 {
+					attempts = 0 // until it plays: every run has one
+				}
+				err = n.playMajority(ctx, nodesOf(faults), attempts)
 			} else {
 				err = n.play(faults)
 			}
