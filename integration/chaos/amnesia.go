@@ -20,7 +20,8 @@ import (
 // of acquisition that ignored the quarantine would pass the safe run.
 
 // amnesia is one request of the nemesis to the holder: the holder sends on
-// ready nil once it holds every claim (else why not), then waits for
+// ready nil once it holds every claim (else why not, as "holder: ..."
+// completes it), then waits for
 // restarted, probes, lingers, and reports on held.
 type amnesia struct {
 	ready     chan error // buffered
@@ -172,7 +173,7 @@ func (n *nemesis) amnesiaRound(ctx context.Context, nodes []int, kind string) (b
 	}
 	asked := time.Now()
 	if err := <-req.ready; err != nil {
-		n.logf("nemesis: amnesia round not played: the holder %v", err)
+		n.logf("nemesis: amnesia round not played: holder: %v", err)
 		return false, nil
 	}
 	n.logf("nemesis: nodes %v: %s (the holder took its claims in %v)", nodes, kind, time.Since(asked).Round(time.Millisecond))

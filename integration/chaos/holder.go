@@ -114,7 +114,7 @@ func (w *worker) takeClaims(ctx context.Context) ([]heldClaim, error) {
 	wg.Wait()
 	var err error
 	if len(held) == 0 {
-		err = errors.New("has no claim to take")
+		err = errors.New("no claim to take")
 	}
 	for i, h := range held {
 		switch {
