@@ -1,18 +1,29 @@
 # The two commands a newcomer needs:
 #   go run ./cmd/redlock demo    (or: make demo)
-#   make test
+#   make test                    (sets itself up: see deps below)
 GO ?= go
 
-.PHONY: test unit modules integration demo redis-image bench chaos chaos-unsafe model
+.PHONY: test deps unit modules integration demo redis-image bench chaos chaos-unsafe model
 
 # Modules of their own, so the library's go.mod stays lean.
 MODULES := pool/rueidispool redlockotel
 
 ## test: unit and real-Redis tests with the race detector, the adapter and
 ## telemetry modules, then the integration suite on five Redis nodes.
-## Without redis-server on the PATH the real-Redis tests fail with an install
-## hint; REDLOCK_SKIP_REDIS=1 make test skips them instead (never in CI).
+## It needs only Go: deps installs the rest first, or names it.
+## REDLOCK_SKIP_REDIS=1 make test skips the real-Redis tests where
+## redis-server is missing (never in CI).
 test: unit modules integration
+
+## deps: what the tests need beyond Go (scripts/deps.sh says what and why):
+## installed with apt-get where it is usable (root, or passwordless sudo),
+## else one line names the packages and the target stops; then the local
+## Redis image when a Docker engine answers and REDLOCK_REDIS_IMAGE is unset.
+## Every target that runs tests asks it first.
+deps:
+	@bash scripts/deps.sh install test
+
+unit modules integration bench chaos chaos-unsafe: deps
 
 unit:
 	$(GO) vet ./...

@@ -46,6 +46,9 @@ func parseClusterURL(rawURL string, opts []URLOption) (*redis.ClusterOptions, st
 	if err != nil {
 		return nil, safe, err // redisurl.ParseQuery explains it below
 	}
+	if u.Hostname() == "" {
+		return nil, safe, errors.New("no host: a cluster URL names its first seed, host[:port]")
+	}
 	first := u.Host
 	if u.Port() == "" {
 		first = net.JoinHostPort(u.Hostname(), "6379")
@@ -73,14 +76,18 @@ func parseClusterURL(rawURL string, opts []URLOption) (*redis.ClusterOptions, st
 	return clusterOptions(ropts, seeds), safe, nil
 }
 
-// checkSeed checks an addr: a host and a port from 1 to 65535.
+// checkSeed checks a seed: a host and a port from 1 to 65535. Its error
+// names option addr, where every seed but the URL's host (checked by then)
+// comes from.
 func checkSeed(s string) error {
 	u, err := url.Parse("redis://" + s)
 	if err != nil || u.Host != s || u.Hostname() == "" || u.Port() == "" {
 		return fmt.Errorf("option %s: %s: want host:port", seedOption, redisurl.Quote(s))
 	}
-	_, err = redisurl.Parse("redis://" + s)
-	return err
+	if _, err := redisurl.Parse("redis://" + s); err != nil {
+		return fmt.Errorf("option %s: %s: %w", seedOption, redisurl.Quote(s), err)
+	}
+	return nil
 }
 
 // clusterOptions returns cluster options with the settings of o (made by

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"strings"
 	"time"
 
@@ -25,14 +26,25 @@ import (
 // A *redis.ClusterClient makes a node that is a Redis Cluster: the Pool
 // implements Cluster and reports true. Give it the same settings.
 //
-// A nil client yields a Pool whose every call fails with an error.
+// A nil client, or a nil pointer of a client type such as
+// (*redis.Client)(nil), yields a Pool whose SetNX, Eval and Listen fail with
+// an error that says so, without touching client. Its Addr names the nil
+// client's type ("<nil *redis.Client>"), IsCluster reports false, Identity
+// reports nothing learned, and Close, having nothing to release, returns
+// nil.
 func New(client redis.UniversalClient) Pool {
 	return newGoRedis(client, false)
 }
 
 func newGoRedis(client redis.UniversalClient, owned bool) *goRedis {
-	g := &goRedis{client: client, owned: owned, addr: "<nil client>"}
-	if client == nil {
+	g := &goRedis{client: client, owned: owned}
+	if isNil(client) {
+		// Every method of a nil *redis.Client (and of its siblings)
+		// dereferences it: the adapter must never call one.
+		g.client, g.addr = nil, "<nil client>"
+		if client != nil {
+			g.addr = fmt.Sprintf("<nil %T>", client)
+		}
 		return g
 	}
 	switch c := client.(type) {
@@ -54,6 +66,16 @@ func newGoRedis(client redis.UniversalClient, owned bool) *goRedis {
 // errNilClient is returned by every call on a Pool made from a nil client.
 var errNilClient = errors.New("pool: nil redis client")
 
+// isNil reports whether client is nil, or holds a nil pointer: an interface
+// holding (*redis.Client)(nil) is not itself nil.
+func isNil(client redis.UniversalClient) bool {
+	if client == nil {
+		return true
+	}
+	v := reflect.ValueOf(client)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
 type goRedis struct {
 	client       redis.UniversalClient
 	addr         string
@@ -64,7 +86,7 @@ type goRedis struct {
 
 func (g *goRedis) Addr() string { return g.addr }
 
-// IsCluster implements Cluster: true for a *redis.ClusterClient.
+// IsCluster implements Cluster: true for a non-nil *redis.ClusterClient.
 func (g *goRedis) IsCluster() bool {
 	_, ok := g.client.(*redis.ClusterClient)
 	return ok

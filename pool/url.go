@@ -12,6 +12,10 @@ package pool
 // down, or refuses the credentials, fails each call instead. Close on the
 // returned Pool closes that client.
 //
+// The host is a name, an IPv4 address, or an IPv6 address in brackets
+// ([::1]:6379); the port, 6379 if left out, is from 1 to 65535. A host with
+// more than one ":" outside brackets (host:6379:1, ::1) is an error.
+//
 // In the user name and password, "/", "?", "#" and "@" must be
 // percent-encoded (%2F, %3F, %23, %40), or given with WithCredentials.
 //
@@ -38,10 +42,13 @@ package pool
 //	conn_max_lifetime_jitter        1ms to conn_max_lifetime, or 0 for none
 //	skip_verify                     true, false, 1 or 0; rediss:// without WithTLSConfig only
 //
-// A duration is written as 500ms or 2s, or as a number of seconds. Any other
-// option, or a value out of bounds, is an error naming the option: none is
-// silently replaced. (go-redis itself checks none of these bounds and
-// panics, or exhausts memory, on some values.)
+// A duration is written as 500ms or 2s, or as a number of seconds; 0 and
+// 0s are the same zero. Any other option, or a value out of bounds, is an
+// error naming the option: none is silently replaced. Negative durations
+// are out of every bound: go-redis's URL parser reads them as it reads 0,
+// where its Options give -1 and -2 meanings of their own. (go-redis itself
+// checks none of these bounds and panics, or exhausts memory, on some
+// values.)
 //
 // Errors never contain the user name or password, nor any part of them,
 // however malformed the URL: they quote it without userinfo and query, and
@@ -53,15 +60,15 @@ package pool
 //
 //	redis+cluster://[[user]:password@]host[:port][?addr=host2:port2&addr=host3:port3&option=value...]
 //
-// Each addr needs a port; a seed given twice is an error; db is refused (a
-// cluster has none); the other options are the ones above, applied to the
-// connection to every shard. The Pool implements Cluster. Over TLS every
-// shard is checked against the first host's name unless WithTLSConfig sets
-// another. The client follows MOVED and ASK redirects (up to 3, as a
-// resharding needs) and, within the same 3 tries, resends a command whose
-// connection broke or failed to dial: a SET NX whose reply was lost then
-// reads as taken, which is safe (the attempt may fail; its cleanup
-// releases the key).
+// The host may not be left out; each addr is checked as the host is and
+// needs a port; a seed given twice is an error; db is refused (a cluster has
+// none); the other options are the ones above, applied to the connection to
+// every shard. The Pool implements Cluster. Over TLS every shard is checked
+// against the first host's name unless WithTLSConfig sets another. The
+// client follows MOVED and ASK redirects (up to 3, as a resharding needs)
+// and, within the same 3 tries, resends a command whose connection broke or
+// failed to dial: a SET NX whose reply was lost then reads as taken, which
+// is safe (the attempt may fail; its cleanup releases the key).
 func FromURL(rawURL string, opts ...URLOption) (Pool, error) {
 	return fromURL(rawURL, opts)
 }

@@ -72,7 +72,9 @@ func checkQuery(u *url.URL, ownTLS bool) error {
 
 // checkTimeouts checks the timeouts. A dial or pool timeout of zero or less
 // would fail every dial or every wait for a connection at once; a read or
-// write timeout of zero or less means none, the call's context only.
+// write timeout of zero means none, the call's context only. A negative one
+// is refused, as FromURL documents: go-redis's URL parser reads it as none
+// too, where its Options read -2 as "never set a socket deadline".
 func checkTimeouts(q *redisurl.Query) {
 	const syntax, lo = redisurl.GoDurationOrSeconds, time.Millisecond
 	q.Duration("dial_timeout", syntax, lo, maxTimeout, false, 0)
@@ -102,17 +104,22 @@ func checkConns(q *redisurl.Query) {
 	q.Int("pipeline_write_buffer_size", minBuffer, maxBuffer, 0)
 }
 
-// checkConnAge checks how long a connection may live or idle, where zero or
-// less means no limit, and the jitter go-redis would cut to the lifetime.
+// checkConnAge checks how long a connection may live or idle, where zero
+// means no limit, and the jitter go-redis would cut to the lifetime. A
+// jitter is checked against the lifetime only when both are in range, so
+// that an error names the option at fault.
 func checkConnAge(q *redisurl.Query) {
 	const syntax, lo = redisurl.GoDurationOrSeconds, time.Millisecond
 	q.Duration(alias(q, "conn_max_idle_time", "idle_timeout"), syntax, lo, maxConnAge, true, 0)
-	life := q.Duration(alias(q, "conn_max_lifetime", "max_conn_age"), syntax, lo, maxConnAge, true, 0)
-	switch jitter := q.Duration("conn_max_lifetime_jitter", syntax, lo, maxConnAge, true, 0); {
-	case jitter > 0 && life <= 0:
-		q.Fail("conn_max_lifetime_jitter", errors.New("needs conn_max_lifetime"))
+	lifeName := alias(q, "conn_max_lifetime", "max_conn_age")
+	life := q.Duration(lifeName, syntax, lo, maxConnAge, true, 0) // 0 when absent, None when 0
+	jitter := q.Duration("conn_max_lifetime_jitter", syntax, lo, maxConnAge, true, 0)
+	switch {
+	case q.Err() != nil || jitter <= 0: // absent, none, or refused above
+	case life <= 0:
+		q.Fail("conn_max_lifetime_jitter", fmt.Errorf("needs %s (1ms or more)", lifeName))
 	case jitter > life:
-		q.Fail("conn_max_lifetime_jitter", fmt.Errorf("%v is more than conn_max_lifetime (%v)", jitter, life))
+		q.Fail("conn_max_lifetime_jitter", fmt.Errorf("%v is more than %s (%v)", jitter, lifeName, life))
 	}
 }
 

@@ -228,11 +228,13 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // without waking anyone else. Waiters are served in the order they queued,
 // across Clients and processes. Retry k (k = 1, 2, ...) of the retry
 // strategy (WithRetry) is one round of calls to the nodes, sent NextDelay(k)
-// after the attempt before it, or sooner to keep the waiter's place (at
-// least every third of the TTL): it refreshes the waiter's place and takes
-// the key if it is free and the waiter is first, which covers a lost message
-// and an expiry. When the strategy stops, Lock returns the last error once
-// the last round has answered.
+// (at least 1ms) after the attempt before it: it refreshes the waiter's
+// place and takes the key if it is free and the waiter is first, which
+// covers a lost message and an expiry. Between retries further apart than a
+// third of the TTL, rounds at that interval keep the waiter's place; they
+// are not retries and do not use up the strategy, though they too take a
+// free key. When the strategy stops, Lock returns the last error once the
+// last retry's round has answered, never before that retry was due.
 //
 // WithFairness skips the first try: the caller's first attempt is to join
 // the queue, so it never overtakes a waiter. So does a Lock call on a key

@@ -31,7 +31,7 @@ import (
 type grants struct {
 	channel string
 	health  func(i int) error // why node i's grants do not count now (vote.go), or nil
-	woken   *releases        // the Client's calls waiting for a key to be free
+	woken   *releases         // the Client's calls waiting for a key to be free
 
 	mu      sync.Mutex
 	inbox   map[string]*waiter // by token

@@ -106,11 +106,11 @@ func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, 
 	}
 }
 
-// pause waits delay, or less when woken fires. When ctx ends or the Client
+// pause waits delay (at least minRetryDelay), or less when woken fires. When ctx ends or the Client
 // closes first, it returns last, the error of the attempt before, joined
 // with the reason.
 func (c *Client) pause(ctx context.Context, delay time.Duration, woken <-chan struct{}, last error) error {
-	t := c.cfg.clock.NewTimer(delay)
+	t := c.cfg.clock.NewTimer(max(delay, minRetryDelay))
 	defer t.Stop()
 	select {
 	case <-t.C():

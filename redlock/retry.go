@@ -5,13 +5,19 @@ import (
 	"time"
 )
 
-// RetryStrategy decides how long Lock waits before each new attempt.
-// Implementations must be safe for concurrent use.
+// RetryStrategy decides how long the blocking calls (Lock, RLock,
+// AcquirePermit, LockAll and the Do calls) wait before each new attempt.
+// Implementations must be safe for concurrent use. A delay below 1ms
+// (minRetryDelay), zero or negative included, counts as 1ms in every one
+// of them, so that no strategy makes a call spin on the nodes.
 type RetryStrategy interface {
 	// NextDelay returns the wait before retry number attempt (1 for the first
-	// retry). ok false stops retrying: Lock then returns the last error.
+	// retry). ok false stops retrying: the call then returns the last error.
 	NextDelay(attempt int) (delay time.Duration, ok bool)
 }
+
+// minRetryDelay is the floor under every delay a RetryStrategy returns.
+const minRetryDelay = time.Millisecond
 
 // RetryFunc adapts a function to a RetryStrategy.
 type RetryFunc func(attempt int) (time.Duration, bool)

@@ -97,7 +97,11 @@ type waiter struct {
 	view    []nodeView
 	seq     int
 	sent    map[int]time.Time // send time of each round still useful
-	retries int               // rounds sent by the round timer: the retries after the first attempt
+	retries int               // the retry strategy's rounds sent: the retries after the first attempt
+	// retryAt is when the strategy's next retry is due; the round timer
+	// fires sooner only to keep the waiter's place (the heartbeat), and such
+	// a round is not a retry.
+	retryAt time.Time
 	// grantMark is the latest round sent when we last heard of a grant:
 	// only answers to later rounds tell who holds a node now.
 	grantMark int
@@ -273,27 +277,34 @@ func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, delay time.D
 	}
 }
 
-// onRoundTimer sends the next retry and returns the timer of the one after
-// it.
+// onRoundTimer sends a round: the strategy's next retry when it is due,
+// else a heartbeat that only keeps the waiter's place (it may still take
+// a free key it is first for). It returns the timer of the next round.
 func (w *waiter) onRoundTimer() clock.Timer {
-	if w.last {
-		// The last round is still in flight: refresh the place meanwhile.
+	now := w.clk.Now()
+	if w.last || now.Before(w.retryAt) {
 		w.sendRound(notQuiet)
-		return w.nextRound(0, false)
+		if w.last {
+			return w.clk.NewTimer(w.heartbeat)
+		}
+		return w.clk.NewTimer(min(w.retryAt.Sub(now), w.heartbeat))
 	}
 	w.retries++
 	w.sendRound(notQuiet)
 	return w.nextRound(w.retry.NextDelay(w.retries + 1))
 }
 
-// nextRound returns the timer of the next round: delay when retry, at most
-// the heartbeat; without retry, the waiter fails once its rounds have
-// answered, and the heartbeat keeps its place meanwhile.
+// nextRound returns the timer of the next round: the retry, due delay from
+// now, when retry, or the heartbeat if that comes first; without retry, the
+// waiter fails once its rounds have answered, and the heartbeat keeps its
+// place meanwhile. A delay below minRetryDelay counts as minRetryDelay.
 func (w *waiter) nextRound(delay time.Duration, retry bool) clock.Timer {
 	if !retry {
 		w.last = true
-		delay = w.heartbeat
+		return w.clk.NewTimer(w.heartbeat)
 	}
+	delay = max(delay, minRetryDelay)
+	w.retryAt = w.clk.Now().Add(delay)
 	return w.clk.NewTimer(min(delay, w.heartbeat))
 }
 

@@ -25,27 +25,9 @@ if [[ "${FORCE:-}" != 1 ]] &&
   exit 0
 fi
 
-if ! command -v redis-server >/dev/null; then
-  if [[ $(id -u) != 0 ]]; then
-    echo "redis-image: redis-server is missing; install it (apt-get install redis-server) and retry" >&2
-    exit 1
-  fi
-  echo "redis-image: installing redis-server with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq redis-server >/dev/null
-fi
-faketime=$(compgen -G '/usr/lib/*/faketime/libfaketime.so.1' | head -1 || true)
-if [[ -z $faketime ]] || ! command -v "${CC:-gcc}" >/dev/null; then
-  if [[ $(id -u) != 0 ]]; then
-    echo "redis-image: libfaketime or gcc is missing; install them (apt-get install libfaketime gcc) and retry" >&2
-    exit 1
-  fi
-  echo "redis-image: installing libfaketime and gcc with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq libfaketime gcc >/dev/null || { apt-get update -qq && apt-get install -y -qq libfaketime gcc >/dev/null; }
-  faketime=$(compgen -G '/usr/lib/*/faketime/libfaketime.so.1' | head -1)
-fi
+# redis-server, libfaketime and gcc: installed, or named, by scripts/deps.sh.
+bash "$here/../../scripts/deps.sh" install image
+faketime=${REDLOCK_LIBFAKETIME:-$(compgen -G '/usr/lib/*/faketime/libfaketime.so.1' | head -1)}
 
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT

@@ -149,14 +149,6 @@ func TestListenOverTheCallersClient(t *testing.T) {
 		"the subscribed connection is closed, not given back to the client's pool")
 }
 
-func TestListenNilClient(t *testing.T) {
-	n, ok := rueidispool.New(nil).(pool.Notifier)
-	require.True(t, ok)
-	l, err := n.Listen(bg())
-	require.Error(t, err)
-	assert.Nil(t, l)
-}
-
 func TestListenCanceledContext(t *testing.T) {
 	srv := redistest.Start(t, redistest.NoPersistence)
 	c := newClient(t, srv.Addr())

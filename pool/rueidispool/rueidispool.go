@@ -46,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -65,17 +66,37 @@ import (
 // client's options.
 //
 // Addr is the client's node addresses, as rueidis reports them when New is
-// called. A nil client yields a Pool whose every call fails with an error.
+// called.
+//
+// A nil client, or a nil pointer of a type that implements rueidis.Client,
+// yields a Pool whose SetNX, Eval and Listen fail with an error that says
+// so, without touching client. Its Addr names the nil client's type
+// ("<nil client>" for an untyped nil), IsCluster reports false, and Close,
+// having nothing to release, returns nil.
 func New(client rueidis.Client) pool.Pool {
-	a := &adapter{client: client, addr: "<nil client>"}
-	if client != nil {
-		a.addr = strings.Join(slices.Sorted(maps.Keys(client.Nodes())), ",")
+	if isNil(client) {
+		a := &adapter{addr: "<nil client>"}
+		if client != nil {
+			a.addr = fmt.Sprintf("<nil %T>", client)
+		}
+		return a
 	}
-	return a
+	return &adapter{client: client, addr: strings.Join(slices.Sorted(maps.Keys(client.Nodes())), ",")}
 }
 
 // errNilClient is returned by every call on a Pool made from a nil client.
 var errNilClient = errors.New("rueidispool: nil rueidis client")
+
+// isNil reports whether client is nil, or holds a nil pointer: an interface
+// holding a nil pointer is not itself nil, and its methods may dereference
+// it.
+func isNil(client rueidis.Client) bool {
+	if client == nil {
+		return true
+	}
+	v := reflect.ValueOf(client)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
 
 type adapter struct {
 	client rueidis.Client

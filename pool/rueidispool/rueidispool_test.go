@@ -41,14 +41,42 @@ func TestNewLeavesTheClientOpen(t *testing.T) {
 	require.NoError(t, c.Do(bg(), c.B().Ping().Build()).Error(), "the caller's client stays open")
 }
 
+// wrapped is a rueidis.Client of the caller's own, as a tracing wrapper
+// would be: its nil pointer panics on any method.
+type wrapped struct{ rueidis.Client }
+
+// TestNilClient checks that New of a nil client, untyped or a nil pointer,
+// makes a Pool whose every call to the node fails with an error that says
+// so, and that nothing panics.
 func TestNilClient(t *testing.T) {
-	p := rueidispool.New(nil)
-	assert.Equal(t, "<nil client>", p.Addr())
-	_, err := p.SetNX(bg(), "k", "v", time.Minute)
-	require.Error(t, err)
-	_, err = p.Eval(bg(), pool.NewScript("return 1"), nil)
-	require.Error(t, err)
-	require.NoError(t, p.Close())
+	tests := []struct {
+		name   string
+		client rueidis.Client
+		addr   string
+	}{
+		{"Untyped", nil, "<nil client>"},
+		{"NilPointer", (*wrapped)(nil), "<nil *rueidispool_test.wrapped>"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var p pool.Pool
+			require.NotPanics(t, func() { p = rueidispool.New(tc.client) })
+			assert.Equal(t, tc.addr, p.Addr())
+			assert.False(t, p.(pool.Cluster).IsCluster(), "a nil client is no cluster")
+
+			set, err := p.SetNX(bg(), "k", "v", time.Minute)
+			require.ErrorContains(t, err, "rueidispool: nil rueidis client")
+			assert.False(t, set)
+			v, err := p.Eval(bg(), pool.NewScript("return 1"), nil)
+			require.ErrorContains(t, err, "rueidispool: nil rueidis client")
+			assert.Nil(t, v)
+			l, err := p.(pool.Notifier).Listen(bg())
+			require.ErrorContains(t, err, "rueidispool: nil rueidis client")
+			assert.Nil(t, l)
+
+			require.NoError(t, p.Close(), "nothing to release")
+		})
+	}
 }
 
 func TestRESP3RepliesLookLikeRESP2(t *testing.T) {

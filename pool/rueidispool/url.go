@@ -57,7 +57,9 @@ func WithCredentials(username, password string) Option {
 //
 // then opts applied in order. In the user name and password, "/", "?", "#"
 // and "@" must be percent-encoded (%2F, %3F, %23, %40), or given with
-// WithCredentials.
+// WithCredentials. The host is a name, an IPv4 address, or an IPv6 address
+// in brackets ([::1]:6379); a host with more than one ":" outside brackets
+// (host:6379:1) is an error.
 //
 // The query takes the options rueidis.ParseURL reads, each at most once and
 // not empty, within these bounds:

@@ -63,6 +63,11 @@ func TestFromURLQueryBounds(t *testing.T) {
 		})
 	}
 
+	t.Run("HostWithTwoPorts", func(t *testing.T) {
+		require.ErrorContains(t, fromURL(t, "redis://127.0.0.1:6379:1"),
+			`rueidispool: invalid URL: more than one ":" in the host`)
+	})
+
 	t.Run("SkipVerify", func(t *testing.T) {
 		require.ErrorContains(t, fromURL(t, "rediss://127.0.0.1:6379?skip_verify="),
 			"option skip_verify: empty value")

@@ -125,8 +125,9 @@ const (
 	// GoDuration is time.ParseDuration's syntax ("500ms", "2s"), as rueidis
 	// reads it.
 	GoDuration DurationSyntax = iota
-	// GoDurationOrSeconds also takes a plain integer as seconds, and reads
-	// zero or less as "none", as go-redis does.
+	// GoDurationOrSeconds also takes a plain integer as seconds, as
+	// go-redis does. go-redis reads zero or less as "none"; [Query.Duration]
+	// takes zero only.
 	GoDurationOrSeconds
 )
 
@@ -134,21 +135,29 @@ const (
 const None time.Duration = -1
 
 // Duration returns the value of option name, from lo to hi, or def when
-// absent. With GoDurationOrSeconds and none set, a value of zero or less
-// returns [None]; otherwise it is out of range.
+// absent. With GoDurationOrSeconds and none set, a zero value ("0", "0s")
+// returns [None]. Any other value out of range is an error, negative ones
+// too: go-redis's URL parser reads them all as "none", where its Options
+// give -1 and -2 meanings of their own, so that a negative value may not
+// mean what its writer thought.
 func (q *Query) Duration(name string, syntax DurationSyntax, lo, hi time.Duration, none bool, def time.Duration) time.Duration {
 	s, ok := q.value(name)
 	if !ok {
 		return def
 	}
+	none = none && syntax == GoDurationOrSeconds
 	d, err := parseDuration(s, syntax)
 	switch {
 	case err != nil:
 		q.Fail(name, err)
-	case d <= 0 && syntax == GoDurationOrSeconds && none:
+	case d == 0 && none:
 		return None
 	case d < lo || d > hi:
-		q.Fail(name, fmt.Errorf("%s is out of range: want %v to %v", Quote(s), lo, hi))
+		want := fmt.Sprintf("%v to %v", lo, hi)
+		if none {
+			want += ", or 0 for none"
+		}
+		q.Fail(name, fmt.Errorf("%s is out of range: want %s", Quote(s), want))
 	default:
 		return d
 	}
@@ -157,13 +166,14 @@ func (q *Query) Duration(name string, syntax DurationSyntax, lo, hi time.Duratio
 
 // parseDuration reads s as syntax does, without overflow: go-redis
 // multiplies a number of seconds by time.Second unchecked, so that a huge
-// count wraps around to any duration at all.
+// count wraps around to any duration at all. A negative number of seconds
+// reads as -1ns, whatever its size: it is out of every range.
 func parseDuration(s string, syntax DurationSyntax) (time.Duration, error) {
 	if syntax == GoDurationOrSeconds {
 		n, err := strconv.Atoi(s)
 		switch {
-		case err == nil && n <= 0:
-			return 0, nil // "none" to go-redis, whatever the size
+		case err == nil && n < 0:
+			return -1, nil
 		case err == nil && n <= math.MaxInt64/int(time.Second):
 			return time.Duration(n) * time.Second, nil
 		case err == nil || errors.Is(err, strconv.ErrRange):

@@ -24,14 +24,21 @@ import (
 var errMisplacedAt = errors.New(`"@" after the host: percent-encode "/", "?", "#" and "@" ` +
 	`in the user name and password as %2F, %3F, %23 and %40, or pass them with WithCredentials`)
 
+// errMultiColon is returned for a host with more than one ":" outside
+// brackets: two ports, or an IPv6 address without its brackets.
+var errMultiColon = errors.New(`more than one ":" in the host: want host:port, ` +
+	`an IPv6 address in brackets ([::1]:6379)`)
+
 // errUserinfo is returned when only the userinfo keeps the URL from parsing.
 var errUserinfo = errors.New("malformed user name or password: percent-encode " +
 	`the characters other than letters, digits and -._~!$&'()*+,;=: in them`)
 
 // Parse parses rawURL, which must be a redis:// or rediss:// URL naming a
-// host. Its error, if any, quotes nothing from the URL but the scheme: the
-// userinfo can hold a password, and when the URL is malformed no part of it
-// is surely not the userinfo. The query is left to [ParseQuery].
+// host: a name or an IPv4 address, or an IPv6 address in brackets, then at
+// most one port, from 1 to 65535. Its error, if any, quotes nothing from the
+// URL but the scheme: the userinfo can hold a password, and when the URL is
+// malformed no part of it is surely not the userinfo. The query is left to
+// [ParseQuery].
 func Parse(rawURL string) (*url.URL, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok || !validScheme(scheme) {
@@ -65,6 +72,10 @@ func Parse(rawURL string) (*url.URL, error) {
 	switch {
 	case u.Host == "":
 		return nil, errors.New("no host")
+	case !strings.HasPrefix(u.Host, "[") && strings.Count(u.Host, ":") > 1:
+		// url.Parse reads "h:1:2" as host "h:1" and port "2", which
+		// go-redis dials as "[h:1]:2": neither is what was meant.
+		return nil, errMultiColon
 	case u.Fragment != "" || strings.Contains(rawURL, "#"):
 		return nil, errors.New(`a fragment ("#..."): percent-encode "#" as %23`)
 	}

@@ -1,0 +1,106 @@
+package redlock_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// oneRetryAfter allows exactly one retry, d after the first attempt, and
+// counts how often it was asked.
+func oneRetryAfter(d time.Duration, asked *atomic.Int32) redlock.RetryStrategy {
+	return redlock.RetryFunc(func(attempt int) (time.Duration, bool) {
+		asked.Add(1)
+		return d, attempt == 1
+	})
+}
+
+// Ported from bsm/redislock's suite: a 20ms lock, then Lock with a
+// strategy that allows one retry after 60ms. The holder's key expires
+// before that retry is due, so Lock gets the lock: the rounds that keep a
+// short lock's waiter in the queue (every third of its TTL) are not the
+// strategy's retries, and do not use up its only one.
+func TestRealRetryStrategyOneRetryAfterExpiry(t *testing.T) {
+	_, pools := realNodes(t, 5)
+	a := newClient(t, pools)
+	b := newClient(t, pools)
+	for range 3 {
+		_, err := a.TryLock(bg(), "bsm", 20*time.Millisecond)
+		require.NoError(t, err)
+		var asked atomic.Int32
+		l, err := b.Lock(bg(), "bsm", 20*time.Millisecond, redlock.WithRetry(oneRetryAfter(60*time.Millisecond, &asked)))
+		require.NoError(t, err, "the holder's 20ms lock expired before the only retry was due")
+		require.NoError(t, l.Unlock(bg()))
+		b.WaitIdle()
+	}
+}
+
+// The same strategy on a key held for longer than the retry's delay: Lock
+// fails, but not before its only retry was due, and after asking the
+// strategy no more than for the first retry and the one after it.
+func TestRealRetryStrategyNotBeforeItsRetry(t *testing.T) {
+	_, pools := realNodes(t, 5)
+	a := newClient(t, pools)
+	b := newClient(t, pools)
+	la, err := a.TryLock(bg(), "bsm", 5*time.Second)
+	require.NoError(t, err)
+	for range 3 {
+		var asked atomic.Int32
+		start := time.Now()
+		_, err = b.Lock(bg(), "bsm", 20*time.Millisecond, redlock.WithRetry(oneRetryAfter(60*time.Millisecond, &asked)))
+		took := time.Since(start)
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, redlock.ErrTaken)
+		assert.GreaterOrEqual(t, took, 60*time.Millisecond, "Lock gave up before its only retry was due")
+		assert.LessOrEqual(t, asked.Load(), int32(2), "the strategy was asked for more than the first retry and the next")
+	}
+	require.NoError(t, la.Unlock(bg()))
+}
+
+// A strategy that answers a zero or negative delay gets the documented
+// floor (1ms) in every blocking call: within 300ms each makes at most
+// about 300 attempts, not thousands.
+func TestRealRetryFloorEveryBlockingCall(t *testing.T) {
+	_, pools := realNodes(t, 3)
+	a := newClient(t, pools)
+	_, err := a.TryLock(bg(), "floor", 10*time.Second)
+	require.NoError(t, err)
+	_, err = a.TryLock(bg(), "floor:b", 10*time.Second)
+	require.NoError(t, err)
+	_, err = a.TryAcquirePermit(bg(), "floor:p", 1, 10*time.Second)
+	require.NoError(t, err)
+	for _, d := range []time.Duration{0, -time.Second} {
+		var asked atomic.Int32
+		strategy := redlock.WithRetry(redlock.RetryFunc(func(int) (time.Duration, bool) {
+			asked.Add(1)
+			return d, true
+		}))
+		b := newClient(t, pools)
+		calls := map[string]func(ctx context.Context) error{
+			"Lock":  func(ctx context.Context) error { _, err := b.Lock(ctx, "floor", time.Second, strategy); return err },
+			"RLock": func(ctx context.Context) error { _, err := b.RLock(ctx, "floor", time.Second, strategy); return err },
+			"AcquirePermit": func(ctx context.Context) error {
+				_, err := b.AcquirePermit(ctx, "floor:p", 1, time.Second, strategy)
+				return err
+			},
+			"LockAll": func(ctx context.Context) error {
+				_, err := b.LockAll(ctx, []string{"floor:a", "floor:b"}, time.Second, strategy)
+				return err
+			},
+		}
+		for name, call := range calls {
+			asked.Store(0)
+			ctx, cancel := context.WithTimeout(bg(), 300*time.Millisecond)
+			err := call(ctx)
+			cancel()
+			require.Error(t, err, name)
+			assert.LessOrEqual(t, asked.Load(), int32(320), "%s with delay %v: attempts beyond the 1ms floor", name, d)
+		}
+	}
+}
