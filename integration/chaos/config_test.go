@@ -1,11 +1,14 @@
 package chaos
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/redlock"
 )
 
 // The defaults put at least 8 Clients of one worker each on 2 hot keys
@@ -73,4 +76,116 @@ func TestVictimClaims(t *testing.T) {
 	assert.Equal(t, []Workload{Exclusive, Multi, RW, Permits}, cfg.Workloads())
 	cfg.RWClients, cfg.PermitClients, cfg.MultiEvery = 0, 0, -1
 	assert.Equal(t, []claim{{workload: Exclusive, keys: []string{"chaos:0"}}}, cfg.victimClaims())
+}
+
+// The holder of the amnesia rounds keeps a claim of every workload the run
+// plays: a workload without one would meet no majority amnesia. A new
+// workload (the election) fails here until victimClaims gives it a claim.
+func TestVictimClaimsCoverEveryWorkload(t *testing.T) {
+	for _, cfg := range []Config{{}, {Unsafe: true}, {ClusterShards: 3}, {MultiEvery: -1, RWClients: -1}} {
+		cfg.Duration, cfg.Seed, cfg.Logf = time.Second, 1, t.Logf
+		cfg, err := cfg.withDefaults(t)
+		require.NoError(t, err)
+		var got []Workload
+		for _, c := range cfg.victimClaims() {
+			if !slices.Contains(got, c.workload) {
+				got = append(got, c.workload)
+			}
+		}
+		assert.Equal(t, cfg.Workloads(), got)
+	}
+	assert.Equal(t, []Workload{Exclusive, Multi, RW, Permits}, Workloads, "a new workload needs a claim in victimClaims")
+}
+
+// The safe run has the majority-amnesia round on standalone unfenced nodes,
+// three of which persist nothing; its holder's TTL sets the quarantine.
+func TestMajorityAmnesiaConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		plays      bool
+		quarantine time.Duration
+	}{
+		{"safe", Config{}, true, 9*time.Second + 90*time.Millisecond + time.Second},
+		{"fenced: every node persists", Config{Fencing: true}, false, 3*time.Second + 30*time.Millisecond + time.Second},
+		{"clusters: the shard nemesis", Config{ClusterShards: 3}, false, 3*time.Second + 30*time.Millisecond + time.Second},
+		{"unsafe: quarantine off", Config{Unsafe: true}, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Duration, tc.cfg.Seed, tc.cfg.Logf = time.Second, 1, t.Logf
+			cfg, err := tc.cfg.withDefaults(t)
+			require.NoError(t, err)
+			assert.Equal(t, tc.plays, cfg.playsMajorityAmnesia())
+			assert.Equal(t, tc.quarantine, cfg.quarantine())
+		})
+	}
+	cfg, err := Config{Duration: time.Second, Seed: 1, Logf: t.Logf}.withDefaults(t)
+	require.NoError(t, err)
+	assert.Equal(t, 9*time.Second, cfg.holderTTL())
+	assert.Greater(t, cfg.quarantine(), cfg.holderTTL()+cfg.holderTTL()/100+2*time.Millisecond, "the quarantine covers the holder's TTL and its drift")
+}
+
+// crew puts the safe run's holder on a Client of its own after every team,
+// and the unsafe run's victim and pauser on the ordinary team's first
+// workers; either holder has a prober on one more Client.
+func TestCrew(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		workers int
+		clients int
+		holder  int
+	}{
+		{"safe: a holder of its own", Config{}, 5*2 + 8 + 4 + 4 + 1, 5 + 8 + 4 + 4 + 2, 26},
+		{"unsafe: the first worker", Config{Unsafe: true}, 5 + 8 + 4 + 4, 5 + 8 + 4 + 4 + 1, 0},
+		{"fenced: no holder", Config{Fencing: true}, 5*2 + 8 + 4 + 4, 5 + 8 + 4 + 4, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Duration, tc.cfg.Seed, tc.cfg.Logf = time.Second, 1, t.Logf
+			cfg, err := tc.cfg.withDefaults(t)
+			require.NoError(t, err)
+			clients := 0
+			ws, _ := cfg.crew(func() *redlock.Client { clients++; return nil }, worker{})
+			assert.Len(t, ws, tc.workers)
+			assert.Equal(t, tc.clients, clients)
+			for i, w := range ws {
+				assert.Equal(t, i, w.id)
+				if i == tc.holder {
+					assert.Equal(t, victim, w.role)
+					assert.Equal(t, append(cfg.victimClaims(), ownClaims(cfg.victimClaims())...), w.victimClaims)
+					assert.Equal(t, cfg.holderTTL(), w.victimTTL)
+					require.NotNil(t, w.prober)
+					assert.Equal(t, len(ws), w.prober.id, "the prober's holds are its own")
+				} else {
+					assert.NotEqual(t, victim, w.role, "worker %d", i)
+				}
+			}
+			if cfg.Unsafe {
+				assert.Equal(t, pauser, ws[1].role)
+			}
+		})
+	}
+}
+
+// The holder also holds each claim on keys of its own, and the prober
+// tries one of each workload there, the read/write one as a reader: a
+// writer would queue, and readers are what the quarantine must refuse too.
+func TestProbeClaims(t *testing.T) {
+	cfg, err := Config{Duration: time.Second, Seed: 1, Logf: t.Logf}.withDefaults(t)
+	require.NoError(t, err)
+	own := ownClaims(cfg.victimClaims())
+	assert.Equal(t, []claim{
+		{workload: Exclusive, keys: []string{"chaos:amnesia:exclusive:0"}},
+		{workload: Multi, keys: []string{"chaos:amnesia:multi:0", "chaos:amnesia:multi:1"}},
+		{workload: RW, keys: []string{"chaos:amnesia:rw:0"}},
+		{workload: Permits, keys: []string{"chaos:amnesia:permits:0"}, limit: 2},
+		{workload: Permits, keys: []string{"chaos:amnesia:permits:0"}, limit: 2},
+	}, own)
+	assert.Equal(t, []claim{
+		{workload: Exclusive, keys: []string{"chaos:amnesia:exclusive:0"}},
+		{workload: Multi, keys: []string{"chaos:amnesia:multi:0", "chaos:amnesia:multi:1"}},
+		{workload: RW, keys: []string{"chaos:amnesia:rw:0"}, shared: true},
+		{workload: Permits, keys: []string{"chaos:amnesia:permits:0"}, limit: 2},
+	}, probeClaims(own))
+	assert.Equal(t, "chaos:0", cfg.victimClaims()[0].keys[0], "ownClaims copies the keys")
 }

@@ -18,15 +18,21 @@
 // permits (AcquirePermit, limit 2) of one key, where more valid holders at
 // an instant than the limit is one. The ordinary workers' multi-locks
 // (LockAll) are the fourth workload. Each hold carries its Workload, and
-// the report counts holds and violations per workload; the unsafe run's
-// victim holds one claim of every workload through each amnesia round,
-// and that run passes only when every workload shows violations.
+// the report counts holds and violations per workload. In an amnesia round
+// (amnesia.go) a majority of the nodes, none persisting, restarts empty
+// while a holder keeps one claim of every workload, and its prober tries
+// each workload against it: in the safe run (majority amnesia, the first
+// round of every run and one in each cycle) the clients' restart
+// quarantine must keep everyone out, in the unsafe run (the victim's
+// rounds, quarantine off) the others get in, and that run passes only when
+// every workload shows violations.
 //
 // Run drives one run on a cluster of five nodes (integration/cluster); Check
 // judges a History, and is what the unit tests feed with synthetic histories.
 // The safe schedule stays within what the model and the clients' protections
-// allow (at most two nodes down at once; nodes without persistence restarted
-// after the TTL, or at once under the restart quarantine; a node clock that
+// allow (at most two nodes down at once, but for the majority-amnesia round;
+// nodes without persistence restarted after the TTL, or at once under the
+// restart quarantine, one or three at a time; a node clock that
 // runs fast, which the clients' clock check catches before it drops a key;
 // clock jumps only while a node is down and empty) and must find nothing; the unsafe schedule breaks the model on purpose (a majority
 // restarted empty while a lock is held, a client that writes after a pause
@@ -36,7 +42,7 @@
 // integration/ run it, configured by environment variables (see
 // chaos_test.go), and it ends with one summary line:
 //
-//	acquisitions=N faults=F violations=V lost_updates=L | exclusive holds=H violations=V | multi ... | rw ... | permits ...
+//	acquisitions=N faults=F violations=V lost_updates=L majority_amnesia_rounds=R | exclusive holds=H violations=V | multi ... | rw ... | permits ...
 //
 // docs/safety.md explains the schedule, the assumptions and the results.
 package chaos

@@ -32,29 +32,41 @@ func (c claim) writes() bool { return !c.shared && c.limit == 0 }
 // take acquires c for ttl with the blocking call that fits it, bounded by
 // lockWait, recording when the call began.
 func (w *worker) take(ctx context.Context, c claim, ttl time.Duration, opts []redlock.LockOption) (*redlock.Lock, time.Time, bool) {
-	if w.fencing {
-		opts = append(opts, redlock.WithFencing())
-	}
 	lctx, cancel := context.WithTimeout(ctx, lockWait)
 	defer cancel()
 	begin := time.Now()
-	var l *redlock.Lock
-	var err error
-	switch {
-	case c.workload == Multi:
-		l, err = w.client.LockAll(lctx, c.keys, ttl, opts...)
-	case c.shared:
-		l, err = w.client.RLock(lctx, c.keys[0], ttl, opts...)
-	case c.limit > 0:
-		l, err = w.client.AcquirePermit(lctx, c.keys[0], c.limit, ttl, opts...)
-	default:
-		l, err = w.client.Lock(lctx, c.keys[0], ttl, opts...)
-	}
+	l, err := w.acquire(lctx, c, ttl, opts, false)
 	if err != nil {
 		w.stats.fail(err)
 		return nil, begin, false
 	}
 	return l, begin, true
+}
+
+// acquire calls the acquisition that fits c: the blocking one, or with
+// try the one that makes a single attempt (TryLock and its kin).
+func (w *worker) acquire(ctx context.Context, c claim, ttl time.Duration, opts []redlock.LockOption, try bool) (*redlock.Lock, error) {
+	if w.fencing {
+		opts = append(opts, redlock.WithFencing())
+	}
+	cl := w.client
+	switch {
+	case c.workload == Multi && try:
+		return cl.TryLockAll(ctx, c.keys, ttl, opts...)
+	case c.workload == Multi:
+		return cl.LockAll(ctx, c.keys, ttl, opts...)
+	case c.shared && try:
+		return cl.TryRLock(ctx, c.keys[0], ttl, opts...)
+	case c.shared:
+		return cl.RLock(ctx, c.keys[0], ttl, opts...)
+	case c.limit > 0 && try:
+		return cl.TryAcquirePermit(ctx, c.keys[0], c.limit, ttl, opts...)
+	case c.limit > 0:
+		return cl.AcquirePermit(ctx, c.keys[0], c.limit, ttl, opts...)
+	case try:
+		return cl.TryLock(ctx, c.keys[0], ttl, opts...)
+	}
+	return cl.Lock(ctx, c.keys[0], ttl, opts...)
 }
 
 // rwIteration is one hold of a read/write key: about one in writeEvery a
@@ -98,75 +110,8 @@ func sharedTime(rng *rand.Rand) time.Duration {
 	return 5*time.Millisecond + durN(rng, 15*time.Millisecond)
 }
 
-// victimClaims are the holds the victim of an unsafe run keeps through the
-// restart of a majority, one workload after another, so that each workload
-// sees the hazard: key 0 alone, keys 1 and 2 together (with three keys or
-// more), the first read/write key as a writer, and every permit of the
-// permit key.
-func (c Config) victimClaims() []claim {
-	ordinary := c.ordinaryKeys()
-	out := []claim{{workload: Exclusive, keys: ordinary[:1]}}
-	if c.MultiEvery > 0 && c.Keys >= 3 {
-		out = append(out, claim{workload: Multi, keys: ordinary[1:3]})
-	}
-	if c.RWClients > 0 {
-		out = append(out, claim{workload: RW, keys: c.rwKeys()[:1]})
-	}
-	if c.PermitClients > 0 {
-		for range c.PermitLimit {
-			out = append(out, claim{workload: Permits, keys: permitKeys, limit: c.PermitLimit})
-		}
-	}
-	return out
-}
-
 // permitKeys is the permit workload's key: a Redis hash on the nodes, so
 // apart from every lock key.
 var permitKeys = []string{"chaos:permit:0"}
 
 func (c Config) rwKeys() []string { return keyNames("chaos:rw:", c.RWKeys) }
-
-// heldClaim is one of the victim's holds.
-type heldClaim struct {
-	c            claim
-	l            *redlock.Lock
-	begin, start time.Time
-}
-
-// serve plays the victim of one amnesia round: it takes every victim claim
-// it can, reads the counter its first hold guards, tells the nemesis, holds
-// through the restart of a majority and a linger, then writes (as a holder
-// whose lock is still valid is entitled to) and releases them all.
-func (w *worker) serve(ctx context.Context, req amnesia) {
-	var held []heldClaim
-	for _, c := range w.victimClaims {
-		if l, begin, ok := w.take(ctx, c, victimTTL, nil); ok {
-			held = append(held, heldClaim{c: c, l: l, begin: begin, start: time.Now()})
-		}
-	}
-	if len(held) == 0 {
-		req.ready <- false
-		return
-	}
-	ready := false
-	work := func() {
-		ready = true
-		req.ready <- true
-		select {
-		case <-req.restarted:
-		case <-time.After(victimTTL / 2):
-		}
-		time.Sleep(victimLinger) // others get in meanwhile
-	}
-	if first := held[0]; first.c.writes() {
-		w.update(first.c.keys[0], first.c.workload, first.l, work)
-	} else {
-		work()
-	}
-	if !ready {
-		req.ready <- false // the store failed before the work began
-	}
-	for _, h := range held {
-		w.release(h.l, h.c, h.begin, h.start)
-	}
-}

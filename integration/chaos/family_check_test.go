@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -144,7 +145,7 @@ func TestResultVerdictPerWorkload(t *testing.T) {
 	assert.Empty(t, every.Missed())
 	assert.Equal(t, chaos.ExitOK, every.ExitCode(true))
 	assert.Equal(t, chaos.ExitViolations, every.ExitCode(false))
-	assert.Equal(t, "acquisitions=8 faults=0 violations=4 lost_updates=0 | exclusive holds=3 violations=2 | "+
+	assert.Equal(t, "acquisitions=8 faults=0 violations=4 lost_updates=0 majority_amnesia_rounds=0 | exclusive holds=3 violations=2 | "+
 		"multi holds=1 violations=1 | rw holds=2 violations=1 | permits holds=2 violations=1", every.Summary())
 
 	noPermits := result(all, chaos.Exclusive, chaos.Multi, chaos.RW)
@@ -154,4 +155,50 @@ func TestResultVerdictPerWorkload(t *testing.T) {
 	onlyExclusive := all
 	onlyExclusive.MultiEvery, onlyExclusive.RWClients, onlyExclusive.PermitClients = -1, -1, -1
 	assert.Equal(t, chaos.ExitOK, result(onlyExclusive, chaos.Exclusive).ExitCode(true), "a workload not played is not expected")
+}
+
+// A safe run that should have met the majority amnesia and did not, or
+// did and then never took a lock of some workload again, says so; the
+// quarantine's own pause counts against neither.
+func TestUnexercised(t *testing.T) {
+	every := map[chaos.Workload]int{chaos.Exclusive: 5, chaos.Multi: 1, chaos.RW: 3, chaos.Permits: 2}
+	run := func(cfg chaos.Config, elapsed time.Duration, a chaos.AmnesiaReport, holds map[chaos.Workload]int) chaos.Result {
+		r := chaos.Result{Config: cfg, Elapsed: elapsed, Amnesia: a}
+		for _, w := range chaos.Workloads {
+			r.Workloads = append(r.Workloads, chaos.WorkloadReport{Workload: w, Holds: holds[w]})
+		}
+		return r
+	}
+	safe := chaos.Config{Duration: time.Minute, MultiEvery: 4, RWClients: 4, PermitClients: 4}
+	counted := chaos.AmnesiaReport{Rounds: 2, QuarantineEnd: 14 * time.Second, HoldsAfter: every}
+
+	assert.Empty(t, run(safe, time.Minute, counted, every).Unexercised())
+	assert.Equal(t, "acquisitions=0 faults=0 violations=0 lost_updates=0 majority_amnesia_rounds=2 | exclusive holds=5 violations=0 | "+
+		"multi holds=1 violations=0 | rw holds=3 violations=0 | permits holds=2 violations=0", run(safe, time.Minute, counted, every).Summary())
+
+	none := run(safe, 20*time.Second, chaos.AmnesiaReport{Uncounted: 1, Skipped: 1}, every).Unexercised()
+	require.Len(t, none, 1)
+	assert.Contains(t, none[0], "no majority-amnesia round counted in 20s (1 not counted, 1 skipped)")
+	assert.Empty(t, run(safe, 10*time.Second, chaos.AmnesiaReport{}, every).Unexercised(), "too short a run for one")
+
+	noRW := map[chaos.Workload]int{chaos.Exclusive: 5, chaos.Multi: 1, chaos.Permits: 2}
+	stuck := counted
+	stuck.HoldsAfter = noRW
+	got := run(safe, time.Minute, stuck, every).Unexercised()
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0], "workload rw took no lock in the 46s after the first majority quarantine ended")
+	late := stuck
+	late.QuarantineEnd = 57 * time.Second
+	assert.Empty(t, run(safe, time.Minute, late, every).Unexercised(), "the quarantine ended too late to judge")
+
+	idle := run(safe, time.Minute, counted, noRW).Unexercised()
+	require.Len(t, idle, 1)
+	assert.Contains(t, idle[0], "workload rw took no lock in 1m0s")
+
+	fenced := safe
+	fenced.Fencing = true
+	assert.Empty(t, run(fenced, time.Minute, chaos.AmnesiaReport{}, every).Unexercised(), "fenced runs have no such round")
+	unsafe := safe
+	unsafe.Unsafe = true
+	assert.Empty(t, run(unsafe, time.Minute, chaos.AmnesiaReport{}, nil).Unexercised(), "the unsafe run is judged by Missed")
 }

@@ -23,6 +23,12 @@ const (
 	// back empty, and only the clients' restart quarantine keeps it out of
 	// majorities until every key it forgot has expired.
 	killAmnesia = "kill+restart at once (no persistence, quarantined)"
+	// majorityAmnesia kills three of the five nodes, none persisting, and
+	// starts them again at once while a holder keeps a claim of every
+	// workload (amnesia.go): they come back empty, and only the clients'
+	// quarantine keeps anyone from taking what the holder still holds.
+	// Counted once per node; the rounds are counted in Result.Amnesia.
+	majorityAmnesia = "kill+restart of a majority at once while holds are valid (no persistence, quarantined)"
 	// clockFast runs a node's clock at fastRate, then steps it back to the
 	// real clock (a backward step only keeps keys longer). Outside the
 	// model's drift bound: the clients' clock check must notice it before
@@ -70,13 +76,6 @@ func (f *faultLog) snapshot() map[string]int {
 	return maps.Clone(f.counts)
 }
 
-// amnesia is one request of the unsafe nemesis to the victim: the victim
-// sends on ready whether it holds the lock, then waits for restarted.
-type amnesia struct {
-	ready     chan bool // buffered
-	restarted chan struct{}
-}
-
 // nemesis injects faults into the lock nodes while the workers run.
 type nemesis struct {
 	c      *cluster.Cluster
@@ -84,7 +83,16 @@ type nemesis struct {
 	rng    *rand.Rand
 	faults *faultLog
 	logf   func(format string, args ...any)
-	victim chan<- amnesia // unsafe runs only
+	victim chan<- amnesia // to the holder of the amnesia rounds
+	// majority adds the majority-amnesia round to the safe schedule, as
+	// the first round of the run and once in every cycle; workloads are
+	// those the holder must keep valid through it for the round to count.
+	majority  bool
+	workloads []Workload
+	amnesia   *amnesiaLog
+	// restartHook, when set, replaces killing and starting the nodes of
+	// an amnesia round (tests).
+	restartHook func(nodes []int) error
 	// liveJumps adds clockJumpLive rounds to the safe schedule.
 	liveJumps bool
 	// settle is the clients' quarantine (Config.quarantine): a node that
@@ -116,93 +124,6 @@ const (
 	fastRate      = 2
 	jumpAhead     = time.Minute
 )
-
-// runSafe plays rounds of faults the model allows until ctx ends. Each
-// cycle of rounds covers every kind, alone and in pairs: at most two nodes
-// down (killed, paused, partitioned or blackholed, or quarantined by the
-// clients after one came back) at once, plus latency on others. It returns
-// an error only when a node could not be brought back.
-func (n *nemesis) runSafe(ctx context.Context) error {
-	rounds := []func() []fault{
-		func() []fault { return n.single(killAOF) },
-		func() []fault { return n.single(killDelayed) },
-		func() []fault { return n.single(killAmnesia) },
-		func() []fault { return n.single(clockFast) },
-		func() []fault { return n.single(clockJump) },
-		func() []fault { return n.single(pauseNode) },
-		func() []fault { return n.single(partition) },
-		func() []fault { return n.single(blackhole) },
-		func() []fault { return n.spread(0, 1+n.rng.IntN(3)) },
-		func() []fault { return n.spread(2, 0) },
-		func() []fault { return n.spread(2, 1) },
-	}
-	if n.liveJumps {
-		rounds = append(rounds, func() []fault { return n.single(clockJumpLive) })
-	}
-	for ctx.Err() == nil {
-		n.rng.Shuffle(len(rounds), func(i, j int) { rounds[i], rounds[j] = rounds[j], rounds[i] })
-		for _, round := range rounds {
-			if ctx.Err() != nil {
-				return nil
-			}
-			faults := round()
-			if n.awaitRoom(ctx, faults); ctx.Err() != nil {
-				return nil
-			}
-			if err := n.play(faults); err != nil {
-				return err
-			}
-			sleep(ctx, durN(n.rng, maxQuiet))
-		}
-	}
-	return nil
-}
-
-// maxDown is how many nodes the safe schedule keeps out of the clients'
-// majorities at once, at most: two of five leave a majority up.
-const maxDown = 2
-
-// awaitRoom waits, until ctx ends, for the nodes that the clients still keep
-// out after an earlier fault (quarantined) to leave room for the round's
-// down faults: without it a round could take two nodes down while a third
-// sat out its quarantine, and no lock could be taken meanwhile.
-func (n *nemesis) awaitRoom(ctx context.Context, faults []fault) {
-	down, hit := 0, map[int]bool{}
-	for _, f := range faults {
-		if f.kind != latency {
-			down++
-			hit[f.node] = true
-		}
-	}
-	for ctx.Err() == nil {
-		now := time.Now()
-		var out []time.Time
-		n.mu.Lock()
-		for i, t := range n.outUntil {
-			if t.After(now) && !hit[i] { // a fault on a node already out adds none
-				out = append(out, t)
-			}
-		}
-		n.mu.Unlock()
-		if down+len(out) <= maxDown || len(out) == 0 {
-			return
-		}
-		sleep(ctx, slices.MinFunc(out, time.Time.Compare).Sub(now))
-	}
-}
-
-// quarantines reports whether the clients keep f's node out of their
-// majorities for a while after it recovered: it came back without its
-// data, or with a clock they saw running fast.
-func (n *nemesis) quarantines(f fault) bool {
-	switch f.kind {
-	case killAmnesia, clockJump, clockFast, clockJumpLive:
-		return true
-	case killDelayed:
-		return n.c.Node(f.node).Persistence() != cluster.AOFAlways
-	}
-	return false
-}
 
 // single is one fault of kind on a node that suits it: a kill-and-restart
 // with AOF on a node that has it, a delayed restart on one that has not.
@@ -336,12 +257,7 @@ func (n *nemesis) apply(f fault) error {
 	time.Sleep(f.hold) // even when the run ends: a delayed restart stays delayed
 	err := retry(undo)
 	if n.quarantines(f) {
-		n.mu.Lock()
-		if n.outUntil == nil {
-			n.outUntil = make(map[int]time.Time)
-		}
-		n.outUntil[f.node] = time.Now().Add(n.settle)
-		n.mu.Unlock()
+		n.markOut([]int{f.node}, time.Now())
 	}
 	return err
 }
@@ -357,41 +273,6 @@ func restartWithClock(ctx context.Context, nd *cluster.Node, offset time.Duratio
 		return errors.Join(err, nd.Start(ctx))
 	}
 	return nd.Start(ctx)
-}
-
-// runUnsafe plays amnesia rounds until ctx ends: the victim holds the first
-// key, a majority of nodes (none persists) is killed and started again at
-// once, and the other clients find the key free.
-func (n *nemesis) runUnsafe(ctx context.Context) error {
-	for ctx.Err() == nil {
-		req := amnesia{ready: make(chan bool, 1), restarted: make(chan struct{})}
-		select {
-		case n.victim <- req:
-		case <-ctx.Done():
-			return nil
-		}
-		if !<-req.ready {
-			close(req.restarted)
-			continue // the victim did not get the lock in time: try again
-		}
-		nodes := n.rng.Perm(n.c.Len())[:n.c.Len()/2+1]
-		n.logf("nemesis: nodes %v: %s while client holds the lock", nodes, restartEmpty)
-		_ = n.each(nodes, func(nd *cluster.Node) error {
-			if err := nd.Kill(context.Background()); err != nil {
-				n.logf("nemesis: %v", err) // the node may still be up: start it anyway
-				return nil
-			}
-			n.faults.add(restartEmpty)
-			return nil
-		})
-		err := n.each(nodes, func(nd *cluster.Node) error { return retry(func() error { return nd.Start(context.Background()) }) })
-		close(req.restarted)
-		if err != nil {
-			return err
-		}
-		sleep(ctx, victimLinger+time.Second)
-	}
-	return nil
 }
 
 // each runs op on the nodes in parallel.

@@ -21,7 +21,32 @@ type Result struct {
 	LongHolds, LostLocks int64
 	// MultiLocks counts the multi-locks obtained (LockAll over two keys).
 	MultiLocks int64
-	Elapsed    time.Duration
+	// Amnesia is what the amnesia rounds did (the majority-amnesia rounds
+	// of the safe run, the victim's rounds of the unsafe one).
+	Amnesia AmnesiaReport
+	Elapsed time.Duration
+}
+
+// AmnesiaReport is what a run's amnesia rounds did: a majority of the
+// nodes, none persisting, killed and started again at once, empty, while
+// a holder kept a claim of every workload the run plays.
+type AmnesiaReport struct {
+	// Rounds counts the rounds that tested the case: every claim of the
+	// holder stayed valid from before the kill until the nodes were back
+	// and the holder had lingered there (victimLinger).
+	Rounds int
+	// Uncounted counts the rounds played in which a claim ran out first
+	// (the restart outlasted it); Skipped the safe rounds not played
+	// because the holder could not take its claims.
+	Uncounted, Skipped int
+	// SlowestRestart is the longest time from a round's kill to its last
+	// node back.
+	SlowestRestart time.Duration
+	// QuarantineEnd is when, after the run began, the clients' quarantine
+	// of the first counted round's nodes ended (zero without a counted
+	// round); HoldsAfter counts each workload's holds begun after it.
+	QuarantineEnd time.Duration
+	HoldsAfter    map[Workload]int
 }
 
 // FaultCount is the number of faults injected, all kinds together.
@@ -37,8 +62,8 @@ func (r Result) FaultCount() int {
 // played with its holds and the violations it is party to.
 func (r Result) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "acquisitions=%d faults=%d violations=%d lost_updates=%d",
-		r.Acquisitions, r.FaultCount(), r.Violations(), r.LostUpdates)
+	fmt.Fprintf(&b, "acquisitions=%d faults=%d violations=%d lost_updates=%d majority_amnesia_rounds=%d",
+		r.Acquisitions, r.FaultCount(), r.Violations(), r.LostUpdates, r.Amnesia.Rounds)
 	for _, w := range r.Config.Workloads() {
 		x := r.Workload(w)
 		fmt.Fprintf(&b, " | %s holds=%d violations=%d", w, x.Holds, x.Violations)
@@ -57,6 +82,51 @@ func (r Result) Missed() []Workload {
 	for _, w := range r.Config.Workloads() {
 		if r.Workload(w).Violations == 0 {
 			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// What a safe run must have exercised (Unexercised).
+const (
+	// minAmnesiaRun is the shortest safe run that must have a counted
+	// majority-amnesia round: the first round of the schedule is one, and
+	// takes a few seconds (the holder's claims, three restarts, the linger).
+	minAmnesiaRun = 15 * time.Second
+	// recoverWindow is the time after the first majority quarantine in
+	// which every workload must take a lock again, if the run lasts that
+	// long: the quarantine costs availability only while it lasts.
+	recoverWindow = 5 * time.Second
+)
+
+// Unexercised lists what a safe run should have exercised and did not, each
+// as a sentence: a workload that took no lock; no counted majority-amnesia
+// round in a run that plays them and lasted minAmnesiaRun; a workload that
+// took no lock after the first such round's quarantine ended, in a run that
+// went on recoverWindow past it. During that quarantine fewer than a
+// majority of the nodes count, so nobody takes a lock: only the run as a
+// whole, and the time after it, say whether each workload was live. An
+// unsafe run is judged by Missed instead, and has nothing here.
+func (r Result) Unexercised() []string {
+	if r.Config.Unsafe {
+		return nil
+	}
+	var out []string
+	for _, w := range r.Config.Workloads() {
+		if r.Workload(w).Holds == 0 {
+			out = append(out, fmt.Sprintf("workload %s took no lock in %v: the run checked nothing there (is the machine overloaded?)", w, r.Elapsed.Round(time.Second)))
+		}
+	}
+	a := r.Amnesia
+	switch {
+	case !r.Config.playsMajorityAmnesia():
+	case a.Rounds == 0 && r.Elapsed >= minAmnesiaRun:
+		out = append(out, fmt.Sprintf("no majority-amnesia round counted in %v (%d not counted, %d skipped): the restart quarantine went untested", r.Elapsed.Round(time.Second), a.Uncounted, a.Skipped))
+	case a.Rounds > 0 && r.Elapsed-a.QuarantineEnd >= recoverWindow:
+		for _, w := range r.Config.Workloads() {
+			if a.HoldsAfter[w] == 0 {
+				out = append(out, fmt.Sprintf("workload %s took no lock in the %v after the first majority quarantine ended: the run did not recover from it", w, (r.Elapsed-a.QuarantineEnd).Round(time.Second)))
+			}
 		}
 	}
 	return out
@@ -135,6 +205,18 @@ func (r Result) log(logf func(string, ...any)) {
 	for _, w := range r.Config.Workloads() {
 		x := r.Workload(w)
 		logf("chaos: workload %s: %d holds, %d violations", w, x.Holds, x.Violations)
+	}
+	if a := r.Amnesia; a.Rounds+a.Uncounted+a.Skipped > 0 {
+		logf("chaos: majority-amnesia rounds: %d counted, %d not counted (a claim ran out before the nodes were back), %d skipped (claims not taken); slowest restart %v",
+			a.Rounds, a.Uncounted, a.Skipped, a.SlowestRestart.Round(time.Millisecond))
+	}
+	if a := r.Amnesia; a.Rounds > 0 {
+		var after []string
+		for _, w := range r.Config.Workloads() {
+			after = append(after, fmt.Sprintf("%s %d", w, a.HoldsAfter[w]))
+		}
+		logf("chaos: the first majority quarantine ended %v into the run; holds begun after it: %s",
+			a.QuarantineEnd.Round(time.Millisecond), strings.Join(after, ", "))
 	}
 	listed(logf, "overlap", r.Overlaps)
 	listed(logf, "excess", r.Excesses)

@@ -98,11 +98,9 @@ type Config struct {
 
 // Timing of the unsafe run's misbehaving clients.
 const (
-	pauserTTL    = time.Second            // the pauser's locks
-	pauseEvery   = 3                      // about one of its writes in pauseEvery comes late
-	pauseBeyond  = 500 * time.Millisecond // by this much past Until()
-	victimTTL    = 30 * time.Second       // outlasts the restart of a majority
-	victimLinger = 1500 * time.Millisecond
+	pauserTTL   = time.Second            // the pauser's locks
+	pauseEvery  = 3                      // about one of its writes in pauseEvery comes late
+	pauseBeyond = 500 * time.Millisecond // by this much past Until()
 )
 
 func (c Config) withDefaults(tb testing.TB) (Config, error) {
@@ -182,6 +180,55 @@ func (c Config) teams() []team {
 	return ts
 }
 
+// crew builds the workers of c from base (what they share): every team's,
+// each Client from newClient; the unsafe run's victim and pauser are the
+// ordinary team's first workers, and the safe run's holder of the
+// majority-amnesia rounds, when it has them, one more worker on a Client
+// of its own; either holder has a prober, on another Client, which it
+// runs itself. It also returns the keys that guard counters.
+func (c Config) crew(newClient func() *redlock.Client, base worker) ([]*worker, []string) {
+	var workers []*worker
+	var keys []string
+	add := func(client *redlock.Client, tm team, multiEvery int) *worker {
+		w := base
+		w.id, w.client, w.keys, w.workload = len(workers), client, tm.keys, tm.workload
+		w.rng = rand.New(rand.NewPCG(c.Seed, uint64(w.id)+1))
+		w.longEvery, w.multiEvery, w.writeEvery, w.limit = max(c.LongEvery, 0), multiEvery, c.WriteEvery, c.PermitLimit
+		workers = append(workers, &w)
+		return &w
+	}
+	for t, tm := range c.teams() {
+		if tm.workload != Permits { // a permit key guards no counter
+			keys = append(keys, tm.keys...)
+		}
+		multiEvery := 0
+		if t == 0 { // the ordinary team
+			multiEvery = max(c.MultiEvery, 0)
+		}
+		for range tm.clients {
+			client := newClient()
+			for range tm.perClient {
+				add(client, tm, multiEvery)
+			}
+		}
+	}
+	var holder *worker
+	switch {
+	case c.Unsafe:
+		holder = workers[0]
+		workers[1].role = pauser
+	case c.playsMajorityAmnesia():
+		holder = add(newClient(), team{keys: c.ordinaryKeys()}, 0)
+	}
+	if holder != nil {
+		own := ownClaims(c.victimClaims())
+		holder.role, holder.victimClaims, holder.victimTTL = victim, append(c.victimClaims(), own...), c.holderTTL()
+		holder.prober, holder.probes = add(newClient(), team{keys: c.ordinaryKeys()}, 0), probeClaims(own)
+		workers = workers[:len(workers)-1] // the holder runs it
+	}
+	return workers, keys
+}
+
 // ordinaryKeys are the ordinary team's keys, which its multi-locks take two
 // at a time: on clusters they share a hash tag, so that each multi-lock's
 // keys lie in one slot, as a cluster node requires.
@@ -200,10 +247,12 @@ func keyNames(prefix string, n int) []string {
 	return out
 }
 
-// persistence is the nodes' persistence: the safe run mixes AOF-always nodes
-// (killed and restarted at once) with nodes without persistence (restarted
-// after the TTL, or at once under quarantine); the unsafe run has none at
-// all. The safe runs' nodes have fake clocks, for the clock faults.
+// persistence is the nodes' persistence: the safe run mixes two AOF-always
+// nodes (0 and 1, killed and restarted at once) with three without
+// persistence (2 to 4: restarted after the TTL, or at once under
+// quarantine, alone or, in the majority-amnesia round, all three); the
+// unsafe run has none at all. The safe runs' nodes have fake clocks, for
+// the clock faults.
 func (c Config) persistence() []cluster.Option {
 	switch {
 	case c.Unsafe:
@@ -212,7 +261,8 @@ func (c Config) persistence() []cluster.Option {
 		return []cluster.Option{cluster.WithPersistence(cluster.AOFAlways), cluster.WithFakeClocks()}
 	}
 	return []cluster.Option{cluster.WithPersistence(cluster.AOFAlways), cluster.WithFakeClocks(),
-		cluster.WithNodePersistence(3, cluster.NoPersistence), cluster.WithNodePersistence(4, cluster.NoPersistence)}
+		cluster.WithNodePersistence(2, cluster.NoPersistence), cluster.WithNodePersistence(3, cluster.NoPersistence),
+		cluster.WithNodePersistence(4, cluster.NoPersistence)}
 }
 
 // Run runs one chaos run on a fresh cluster of five nodes plus a separate
@@ -246,39 +296,21 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		// quarantined run, and every clock fault (the nemesis's clock
 		// faults; the nodes otherwise share the host's clock).
 		nodeEvents nodeReports
-		keys       []string
-		workers    []*worker
 	)
-	for t, tm := range cfg.teams() {
-		if tm.workload != Permits { // a permit key guards no counter
-			keys = append(keys, tm.keys...)
-		}
-		multiEvery := 0
-		if t == 0 { // the ordinary team
-			multiEvery = max(cfg.MultiEvery, 0)
-		}
-		for range tm.clients {
-			client := newClient(redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithQuarantine(cfg.quarantine()),
-				redlock.WithClockCheck(cfg.clockCheck()), redlock.WithObserver(&nodeEvents))
-			for range tm.perClient {
-				i := len(workers)
-				workers = append(workers, &worker{id: i, client: client,
-					keys: tm.keys, ttl: cfg.TTL, fencing: cfg.Fencing, store: st, rec: &rec, stats: &stats,
-					faults: &faults, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), longEvery: max(cfg.LongEvery, 0),
-					multiEvery: multiEvery, workload: tm.workload, writeEvery: cfg.WriteEvery, limit: cfg.PermitLimit})
-			}
-		}
+	newLockClient := func() *redlock.Client {
+		return newClient(redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithQuarantine(cfg.quarantine()),
+			redlock.WithClockCheck(cfg.clockCheck()), redlock.WithObserver(&nodeEvents))
 	}
-	if cfg.Unsafe {
-		workers[0].role, workers[0].victim, workers[0].victimClaims = victim, victims, cfg.victimClaims()
-		workers[1].role = pauser
-	}
+	workers, keys := cfg.crew(newLockClient, worker{ttl: cfg.TTL, fencing: cfg.Fencing, store: st, rec: &rec,
+		stats: &stats, faults: &faults, victim: victims})
+	amnesia := &amnesiaLog{}
 	var n schedule
 	if rc, ok := nodes.(*cluster.RedisClusters); ok {
 		n = &shardNemesis{rc: rc, ttl: cfg.TTL, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), faults: &faults, logf: cfg.Logf}
 	} else {
 		n = &nemesis{c: nodes.(*cluster.Cluster), ttl: max(cfg.TTL, pauserTTL), rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
-			faults: &faults, logf: cfg.Logf, victim: victims, liveJumps: cfg.LiveClockJumps, settle: cfg.quarantine()}
+			faults: &faults, logf: cfg.Logf, victim: victims, liveJumps: cfg.LiveClockJumps, settle: cfg.quarantine(),
+			majority: cfg.playsMajorityAmnesia(), workloads: cfg.Workloads(), amnesia: amnesia}
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
@@ -305,7 +337,8 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Report: Check(rec.history(final)), Config: cfg, Faults: faults.snapshot(),
+	hist := rec.history(final)
+	res := Result{Report: Check(hist), Config: cfg, Faults: faults.snapshot(), Amnesia: amnesia.report(start, hist.Holds),
 		Failed: stats.failed.Load(), Skipped: stats.skipped.Load(), ReadErrors: stats.readErrs.Load(),
 		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), MultiLocks: stats.multi.Load(), Elapsed: time.Since(start)}
 	res.log(cfg.Logf)
@@ -354,15 +387,21 @@ func startNodes(tb testing.TB, cfg Config) (func(...redlock.Option) *redlock.Cli
 }
 
 // quarantine is the clients' restart quarantine (redlock.WithQuarantine):
-// the longest TTL of the safe run's locks plus its drift allowance and a
+// the longest TTL of the safe run's locks (the holder's, holderTTL, when
+// the run has majority-amnesia rounds) plus its drift allowance and a
 // second, so that a node restarted empty counts again only once every key
-// it forgot has expired; off in the unsafe run, whose amnesia rounds show
-// the hazard the quarantine prevents.
+// it forgot has expired, and the schedule can go on after it; off in the
+// unsafe run, whose amnesia rounds show the hazard the quarantine
+// prevents.
 func (c Config) quarantine() time.Duration {
 	if c.Unsafe {
 		return 0
 	}
-	return c.TTL + c.TTL/100 + time.Second
+	longest := c.TTL
+	if c.playsMajorityAmnesia() {
+		longest = max(longest, c.holderTTL())
+	}
+	return longest + longest/100 + time.Second
 }
 
 // clockCheck is how often each client reads every node's clock

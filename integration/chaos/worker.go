@@ -26,8 +26,10 @@ const (
 	// sleeps past Until() before writing, as a process stopped by a GC
 	// pause would, and writes anyway.
 	pauser
-	// victim (unsafe runs): on the nemesis' request, takes a long lock and
-	// keeps it while a majority of nodes restart empty, then writes.
+	// victim: the holder of the amnesia rounds (amnesia.go). On the
+	// nemesis' request it takes a claim of every workload and keeps them
+	// while a majority of nodes restart empty, then writes if still valid.
+	// In the unsafe run the others get in; in the safe one they must not.
 	victim
 )
 
@@ -152,9 +154,14 @@ type worker struct {
 	// limit is the Permits workload's limit.
 	limit int
 	// victim receives the nemesis' requests, and victimClaims are the
-	// holds it keeps through each (victim role only).
+	// holds it keeps through each, with victimTTL (victim role only).
 	victim       <-chan amnesia
 	victimClaims []claim
+	victimTTL    time.Duration
+	// prober tries probes, against the holder's claims, from a Client of
+	// its own once the nodes are back (probeAll); it runs no iterations.
+	prober *worker
+	probes []claim
 }
 
 // lockWait bounds one Lock call, so that a worker stuck behind a fault

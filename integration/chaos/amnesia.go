@@ -1,0 +1,252 @@
+package chaos
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redlockgo/redlock/integration/cluster"
+)
+
+// The amnesia round: a majority of the nodes, none of which persists, is
+// killed and started again at once while the holder (the victim role)
+// keeps a claim of every workload; the nodes come back empty. In the safe
+// run (majorityAmnesia) the clients' restart quarantine must keep those
+// nodes out of every majority until each key they forgot has expired, so
+// nobody may get in; in the unsafe run (restartEmpty, quarantine off) the
+// other clients find the keys free, which the checker must flag. It is the
+// only round in which a majority forgets a valid hold: without it, a kind
+// of acquisition that ignored the quarantine would pass the safe run.
+
+// amnesia is one request of the nemesis to the holder: the holder sends on
+// ready nil once it holds every claim (else why not, as "holder: ..."
+// completes it), then waits for
+// restarted, probes, lingers, and reports on held.
+type amnesia struct {
+	ready     chan error // buffered
+	restarted chan struct{}
+	held      chan holderReport // buffered; sent once, after a nil ready
+}
+
+// holderReport is what the holder saw of a round: the workloads whose
+// every claim was still valid after the linger, and its probes.
+type holderReport struct {
+	valid  []Workload
+	probes []probe
+}
+
+func newAmnesia() amnesia {
+	return amnesia{ready: make(chan error, 1), restarted: make(chan struct{}), held: make(chan holderReport, 1)}
+}
+
+// Timing of the amnesia rounds.
+const (
+	victimTTL    = 30 * time.Second // the unsafe victim's claims: outlasts the restart of a majority
+	victimLinger = 1500 * time.Millisecond
+	// holderTTLs is the safe holder's TTL in run TTLs (Config.holderTTL):
+	// taking the claims, killing and starting three containers (0.9s on a
+	// quiet machine, a few seconds on a loaded one) and the linger must
+	// fit in it.
+	holderTTLs = 3
+	// amnesiaAttempts bounds the requests of one safe round to a holder
+	// that could not take its claims, but for the run's first round.
+	amnesiaAttempts = 3
+)
+
+// holderTTL is the TTL of the holder's claims: the unsafe victim's, or in
+// the safe run holderTTLs run TTLs, which the clients' quarantine covers
+// (Config.quarantine).
+func (c Config) holderTTL() time.Duration {
+	if c.Unsafe {
+		return victimTTL
+	}
+	return holderTTLs * c.TTL
+}
+
+// playsMajorityAmnesia reports whether the safe schedule has majority
+// amnesia rounds: on standalone nodes (the shard nemesis has none) without
+// fencing (fence counters need AOF on every node, so no majority can come
+// back empty).
+func (c Config) playsMajorityAmnesia() bool {
+	return !c.Unsafe && !c.Fencing && c.ClusterShards <= 0
+}
+
+// amnesiaLog counts the amnesia rounds of a run.
+type amnesiaLog struct {
+	mu sync.Mutex
+	AmnesiaReport
+	firstEnd time.Time // the first counted round's quarantine end
+}
+
+// record notes a played round: counted when every workload's claims stayed
+// valid. quarantineEnd is when the clients count its nodes again.
+func (a *amnesiaLog) record(counted bool, restart time.Duration, quarantineEnd time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.SlowestRestart = max(a.SlowestRestart, restart)
+	if !counted {
+		a.Uncounted++
+		return
+	}
+	a.Rounds++
+	if a.firstEnd.IsZero() {
+		a.firstEnd = quarantineEnd
+	}
+}
+
+func (a *amnesiaLog) skip() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.Skipped++
+}
+
+// report returns the counts, with the first quarantine's end as an offset
+// from start and each workload's holds that began after it.
+func (a *amnesiaLog) report(start time.Time, holds []Hold) AmnesiaReport {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.AmnesiaReport
+	if a.firstEnd.IsZero() {
+		return r
+	}
+	r.QuarantineEnd = a.firstEnd.Sub(start)
+	r.HoldsAfter = make(map[Workload]int)
+	for _, h := range holds {
+		if h.Start.After(a.firstEnd) {
+			r.HoldsAfter[h.Workload]++
+		}
+	}
+	return r
+}
+
+// playMajority plays the safe run's amnesia round on nodes, asking the
+// holder again, a second apart, when it could not take its claims: up to
+// attempts times, or until the run ends when attempts is 0 (the run's
+// first round, which every run must have). The error is a node that could
+// not be brought back.
+func (n *nemesis) playMajority(ctx context.Context, nodes []int, attempts int) error {
+	for attempt := 0; attempts == 0 || attempt < attempts; attempt++ {
+		if attempt > 0 {
+			sleep(ctx, time.Second)
+		}
+		played, err := n.amnesiaRound(ctx, nodes, majorityAmnesia)
+		if played || err != nil || ctx.Err() != nil {
+			return err
+		}
+	}
+	n.amnesia.skip()
+	n.logf("nemesis: majority-amnesia round SKIPPED: the holder could not take its claims in %d attempts", attempts)
+	return nil
+}
+
+// runUnsafe plays amnesia rounds until ctx ends: a random majority of the
+// nodes (none persists) restarts empty while the victim holds its claims,
+// and the other clients, without the quarantine, find the keys free.
+func (n *nemesis) runUnsafe(ctx context.Context) error {
+	for ctx.Err() == nil {
+		nodes := n.rng.Perm(n.c.Len())[:n.c.Len()/2+1]
+		played, err := n.amnesiaRound(ctx, nodes, restartEmpty)
+		if err != nil {
+			return err
+		}
+		if played {
+			sleep(ctx, time.Second)
+		}
+	}
+	return nil
+}
+
+// amnesiaRound asks the holder to take its claims and, once it holds them
+// all, kills nodes and starts them again at once (kind names the fault),
+// marks them out for the clients' quarantine (settle), and waits for the
+// holder's report, which decides whether the round counts. It reports
+// whether the round was played (false: the holder did not take its claims,
+// or the run ended first); the error is a node that could not be brought
+// back.
+func (n *nemesis) amnesiaRound(ctx context.Context, nodes []int, kind string) (bool, error) {
+	req := newAmnesia()
+	select {
+	case n.victim <- req:
+	case <-ctx.Done():
+		return false, nil
+	}
+	asked := time.Now()
+	if err := <-req.ready; err != nil {
+		n.logf("nemesis: amnesia round not played: holder: %v", err)
+		return false, nil
+	}
+	n.logf("nemesis: nodes %v: %s (the holder took its claims in %v)", nodes, kind, time.Since(asked).Round(time.Millisecond))
+	killed := time.Now()
+	err := n.restartEmpty(nodes, kind)
+	back := time.Now()
+	n.markOut(nodes, back)
+	close(req.restarted)
+	rep := <-req.held
+	missing := slices.DeleteFunc(slices.Clone(n.workloads), func(w Workload) bool { return slices.Contains(rep.valid, w) })
+	n.amnesia.record(len(missing) == 0, back.Sub(killed), back.Add(n.settle))
+	took := back.Sub(killed).Round(time.Millisecond)
+	if len(missing) == 0 {
+		n.logf("nemesis: amnesia round: nodes %v back %v after the kill; every claim of %v still valid %v later; probes: %v",
+			nodes, took, n.workloads, victimLinger, rep.probes)
+	} else {
+		n.logf("nemesis: amnesia round NOT COUNTED: nodes %v back %v after the kill; the claims of %v ran out first; probes: %v",
+			nodes, took, missing, rep.probes)
+	}
+	return true, err
+}
+
+// restartEmpty kills nodes in parallel, counting each kill as kind, then
+// starts them again in parallel (each up to three times). Tests replace it
+// with restartHook.
+func (n *nemesis) restartEmpty(nodes []int, kind string) error {
+	if n.restartHook != nil {
+		for range nodes {
+			n.faults.add(kind)
+		}
+		return n.restartHook(nodes)
+	}
+	_ = n.each(nodes, func(nd *cluster.Node) error {
+		if err := nd.Kill(context.Background()); err != nil {
+			n.logf("nemesis: %v", err) // the node may still be up: start it anyway
+			return nil
+		}
+		n.faults.add(kind)
+		return nil
+	})
+	return n.each(nodes, func(nd *cluster.Node) error { return retry(func() error { return nd.Start(context.Background()) }) })
+}
+
+// markOut notes that the clients keep nodes out of their majorities for
+// the quarantine (settle) from now on.
+func (n *nemesis) markOut(nodes []int, now time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.outUntil == nil {
+		n.outUntil = make(map[int]time.Time)
+	}
+	for _, i := range nodes {
+		n.outUntil[i] = now.Add(n.settle)
+	}
+}
+
+// majorityFaults is the safe amnesia round's faults, for awaitRoom: a
+// majority of the nodes, drawn from those without persistence (none when
+// there are too few).
+func (n *nemesis) majorityFaults() []fault {
+	var volatile []int
+	for _, i := range n.rng.Perm(n.c.Len()) {
+		if n.c.Node(i).Persistence() != cluster.AOFAlways {
+			volatile = append(volatile, i)
+		}
+	}
+	quorum := n.c.Len()/2 + 1
+	if len(volatile) < quorum {
+		return nil
+	}
+	out := make([]fault, quorum)
+	for j, i := range volatile[:quorum] {
+		out[j] = fault{kind: majorityAmnesia, node: i}
+	}
+	return out
+}

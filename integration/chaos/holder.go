@@ -1,0 +1,248 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// The holder's side of an amnesia round (amnesia.go): the claims it keeps
+// through the restart of a majority, and its prober's attempts to get in.
+
+// probe is one acquisition the holder's prober tried, from a Client of its
+// own, while the holder held the same claim and the nodes were back: err
+// nil means it got in (a violation the checker reports).
+type probe struct {
+	workload Workload
+	err      error
+}
+
+func (p probe) String() string {
+	if p.err == nil {
+		return p.workload.String() + " GOT IN"
+	}
+	return fmt.Sprintf("%s refused (%s)", p.workload, failReason(p.err))
+}
+
+// victimClaims are the holds the holder keeps through the restart of a
+// majority, one workload after another, so that each workload meets the
+// case: key 0 alone, keys 1 and 2 together (with three keys or more), the
+// first read/write key as a writer, and every permit of the permit key.
+// A new workload (the election, when it exists) adds its claim here and
+// its call in take; TestVictimClaimsCoverEveryWorkload fails until it does.
+func (c Config) victimClaims() []claim {
+	ordinary := c.ordinaryKeys()
+	out := []claim{{workload: Exclusive, keys: ordinary[:1]}}
+	if c.MultiEvery > 0 && c.Keys >= 3 {
+		out = append(out, claim{workload: Multi, keys: ordinary[1:3]})
+	}
+	if c.RWClients > 0 {
+		out = append(out, claim{workload: RW, keys: c.rwKeys()[:1]})
+	}
+	if c.PermitClients > 0 {
+		for range c.PermitLimit {
+			out = append(out, claim{workload: Permits, keys: permitKeys, limit: c.PermitLimit})
+		}
+	}
+	return out
+}
+
+// heldClaim is one of the holder's holds.
+type heldClaim struct {
+	c            claim
+	l            *redlock.Lock
+	begin, start time.Time
+}
+
+// serve plays the holder of one amnesia round: it takes every claim, reads
+// the counter its first hold guards, tells the nemesis, holds through the
+// restart of a majority, has its prober try each workload once, lingers
+// while the other workers try, reports which claims are still valid, then
+// writes (as a holder whose lock is still valid is entitled to, and only
+// then) and releases them all.
+func (w *worker) serve(ctx context.Context, req amnesia) {
+	held, err := w.takeClaims(ctx)
+	if err != nil {
+		req.ready <- err
+		return
+	}
+	ready := false
+	work := func() {
+		ready = true
+		req.ready <- nil
+		<-req.restarted // the nemesis always closes it after a nil ready
+		var probes []probe
+		if w.prober != nil {
+			probes = w.prober.probeAll(w.probes)
+		}
+		time.Sleep(victimLinger) // the others try meanwhile
+		req.held <- holderReport{valid: validWorkloads(held, time.Now()), probes: probes}
+	}
+	if first := held[0]; first.c.writes() {
+		w.update(first.c.keys[0], first.c.workload, first.l, work)
+	} else {
+		work()
+	}
+	if !ready {
+		req.ready <- errors.New("could not read the counter of its first claim")
+	}
+	for _, h := range held {
+		w.release(h.l, h.c, h.begin, h.start)
+	}
+}
+
+// takeClaims takes every claim of the holder with its TTL, all at once, so
+// that the first one's validity is not spent waiting for the others. It
+// releases what it took and fails when a claim could not be taken, or when
+// taking them left less than half the TTL on one of them.
+func (w *worker) takeClaims(ctx context.Context) ([]heldClaim, error) {
+	held := make([]heldClaim, len(w.victimClaims))
+	taken := make([]bool, len(w.victimClaims))
+	var wg sync.WaitGroup
+	for i, c := range w.victimClaims {
+		wg.Go(func() {
+			l, begin, ok := w.take(ctx, c, w.victimTTL, nil)
+			held[i], taken[i] = heldClaim{c: c, l: l, begin: begin, start: time.Now()}, ok
+		})
+	}
+	wg.Wait()
+	var err error
+	if len(held) == 0 {
+		err = errors.New("no claim to take")
+	}
+	for i, h := range held {
+		switch {
+		case err != nil:
+		case !taken[i]:
+			err = fmt.Errorf("could not take its %s claim on %v", h.c.workload, h.c.keys)
+		case time.Until(h.l.Until()) < w.victimTTL/2:
+			err = fmt.Errorf("its %s claim has only %v left", h.c.workload, time.Until(h.l.Until()).Round(time.Millisecond))
+		}
+	}
+	if err != nil {
+		for i, h := range held {
+			if taken[i] {
+				w.release(h.l, h.c, h.begin, h.start)
+			}
+		}
+		return nil, err
+	}
+	return held, nil
+}
+
+// validWorkloads returns the workloads whose every claim in held is still
+// valid at now, in the order of Workloads.
+func validWorkloads(held []heldClaim, now time.Time) []Workload {
+	valid := make(map[Workload]bool)
+	for _, h := range held {
+		ok := h.l.Err() == nil && now.Before(h.l.Until())
+		if v, seen := valid[h.c.workload]; !seen || v {
+			valid[h.c.workload] = ok
+		}
+	}
+	out := slices.DeleteFunc(slices.Sorted(maps.Keys(valid)), func(w Workload) bool { return !valid[w] })
+	return out
+}
+
+// ownClaims are the holder's claims on keys nobody else uses, one for each
+// of claims (victimClaims), alike but for the key: its prober tries them
+// (probeClaims). On the restarted nodes these keys are free, so only the
+// quarantine can refuse the prober; on the shared keys the workers' own
+// attempts leave their tokens and queue entries there, which refuse it
+// too, whatever the quarantine says (a queued writer refuses readers).
+func ownClaims(claims []claim) []claim {
+	out := make([]claim, len(claims))
+	for i, c := range claims {
+		c.keys = slices.Clone(c.keys)
+		for j := range c.keys {
+			c.keys[j] = fmt.Sprintf("chaos:amnesia:%s:%d", c.workload, j)
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// probeClaims are the acquisitions the prober tries against the holder's
+// claims: one of each workload, the read/write one as a reader (a writer
+// would only queue; readers are what the quarantine must refuse too).
+func probeClaims(held []claim) []claim {
+	var out []claim
+	seen := make(map[Workload]bool)
+	for _, c := range held {
+		if seen[c.workload] {
+			continue
+		}
+		seen[c.workload] = true
+		if c.workload == RW {
+			c.shared = true
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// probeAll tries each claim (TryLock and its kin, with the run's TTL) until
+// every node answered the attempt (decisive) or probeWindow is over: right
+// after the restart the prober's connections to the restarted nodes are
+// new, and the first attempts decide before those nodes answer. One that
+// got in is held a moment, recorded and released.
+func (w *worker) probeAll(claims []claim) []probe {
+	out := make([]probe, 0, len(claims))
+	end := time.Now().Add(probeWindow)
+	for _, c := range claims {
+		var err error
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+			begin := time.Now()
+			var l *redlock.Lock
+			l, err = w.acquire(ctx, c, w.ttl, nil, true)
+			cancel()
+			if err == nil {
+				start := time.Now()
+				time.Sleep(sharedTime(w.rng))
+				w.release(l, c, begin, start)
+			}
+			if decisive(err) || !time.Now().Before(end) {
+				break
+			}
+			time.Sleep(probePause)
+		}
+		out = append(out, probe{workload: c.workload, err: err})
+	}
+	return out
+}
+
+// Timing of the prober: it tries for up to probeWindow of the holder's
+// linger, probePause apart.
+const (
+	probeWindow = victimLinger * 2 / 3
+	probePause  = 50 * time.Millisecond
+)
+
+// decisive reports whether an attempt's outcome came from the nodes'
+// answers: it got in, or enough nodes refused (the key taken, or the node
+// not counted) that no majority was left; nodes still pending when that
+// was clear do not matter, a node that failed or timed out instead would.
+func decisive(err error) bool {
+	var qe *redlock.QuorumError
+	if err == nil {
+		return true
+	}
+	if !errors.As(err, &qe) {
+		return false
+	}
+	refused := 0
+	for _, n := range qe.Nodes {
+		switch nodeReason(n.Err) {
+		case "taken", "quarantined", "clock":
+			refused++
+		}
+	}
+	return refused > qe.Total-qe.Needed
+}
