@@ -13,7 +13,7 @@ import (
 
 // TestExpireEndsEveryKind expires a key under each kind of hold, kept alive
 // with WithAutoExtend: each holder's Done closes with ErrLockLost at its
-// next extension, and the key is free for a new holder at once.
+// next extension, and the key is free for new holders at once.
 func TestExpireEndsEveryKind(t *testing.T) {
 	const ttl = time.Second // extended every ttl/3
 	ctx := context.Background()
@@ -21,27 +21,33 @@ func TestExpireEndsEveryKind(t *testing.T) {
 	kinds := []struct {
 		name string
 		take func(c *redlock.Client) ([]*redlock.Lock, error)
+		// next takes k after Expire; nil means take again.
+		next func(c *redlock.Client) ([]*redlock.Lock, error)
 	}{
-		{"exclusive", func(c *redlock.Client) ([]*redlock.Lock, error) {
+		{name: "exclusive", take: func(c *redlock.Client) ([]*redlock.Lock, error) {
 			l, err := c.TryLock(ctx, "k", ttl, extend)
 			return []*redlock.Lock{l}, err
 		}},
-		{"fenced", func(c *redlock.Client) ([]*redlock.Lock, error) {
+		{name: "fenced", take: func(c *redlock.Client) ([]*redlock.Lock, error) {
 			l, err := c.TryLock(ctx, "k", ttl, extend, redlock.WithFencing())
 			return []*redlock.Lock{l}, err
 		}},
-		{"readers", func(c *redlock.Client) ([]*redlock.Lock, error) {
+		{name: "readers", take: func(c *redlock.Client) ([]*redlock.Lock, error) {
 			r1, err1 := c.TryRLock(ctx, "k", ttl, extend)
 			r2, err2 := c.TryRLock(ctx, "k", ttl, extend)
 			return []*redlock.Lock{r1, r2}, errors.Join(err1, err2)
 		}},
-		{"permits", func(c *redlock.Client) ([]*redlock.Lock, error) {
+		{name: "permits", take: func(c *redlock.Client) ([]*redlock.Lock, error) {
 			p1, err1 := c.TryAcquirePermit(ctx, "k", 2, ttl, extend)
 			p2, err2 := c.TryAcquirePermit(ctx, "k", 2, ttl, extend)
 			return []*redlock.Lock{p1, p2}, errors.Join(err1, err2)
 		}},
-		{"multi-lock", func(c *redlock.Client) ([]*redlock.Lock, error) {
+		{name: "multi-lock", take: func(c *redlock.Client) ([]*redlock.Lock, error) {
 			l, err := c.TryLockAll(ctx, []string{"j", "k"}, ttl, extend)
+			return []*redlock.Lock{l}, err
+		}, next: func(c *redlock.Client) ([]*redlock.Lock, error) {
+			// j stays taken until its holder, lost, lets it expire.
+			l, err := c.TryLockAll(ctx, []string{"k", "l"}, ttl, extend)
 			return []*redlock.Lock{l}, err
 		}},
 	}
@@ -55,14 +61,25 @@ func TestExpireEndsEveryKind(t *testing.T) {
 					t.Fatal(err)
 				}
 				nodes.Expire("k")
-				other, err := nodes.Client().TryLock(ctx, "k", ttl)
+				// New holders of the same kind come in at once; the old
+				// ones must not come back to life through them.
+				again := kind.take
+				if kind.next != nil {
+					again = kind.next
+				}
+				next, err := again(nodes.Client())
 				if err != nil {
 					t.Fatalf("key not free after Expire: %v", err)
 				}
 				for _, l := range locks {
 					wantLost(t, l)
 				}
-				unlock(t, other)
+				for _, l := range next {
+					if err := l.Err(); err != nil {
+						t.Fatalf("new holder lost: %v", err)
+					}
+					unlock(t, l)
+				}
 			})
 		})
 	}
