@@ -2,8 +2,10 @@ package redlocktest
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/alicebob/miniredis/v2"
@@ -25,8 +27,9 @@ type node struct {
 	client *redis.Client
 	pool   pool.Pool
 
-	mu sync.Mutex
-	up bool
+	mu    sync.Mutex
+	up    bool
+	epoch atomic.Uint64 // counts Stops: a connection of an earlier epoch is broken
 }
 
 // newNode returns an up node named addr (its Pool's Addr).
@@ -61,14 +64,21 @@ func (nd *node) dial(_ context.Context, network, addr string) (net.Conn, error) 
 		return nil, &net.OpError{Op: "dial", Net: network, Addr: pipeAddr(addr), Err: syscall.ECONNREFUSED}
 	}
 	// Starts the server (without a listener) when it is not running.
-	return nd.srv.Dial()
+	c, err := nd.srv.Dial()
+	if err != nil {
+		return nil, err
+	}
+	return &conn{Conn: c, nd: nd, epoch: nd.epoch.Load()}, nil
 }
 
 // stop closes the server and every connection to it.
 func (nd *node) stop() {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
-	nd.up = false
+	if nd.up {
+		nd.up = false
+		nd.epoch.Add(1)
+	}
 	nd.srv.Close()
 }
 
@@ -90,3 +100,36 @@ type pipeAddr string
 
 func (a pipeAddr) Network() string { return "pipe" }
 func (a pipeAddr) String() string  { return string(a) }
+
+// conn is a client's end of an in-memory connection. It is a syscall.Conn
+// only so that go-redis's check of an idle connection, which peeks at the
+// socket of a syscall.Conn before reusing it, finds the connections that
+// Stop broke, as it finds a closed socket: SyscallConn fails for them, so
+// the client dials anew instead of failing a command on them (once per
+// idle connection). For the others it returns a RawConn with nothing to
+// read: a pipe has no socket to peek at.
+type conn struct {
+	net.Conn
+	nd    *node
+	epoch uint64
+}
+
+// errBroken is the liveness check's answer for a connection broken by Stop.
+var errBroken = errors.New("redlocktest: connection broken by Stop")
+
+// SyscallConn implements syscall.Conn for go-redis's liveness check.
+func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	if c.nd.epoch.Load() != c.epoch {
+		return nil, errBroken
+	}
+	return quiet{}, nil
+}
+
+// quiet is the RawConn of a live pipe: it runs none of the functions it is
+// given, so a peek finds nothing to read, which is what a live idle
+// connection has.
+type quiet struct{}
+
+func (quiet) Control(func(fd uintptr)) error    { return nil }
+func (quiet) Read(func(fd uintptr) bool) error  { return nil }
+func (quiet) Write(func(fd uintptr) bool) error { return nil }

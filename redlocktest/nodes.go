@@ -68,10 +68,16 @@ func (n *Nodes) Client(opts ...redlock.Option) *redlock.Client {
 }
 
 // Stop takes node i down, as a crashed Redis process: its open connections
-// break and new ones are refused (a dial fails with ECONNREFUSED) until
-// Start(i). Its data stays, and its keys keep expiring by the clock. Stopping
-// a stopped node does nothing. An i out of range fails the test with
-// t.Fatalf.
+// break (a command in flight fails) and new ones are refused (a dial fails
+// with ECONNREFUSED) until Start(i). Its data stays, and its keys keep
+// expiring by the clock. Stopping a stopped node does nothing. An i out of
+// range fails the test with t.Fatalf.
+//
+// A lock call returns as soon as a majority decided, so its command to the
+// other nodes may still be on its way: one that had not reached node i
+// before Stop may reach it after Start. To stop a node that must hold a
+// key, first wait until it does (Client.Status, or synctest.Wait in a
+// bubble).
 func (n *Nodes) Stop(i int) {
 	n.t.Helper()
 	if nd := n.node("Stop", i); nd != nil {
