@@ -18,17 +18,22 @@ import (
 )
 
 // refused checks that node i refuses connections: Status, the next call,
-// reports it with ECONNREFUSED (the connections Stop broke are not reused).
+// reports it with ECONNREFUSED (the connections Stop broke are not reused),
+// and so do the calls after it, more than a go-redis pool's size: enough
+// that go-redis would stop dialing the node for a while if the kit let
+// its dials fail (see TestStopStart, which wants the node back at Start).
 func refused(t *testing.T, c *redlock.Client, i int) {
 	t.Helper()
-	st, _ := c.Status(context.Background(), "any")
-	if err := st.Nodes[i].Err; !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Fatalf("node %d: Status error %v, want ECONNREFUSED", i, err)
+	for range 100 {
+		st, _ := c.Status(context.Background(), "any")
+		if err := st.Nodes[i].Err; !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("node %d: Status error %v, want ECONNREFUSED", i, err)
+		}
 	}
 }
 
 func TestStopStart(t *testing.T) {
-	bothClocks(t, func(t *testing.T, _ bool) {
+	bothClocks(t, func(t *testing.T, bubble bool) {
 		ctx := context.Background()
 		nodes := redlocktest.New(t, 3)
 		a, b := nodes.Client(), nodes.Client()
@@ -43,6 +48,7 @@ func TestStopStart(t *testing.T) {
 			t.Fatal(err)
 		}
 
+		everywhere(t, a, "held", bubble)
 		nodes.Stop(0)
 		nodes.Stop(0) // a no-op
 		refused(t, b, 0)
@@ -63,6 +69,9 @@ func TestStopStart(t *testing.T) {
 
 		nodes.Start(0)
 		nodes.Start(0) // a no-op
+		if st, err := b.Status(ctx, "any"); err != nil || st.Nodes[0].Err != nil {
+			t.Fatalf("node 0 not back at once after Start: %v, %+v", err, st.Nodes[0])
+		}
 		if got := nodes.Pools()[0].Addr(); got != addr {
 			t.Fatalf("address after Start: %q, want %q", got, addr)
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -55,13 +56,13 @@ func newNode(addr string) *node {
 	return nd
 }
 
-// dial opens an in-memory connection to the server, or refuses it while
-// the node is down.
+// dial opens an in-memory connection to the server; while the node is down,
+// one that refuses (see refused).
 func (nd *node) dial(_ context.Context, network, addr string) (net.Conn, error) {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
 	if !nd.up {
-		return nil, &net.OpError{Op: "dial", Net: network, Addr: pipeAddr(addr), Err: syscall.ECONNREFUSED}
+		return refused{err: &net.OpError{Op: "dial", Net: network, Addr: pipeAddr(addr), Err: syscall.ECONNREFUSED}}, nil
 	}
 	// Starts the server (without a listener) when it is not running.
 	c, err := nd.srv.Dial()
@@ -94,6 +95,26 @@ func (nd *node) close() {
 	_ = nd.client.Close()
 	nd.stop()
 }
+
+// refused is the connection a dial to a down node returns: every read and
+// write fails with the error of a refused dial, so the command that needed
+// the connection fails with it. It is not a failed dial because go-redis
+// stops dialing a node after PoolSize failed dials in a row, and then
+// probes it every second from a goroutine of its own until a dial
+// succeeds: a node would come back up to a second after Start, and the
+// probe could outlive the test (which a synctest bubble reports as a
+// deadlock).
+type refused struct{ err *net.OpError }
+
+func (r refused) Read([]byte) (int, error)              { return 0, r.err }
+func (r refused) Write([]byte) (int, error)             { return 0, r.err }
+func (r refused) Close() error                          { return nil }
+func (r refused) LocalAddr() net.Addr                   { return pipeAddr("client") }
+func (r refused) RemoteAddr() net.Addr                  { return r.err.Addr }
+func (r refused) SetDeadline(time.Time) error           { return nil }
+func (r refused) SetReadDeadline(time.Time) error       { return nil }
+func (r refused) SetWriteDeadline(time.Time) error      { return nil }
+func (r refused) SyscallConn() (syscall.RawConn, error) { return nil, r.err }
 
 // pipeAddr is the address of a node in dial errors.
 type pipeAddr string
