@@ -25,8 +25,9 @@
 // # Nodes
 //
 // Each node is a miniredis server (github.com/alicebob/miniredis/v2) that
-// runs every script of the lock (TIME, the queue, pub/sub grants), so Lock
-// waiters are woken by a release as on Redis. Keys expire as the clock
+// runs every script of the lock (TIME, the queue, pub/sub grants), so a
+// waiter in Lock, RLock, AcquirePermit or LockAll is woken by a release as
+// on Redis, not by its retry. Keys expire as the clock
 // moves (time.Now, or the bubble's clock under testing/synctest), consistent
 // with the TIME the scripts read. A node is standalone, not a Redis Cluster,
 // so a key's companion keys have their standalone names (K:fence,
@@ -45,20 +46,30 @@
 // # testing/synctest
 //
 // The nodes, the Clients and every lock kind work inside a synctest bubble
-// (synctest.Test) when New is called inside it, with the bubble's t: the
-// pipes, the servers' goroutines and the Client's timers then belong to the
-// bubble, a call in flight is "durably blocked", and time.Sleep advances the
-// fake clock that expires keys and paces extensions, so a test of a TTL or
-// an extension runs in no real time and never flakes on a slow machine.
-// Cleanup runs before the bubble ends, so synctest.Test's check that every
-// goroutine exited holds. What does not work: a Nodes (or a Client, or a
-// Lock) made outside a bubble and used inside it, or made in one bubble and
-// used in another, since a bubble's channels must not be touched from
-// outside it (the runtime panics); and Stop, Start or Expire called from
-// outside the bubble of the Nodes. Real Redis over TCP (pool.FromURL, or
-// miniredis on a loopback listener) does not work in a bubble either: a
-// goroutine reading a socket is not durably blocked, so the fake clock never
-// moves while a connection is open.
+// when New and Client are called inside it, with the bubble's t:
+//
+//	synctest.Test(t, func(t *testing.T) {
+//		nodes := redlocktest.New(t, 3)
+//		c := nodes.Client()
+//		l, _ := c.TryLock(ctx, "job", time.Second, redlock.WithAutoExtend(0))
+//		time.Sleep(time.Hour) // no real time: the lock is extended on the fake clock
+//		...
+//	})
+//
+// The pipes, the servers' goroutines and the Client's timers then belong to
+// the bubble, a call in flight is durably blocked, keys expire on the
+// bubble's clock and extensions follow it, so a test of a TTL, a lock-delay
+// or an extension runs in no real time and no node timeout fires on a slow
+// machine; synctest.Wait returns once every call in flight has landed (a
+// lock call returns at the majority: see Stop). Cleanup runs before the
+// bubble ends, so synctest.Test's check that every goroutine exited holds.
+// Tried and not working: a Nodes made outside the bubble and used inside
+// (its connections, opened in the bubble, are still open when the bubble
+// ends, which synctest reports as a deadlock); a Client made outside and
+// used inside (its goroutines block on channels from outside the bubble,
+// so the fake clock never moves and a time.Sleep never returns); real
+// Redis over TCP, or miniredis on a loopback listener (a goroutine reading
+// a socket is not durably blocked: the clock never moves either).
 //
 // # Failures
 //

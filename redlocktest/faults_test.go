@@ -221,3 +221,19 @@ func TestNoGoroutineAfterCleanup(t *testing.T) {
 		go func() { _, _ = a.Lock(context.Background(), "held", time.Minute) }()
 	})
 }
+
+// TestClientDefaults: the kit's node timeout admits a 1s TTL kept alive,
+// and the caller's WithNodeTimeout overrides it.
+func TestClientDefaults(t *testing.T) {
+	ctx := context.Background()
+	nodes := redlocktest.New(t, 3)
+	l, err := nodes.Client().TryLock(ctx, "k", time.Second, redlock.WithAutoExtend(0))
+	if err != nil {
+		t.Fatalf("a 1s TTL with the default node timeout: %v", err)
+	}
+	unlock(t, l)
+	_, err = nodes.Client(redlock.WithNodeTimeout(time.Second)).TryLock(ctx, "k", time.Second, redlock.WithAutoExtend(0))
+	if err == nil {
+		t.Fatal("a 1s TTL with a 1s node timeout was accepted: the option did not override the default")
+	}
+}

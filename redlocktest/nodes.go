@@ -26,6 +26,7 @@ type Nodes struct {
 // returns them, all up and empty. At t's cleanup their connections are
 // closed and the nodes stopped, after the cleanups registered later (such
 // as the Clients of Client) have run. n < 1 fails the test with t.Fatalf.
+// The kit calls only t's Helper, Cleanup, Errorf and Fatalf.
 func New(t testing.TB, n int) *Nodes {
 	t.Helper()
 	if n < 1 {
@@ -87,7 +88,10 @@ func (n *Nodes) Stop(i int) {
 
 // Start brings node i back after Stop, at the same address, with the data
 // it had less what expired meanwhile, as a node that persists every write
-// (appendfsync always). Clients reconnect at their next call to it.
+// (appendfsync always). A Client's next call to it reconnects: connections
+// broken by Stop are not reused (on Linux and the BSDs, where go-redis
+// checks an idle connection before reusing it; elsewhere each fails one
+// command first).
 // Starting a running node does nothing. An i out of range fails the test
 // with t.Fatalf.
 func (n *Nodes) Start(i int) {
