@@ -30,7 +30,11 @@ var expireScript string
 // it to them), and a lock-delay marker (redlock.WithLockDelay), which is
 // shortened as if its lock had expired now, so the delay starts now.
 //
-// On each node the change is atomic (one script on a running node). A
+// As with Stop, a lock call returns at the majority, so its command to the
+// last node may land after Expire and hold that node until its TTL; wait
+// until the call landed everywhere (Client.Status, synctest.Wait) to expire
+// a hold on every node. On each node the change is atomic (one script on a
+// running node). A
 // failure, which only a bug can cause, is reported with t.Errorf: Expire
 // may be called from any goroutine.
 func (n *Nodes) Expire(key string) {

@@ -44,6 +44,10 @@ func TestFencingAcrossRestart(t *testing.T) {
 					}
 					last = l.Fence()
 					unlock(t, l)
+					for _, k := range l.Keys() {
+						// The release landed on every node before the next Stop.
+						everywhere(t, c, k, false, bubble)
+					}
 				}
 				next()
 				nodes.Stop(0)

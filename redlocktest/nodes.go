@@ -74,11 +74,12 @@ func (n *Nodes) Client(opts ...redlock.Option) *redlock.Client {
 // expiring by the clock. Stopping a stopped node does nothing. An i out of
 // range fails the test with t.Fatalf.
 //
-// A lock call returns as soon as a majority decided, so its command to the
-// other nodes may still be on its way: one that had not reached node i
-// before Stop may reach it after Start. To stop a node that must hold a
-// key, first wait until it does (Client.Status, or synctest.Wait in a
-// bubble).
+// A lock call, an Unlock or an Extend returns as soon as a majority
+// decided, so its command to the other nodes may still be on its way: one
+// that had not reached node i before Stop may reach it after Start, and one
+// that Stop cut off never lands (a release then leaves the key on node i
+// until its TTL). To stop a node in a known state, first wait until the
+// call landed everywhere (Client.Status, or synctest.Wait in a bubble).
 func (n *Nodes) Stop(i int) {
 	n.t.Helper()
 	if nd := n.node("Stop", i); nd != nil {
