@@ -19,8 +19,8 @@ import (
 // node is one in-process Redis server and the go-redis client that reaches
 // it over in-memory pipes.
 //
-// States: up (dials are served) and down (dials are refused, the server is
-// closed). Stop moves up -> down, breaking every connection; Start moves
+// States: up (dials are served) and down (a dial gets a connection that
+// refuses, the server is closed). Stop moves up -> down, breaking every connection; Start moves
 // down -> up, and the server starts again at the next dial. Both hold mu,
 // as a dial does, so no dial races a Stop into reviving the server.
 type node struct {
@@ -43,8 +43,8 @@ func newNode(addr string) *node {
 	nd.client = redis.NewClient(&redis.Options{
 		Addr:   addr,
 		Dialer: nd.dial,
-		// As pool.FromURL sets them: context deadlines on the socket, no
-		// hidden retries, a down node fails at once.
+		// As pool.FromURL sets them: context deadlines on the connection,
+		// no hidden retries, one dial per attempt.
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
 		DialerRetries:         1,
