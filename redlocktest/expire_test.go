@@ -137,7 +137,7 @@ func TestExpireKeepsFence(t *testing.T) {
 			last = l.Fence()
 			for _, k := range l.Keys() {
 				// Or a late command could bring a hold back after Expire.
-				everywhere(t, c, k, true, bubble)
+				everywhere(t, nodes, k, true, bubble)
 			}
 			nodes.Expire("k")
 			nodes.Expire("m")

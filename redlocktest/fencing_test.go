@@ -43,10 +43,14 @@ func TestFencingAcrossRestart(t *testing.T) {
 						t.Fatalf("fence %d, not above %d", l.Fence(), last)
 					}
 					last = l.Fence()
+					// Each call landed on every node before the next one,
+					// or a late acquisition could outlive its release.
+					for _, k := range l.Keys() {
+						everywhere(t, nodes, k, true, bubble)
+					}
 					unlock(t, l)
 					for _, k := range l.Keys() {
-						// The release landed on every node before the next Stop.
-						everywhere(t, c, k, false, bubble)
+						everywhere(t, nodes, k, false, bubble)
 					}
 				}
 				next()
