@@ -157,6 +157,7 @@ func TestExpireLockDelay(t *testing.T) {
 		if _, err := a.TryLock(ctx, "k", time.Minute); err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the lock landed on every node
 		nodes.Expire("k")
 		_, err := b.TryLock(ctx, "k", time.Minute)
 		if !errors.Is(err, redlock.ErrLockDelay) {

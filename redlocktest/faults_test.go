@@ -228,6 +228,7 @@ func TestNoGoroutineAfterCleanup(t *testing.T) {
 			_, err := b.Lock(ctx, "held", time.Minute) // left held at cleanup
 			return err
 		})
+		everywhere(t, nodes, "held", true, false)
 		nodes.Stop(4)
 		nodes.Expire("read")
 		unlock(t, held)
