@@ -224,18 +224,21 @@ func TestNoGoroutineAfterCleanup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Before a waiter comes, whose try on arrival could win a node that
+		// held's late command had not reached yet.
+		everywhere(t, nodes, "held", true, false)
 		waiter := async(func() error {
 			_, err := b.Lock(ctx, "held", time.Minute) // left held at cleanup
 			return err
 		})
-		everywhere(t, nodes, "held", true, false)
 		nodes.Stop(4)
 		nodes.Expire("read")
 		unlock(t, held)
 		if err := await(t, "Lock", waiter); err != nil {
 			t.Fatal(err)
 		}
-		// A Lock that waits when the test ends is ended by its Client's Close.
+		// A Lock still waiting when the test ends: its owner is the Client,
+		// whose Close at cleanup ends it (goleak above checks that it did).
 		go func() { _, _ = a.Lock(context.Background(), "held", time.Minute) }()
 	})
 }
