@@ -36,9 +36,9 @@
 // # Client defaults
 //
 // Nodes.Client passes redlock.WithNodeTimeout(DefaultNodeTimeout) before the
-// caller's options, so that a short TTL (from about 800ms) is accepted and a
-// loaded test machine does not time out an in-memory call; pass another
-// WithNodeTimeout to override it. The restart quarantine
+// caller's options, so that a loaded test machine does not time out an
+// in-memory call; a lock kept alive then needs a TTL from about 1.6s (2s
+// is a good short one). Pass another WithNodeTimeout to override it. The restart quarantine
 // (redlock.WithQuarantine) does not apply: the Pools are not
 // pool.Identifier (they are pool.New adapters), and a node restarted by
 // Start keeps its data, as a node persisting every write does.
@@ -51,7 +51,7 @@
 //	synctest.Test(t, func(t *testing.T) {
 //		nodes := redlocktest.New(t, 3)
 //		c := nodes.Client()
-//		l, _ := c.TryLock(ctx, "job", time.Second, redlock.WithAutoExtend(0))
+//		l, _ := c.TryLock(ctx, "job", 2*time.Second, redlock.WithAutoExtend(0))
 //		time.Sleep(time.Hour) // no real time: the lock is extended on the fake clock
 //		...
 //	})

@@ -15,7 +15,7 @@ import (
 // with WithAutoExtend: each holder's Done closes with ErrLockLost at its
 // next extension, and the key is free for new holders at once.
 func TestExpireEndsEveryKind(t *testing.T) {
-	const ttl = time.Second // extended every ttl/3
+	const ttl = 2 * time.Second // extended every ttl/3
 	ctx := context.Background()
 	extend := redlock.WithAutoExtend(0)
 	kinds := []struct {
@@ -92,7 +92,7 @@ func TestExpireDo(t *testing.T) {
 		nodes := redlocktest.New(t, 3)
 		c := nodes.Client()
 		var cause error
-		err := c.Do(context.Background(), "job", time.Second, func(ctx context.Context) error {
+		err := c.Do(context.Background(), "job", 2*time.Second, func(ctx context.Context) error {
 			nodes.Expire("job")
 			select {
 			case <-ctx.Done():

@@ -40,7 +40,7 @@ func TestStopStart(t *testing.T) {
 		a, b := nodes.Client(), nodes.Client()
 		addr := nodes.Pools()[0].Addr()
 
-		kept, err := a.TryLock(ctx, "kept", time.Second, redlock.WithAutoExtend(0))
+		kept, err := a.TryLock(ctx, "kept", 2*time.Second, redlock.WithAutoExtend(0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +214,7 @@ func TestNoGoroutineAfterCleanup(t *testing.T) {
 		ctx := context.Background()
 		nodes := redlocktest.New(t, 5)
 		a, b := nodes.Client(), nodes.Client()
-		if _, err := a.TryLock(ctx, "kept", time.Second, redlock.WithAutoExtend(0)); err != nil {
+		if _, err := a.TryLock(ctx, "kept", 2*time.Second, redlock.WithAutoExtend(0)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := a.TryRLock(ctx, "read", time.Minute); err != nil {
@@ -243,18 +243,18 @@ func TestNoGoroutineAfterCleanup(t *testing.T) {
 	})
 }
 
-// TestClientDefaults: the kit's node timeout admits a 1s TTL kept alive,
+// TestClientDefaults: the kit's node timeout admits a 2s TTL kept alive,
 // and the caller's WithNodeTimeout overrides it.
 func TestClientDefaults(t *testing.T) {
 	ctx := context.Background()
 	nodes := redlocktest.New(t, 3)
-	l, err := nodes.Client().TryLock(ctx, "k", time.Second, redlock.WithAutoExtend(0))
+	l, err := nodes.Client().TryLock(ctx, "k", 2*time.Second, redlock.WithAutoExtend(0))
 	if err != nil {
-		t.Fatalf("a 1s TTL with the default node timeout: %v", err)
+		t.Fatalf("a 2s TTL with the default node timeout: %v", err)
 	}
 	unlock(t, l)
-	_, err = nodes.Client(redlock.WithNodeTimeout(time.Second)).TryLock(ctx, "k", time.Second, redlock.WithAutoExtend(0))
+	_, err = nodes.Client(redlock.WithNodeTimeout(time.Second)).TryLock(ctx, "k", 2*time.Second, redlock.WithAutoExtend(0))
 	if err == nil {
-		t.Fatal("a 1s TTL with a 1s node timeout was accepted: the option did not override the default")
+		t.Fatal("a 2s TTL with a 1s node timeout was accepted: the option did not override the default")
 	}
 }

@@ -97,15 +97,15 @@ func TestAutoExtend(t *testing.T) {
 		ctx := context.Background()
 		nodes := redlocktest.New(t, 3)
 		a, b := nodes.Client(), nodes.Client()
-		l, err := a.TryLock(ctx, "job", time.Second, redlock.WithAutoExtend(0))
+		l, err := a.TryLock(ctx, "job", 2*time.Second, redlock.WithAutoExtend(0))
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(3 * time.Second)
+		time.Sleep(6 * time.Second)
 		if err := l.Err(); err != nil {
 			t.Fatalf("lost while extended: %v", err)
 		}
-		_, err = b.TryLock(ctx, "job", time.Second)
+		_, err = b.TryLock(ctx, "job", 2*time.Second)
 		wantTaken(t, err)
 		unlock(t, l)
 		<-l.Done()

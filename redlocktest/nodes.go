@@ -11,8 +11,11 @@ import (
 
 // DefaultNodeTimeout is the node timeout (redlock.WithNodeTimeout) of the
 // Clients that Nodes.Client returns, unless the caller's options set one.
-// The shortest TTL a lock call then accepts is about 800ms.
-const DefaultNodeTimeout = 250 * time.Millisecond
+// It is the library's own cap (redlock.MaxNodeTimeout), what its default
+// gives any TTL from 10s: long enough that a loaded test machine running
+// -race does not time out an in-memory call. The shortest TTL a lock call
+// kept alive (WithAutoExtend, Do) then accepts is about 1.6s.
+const DefaultNodeTimeout = 500 * time.Millisecond
 
 // Nodes is a set of independent in-process Redis nodes, owned by the
 // testing.TB given to New. Its methods are safe for concurrent use.
