@@ -11,6 +11,7 @@ import (
 
 	"github.com/redlockgo/redlock/clock"
 	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -194,6 +195,12 @@ func (c *Client) begin() (func(), error) {
 // a new connection, and must still be able to answer.) WithFairness makes it respect the queue of
 // waiters: it takes the lock only if nobody waits for it.
 //
+// SET NX cannot tell a lock from a key of another kind, so a refused
+// TryLock asks one node that refused what the key holds (one more round
+// trip, bounded by the node timeout): a key that holds permits, or one of
+// the application's, is reported as that node's ErrWrongKind. Lock learns
+// it from its first round in the queue, and returns at once.
+//
 // ttl counts in whole milliseconds, as Redis does, from the shortest that
 // outlasts the drift allowance (3ms with the default WithDriftFactor) to
 // MaxTTL; outside that range TryLock and Lock return an error without
@@ -209,8 +216,8 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 	var l *Lock
 	if lc.fair {
 		l, _, err = c.wait(ctx, key, ttl, lc, 0, false)
-	} else {
-		l, err = c.acquire(ctx, key, ttl, lc)
+	} else if l, err = c.acquire(ctx, key, ttl, lc); err != nil {
+		err = c.nameKind(ctx, key, err)
 	}
 	if err != nil {
 		err = withContext(err, ctx.Err())
@@ -371,4 +378,29 @@ func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *Quor
 func asInt(v any) int64 {
 	n, _ := v.(int64)
 	return n
+}
+
+// nameKind is err, the refusal of an exclusive attempt on key, with the
+// kind the key holds on the first node that refused it, when that is not
+// a lock or readers: that node's cause becomes ErrWrongKind. It asks that
+// one node, bounded by the node timeout; on any failure err stands.
+func (c *Client) nameKind(ctx context.Context, key string, err error) error {
+	var qe *QuorumError
+	if !errors.As(err, &qe) {
+		return err
+	}
+	for _, n := range qe.Nodes {
+		if !errors.Is(n.Err, ErrTaken) {
+			continue
+		}
+		nctx, cancel := context.WithTimeout(ctx, c.nodeTimeout(0))
+		defer cancel()
+		var ns NodeStatus
+		reply, rerr := c.pools[n.Node].Eval(nctx, scripts.Status, c.statusKeys(n.Node, key))
+		if rerr == nil && ns.parse(reply) == nil && ns.Kind != "" && ns.Kind != "lock" && ns.Kind != "readers" {
+			n.Err = kindError(ns.Kind, "")
+		}
+		return err
+	}
+	return err
 }

@@ -212,12 +212,12 @@ func (c *Client) notObtained(res fanout.Result, reached bool, start time.Time) *
 // stray reports whether the attempt may have landed on v's node without
 // being part of the lock: the attempt failed, the node took another place,
 // or its answer is unknown and places matter (a permit's slot). A refusal
-// for the lock-delay is known: nothing was set.
+// for the lock-delay or another kind is known: nothing was set.
 func stray(v fanout.Vote, failed bool, took, place string) bool {
 	switch {
 	case v.OK:
 		return failed || took != place
-	case v.Err != nil && !isDelayed(v.Err):
+	case v.Err != nil && !isKnownRefusal(v.Err):
 		return failed || place != ""
 	}
 	return false
@@ -305,7 +305,8 @@ func (l *Lock) release(ctx context.Context) fanout.Result {
 // obtain is TryRLock, TryAcquirePermit and TryLockAll after their own
 // checks (one attempt), and RLock, AcquirePermit and LockAll (wait):
 // attempts paced by the retry strategy until one succeeds, the strategy
-// stops, ctx ends or the Client closes; a release that leaves a watched key
+// stops, ctx ends, the Client closes or a node says the key holds another
+// kind (ErrWrongKind: no retry can succeed); a release that leaves a watched key
 // free cuts the pause short (watch.go). ttl is in whole milliseconds.
 func (c *Client) obtain(ctx context.Context, k leaseKind, ttl time.Duration, lc lockConfig, wait bool) (*Lock, error) {
 	start := c.cfg.clock.Now()
@@ -328,7 +329,7 @@ func (c *Client) obtain(ctx context.Context, k leaseKind, ttl time.Duration, lc 
 		}
 		l, err := c.attempt(ctx, c.newLock(keys[0], newToken(), ttl, lc.heal), k, lc, c.watching(channels, retry, delay, ttl))
 		err, end := afterAttempt(ctx, err, prev, retry)
-		if end {
+		if end || errors.Is(err, ErrWrongKind) {
 			return c.obtained(ctx, keys[0], l, err, start, attempt, lc)
 		}
 		prev = err

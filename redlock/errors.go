@@ -58,7 +58,34 @@ var (
 	// ago (WithLockDelay). The node set nothing; the NodeError names the
 	// time left.
 	ErrLockDelay = errors.New("redlock: lock-delay after an expired holder")
+	// ErrWrongKind is the per-node cause when the key holds another kind of
+	// lock than the call takes: permits (a semaphore) where a lock, reader
+	// or multi-lock is asked for, a lock or readers where a permit is, or a
+	// key of another Redis type. The node set nothing; the NodeError names
+	// the kind the key holds. Every acquisition refuses it at once, without
+	// waiting: mixing kinds on one key is a programming error.
+	ErrWrongKind = errors.New("redlock: key holds another kind of lock")
 )
+
+// kindError is the per-node cause of a refusal because the key holds kind
+// (kind.lua's names), which key names when it is given.
+func kindError(kind any, key string) error {
+	k, _ := kind.(string)
+	what := map[string]string{"permits": "permits (a semaphore)", "lock": "a lock", "readers": "readers"}[k]
+	if what == "" {
+		what = fmt.Sprintf("a Redis %s", k)
+	}
+	if key != "" {
+		return fmt.Errorf("%w: key %q holds %s", ErrWrongKind, key, what)
+	}
+	return fmt.Errorf("%w: it holds %s", ErrWrongKind, what)
+}
+
+// isKnownRefusal reports whether err is a refusal after which the node is
+// known to hold nothing of the call: the lock-delay, or another kind.
+func isKnownRefusal(err error) bool {
+	return err != nil && (errors.Is(err, ErrLockDelay) || errors.Is(err, ErrWrongKind))
+}
 
 // NodeError is one node's failure within an operation. It is reachable with
 // errors.As from the error of any operation.

@@ -135,6 +135,13 @@ func (m multi) take(ctx context.Context, c *Client, i int, token string, ttl tim
 	if len(arr) == 0 {
 		return false, errMalformed
 	}
+	if asInt(arr[0]) == scripts.OtherKind && len(arr) > 2 {
+		k := int(asInt(arr[2]))
+		if k < 1 || k > len(m.keys) {
+			return false, errMalformed
+		}
+		return false, kindError(arr[1], m.keys[k-1])
+	}
 	if asInt(arr[0]) != scripts.AcquireAllSet {
 		if len(arr) > 1 {
 			if k := int(asInt(arr[1])); k > 0 && k <= len(m.keys) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redlockgo/redlock/internal/scripts"
 )
 
 // extendOn runs l's extend script on node i and returns its code.
@@ -35,6 +37,9 @@ func parseTakeReply(v any, withPlace bool) (ok bool, place string, counter uint6
 	arr, _ := v.([]any)
 	if len(arr) == 0 {
 		return false, "", 0, errMalformed
+	}
+	if asInt(arr[0]) == scripts.OtherKind && len(arr) > 1 {
+		return false, "", 0, kindError(arr[1], "")
 	}
 	if asInt(arr[0]) != 1 {
 		return false, "", 0, nil

@@ -153,7 +153,8 @@ func TestRealPermitOnLockKeyIsANodeError(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.TryAcquirePermit(bg(), "res", 2, 10*time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorContains(t, err, "not a semaphore")
+	require.ErrorIs(t, err, redlock.ErrWrongKind)
+	require.ErrorContains(t, err, "holds a lock")
 	require.NoError(t, l.Extend(bg(), 10*time.Second), "the lock is untouched")
 	require.NoError(t, l.Unlock(bg()))
 }

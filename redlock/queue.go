@@ -80,6 +80,11 @@ func parseEnqueue(v any, r *reply) error {
 		r.delayed = len(arr) > 3 && asInt(arr[3]) == 1
 	case scripts.EnqueueLeft:
 		return errLeft
+	case scripts.OtherKind:
+		if len(arr) < 2 {
+			return errMalformed
+		}
+		return kindError(arr[1], "")
 	default:
 		return errMalformed
 	}

@@ -22,15 +22,22 @@ var ErrNoMajority = errors.New("redlock: no majority answered")
 type KeyStatus struct {
 	// Key is the key read.
 	Key string
-	// Held reports whether one token holds the key on a majority of the
-	// nodes: the key is locked.
+	// Kind is what the key holds on the most nodes that answered: "lock"
+	// (an exclusive lock, a writer, a multi-lock's key), "readers",
+	// "permits" (a semaphore), the Redis type of a key of the
+	// application's, or "" when it is free on every node that answered.
+	Kind string
+	// Held reports whether the key is held on a majority of the nodes: by
+	// one token for a lock, by at least one live reader or permit on each
+	// of them for readers and permits.
 	Held bool
-	// Token is the value found on the most nodes (the holder's Lock.Token
-	// when Held), "" when the key is free on every node that answered.
+	// Token is, for a lock, the value found on the most nodes (the holder's
+	// Lock.Token when Held); "" for readers and permits, which have a token
+	// each, and when the key is free on every node that answered.
 	Token string
-	// Holders counts the nodes where Token holds the key; Needed is the
-	// majority, Total the number of nodes, Answered how many of them
-	// answered.
+	// Holders counts the nodes where the key is held (by Token, for a
+	// lock); Needed is the majority, Total the number of nodes, Answered
+	// how many of them answered.
 	Holders, Needed, Total, Answered int
 	// TTL is how long a majority of the nodes will still hold Token by
 	// their own clocks, unless it is extended or released: the Needed-th
@@ -48,8 +55,13 @@ type NodeStatus struct {
 	// without credentials.
 	Node int
 	Addr string
-	// Token is the value under the key, "" when the key is absent.
+	// Kind is what the key holds on the node, as KeyStatus.Kind names it.
+	Kind string
+	// Token is the value under the key for a lock, "" otherwise.
 	Token string
+	// Leases counts the live holds on the node: 1 for a lock, the live
+	// readers or permits, 0 when the key is absent.
+	Leases int
 	// TTL is the key's remaining time to live, -1 for a key without expiry.
 	TTL time.Duration
 	// Err is why the node could not be read (ErrNodeTimeout, a network
@@ -85,7 +97,7 @@ func (c *Client) Status(ctx context.Context, key string) (KeyStatus, error) {
 		st.Nodes[i] = NodeStatus{Node: i, Addr: c.pools[i].Addr()}
 	}
 	votes := fanout.Each(ctx, &c.wg, nodes, c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
-		reply, err := c.pools[i].Eval(ctx, scripts.Status, []string{key})
+		reply, err := c.pools[i].Eval(ctx, scripts.Status, c.statusKeys(i, key))
 		if err == nil {
 			err = st.Nodes[i].parse(reply) // each goroutine writes its own node
 		}
@@ -107,21 +119,32 @@ func (c *Client) Status(ctx context.Context, key string) (KeyStatus, error) {
 	return st, nil
 }
 
-// parse reads the reply of scripts.Status: {value or nil, PTTL in ms}.
+// statusKeys returns the KEYS of scripts.Status for key on node i.
+func (c *Client) statusKeys(i int, key string) []string {
+	return []string{key, c.names(i).readers(key)}
+}
+
+// parse reads the reply of scripts.Status: {value or false, PTTL in ms,
+// kind, leases}.
 func (n *NodeStatus) parse(reply any) error {
 	a, ok := reply.([]any)
-	if !ok || len(a) != 2 {
+	if !ok || len(a) != 4 {
 		return fmt.Errorf("redlock: unexpected status reply %v", reply)
 	}
-	pttl, ok := a[1].(int64)
-	if !ok {
-		return fmt.Errorf("redlock: unexpected PTTL %v", a[1])
+	pttl, ok1 := a[1].(int64)
+	kind, ok2 := a[2].(string)
+	leases, ok3 := a[3].(int64)
+	if !ok1 || !ok2 || !ok3 {
+		return fmt.Errorf("redlock: unexpected status reply %v", reply)
 	}
-	if a[0] == nil {
+	if kind == "" {
 		return nil // absent
 	}
-	if n.Token, ok = a[0].(string); !ok {
-		return fmt.Errorf("redlock: unexpected value %v", a[0])
+	n.Kind, n.Leases = kind, int(leases)
+	if kind == "lock" {
+		if n.Token, ok = a[0].(string); !ok {
+			return fmt.Errorf("redlock: unexpected value %v", a[0])
+		}
 	}
 	n.TTL = -1
 	if pttl >= 0 {
@@ -130,17 +153,34 @@ func (n *NodeStatus) parse(reply any) error {
 	return nil
 }
 
-// tally finds the token on the most nodes (the first to get there, in node
-// order, on a tie) and how long a majority keeps it.
+// tally finds the kind on the most nodes and, for a lock, the token on the
+// most nodes (the first to get there, in node order, on a tie), whether a
+// majority holds it, and how long a majority keeps it.
 func (st *KeyStatus) tally() {
-	count := map[string]int{}
+	kinds := map[string]int{}
 	for _, n := range st.Nodes {
-		if n.Err != nil || n.Token == "" {
-			continue
+		if n.Err == nil && n.Kind != "" {
+			if kinds[n.Kind]++; kinds[n.Kind] > kinds[st.Kind] {
+				st.Kind = n.Kind
+			}
 		}
-		count[n.Token]++
-		if count[n.Token] > st.Holders {
-			st.Token, st.Holders = n.Token, count[n.Token]
+	}
+	holds := func(n NodeStatus) bool { return n.Err == nil && n.Kind == st.Kind && n.Leases > 0 }
+	if st.Kind == "lock" {
+		count := map[string]int{}
+		for _, n := range st.Nodes {
+			if holds(n) {
+				if count[n.Token]++; count[n.Token] > st.Holders {
+					st.Token, st.Holders = n.Token, count[n.Token]
+				}
+			}
+		}
+		holds = func(n NodeStatus) bool { return n.Err == nil && n.Kind == "lock" && n.Token == st.Token }
+	} else {
+		for _, n := range st.Nodes {
+			if holds(n) {
+				st.Holders++
+			}
 		}
 	}
 	st.Held = st.Holders >= st.Needed
@@ -149,7 +189,7 @@ func (st *KeyStatus) tally() {
 	}
 	var ttls []time.Duration
 	for _, n := range st.Nodes {
-		if n.Err == nil && n.Token == st.Token {
+		if holds(n) {
 			ttls = append(ttls, n.TTL)
 		}
 	}

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -40,6 +41,7 @@ import (
 //	          deaf timer, and a node that was not listening  same      send a round to the idle nodes
 //	          at its latest round listens now                         that did so (caughtUp)
 //	          retries exhausted and no round in flight      failed    return the last error
+//	          a node says the key holds another kind         failed    return at once (ErrWrongKind)
 //	          ctx ended, or the Client closed               failed    return at once
 //
 // Quiet nodes. A retry round asks a node what the waiter would hear of
@@ -244,6 +246,10 @@ func (w *waiter) wait(ctx context.Context, closing <-chan struct{}, delay time.D
 		select {
 		case r := <-w.replies:
 			w.onReply(r)
+			if errors.Is(r.err, ErrWrongKind) {
+				w.state = waitFailed // no round can change what the key holds
+				return time.Time{}, ErrNotObtained
+			}
 		case g := <-w.grants:
 			w.onGrant(g)
 		case <-roundT.C():

@@ -7,7 +7,8 @@
 -- anyone, even by the caller), sets nothing, so a failed attempt leaves this
 -- node as it found it.
 -- Returns {1, c1, ..., cn} when set (ci the counter of KEYS[i], "0" if
--- absent; no counters when none were given), {0, i} when KEYS[i] was held.
+-- absent; no counters when none were given), {0, i} when KEYS[i] was held,
+-- {-1, kind, i} when KEYS[i] holds another kind of lock (kind.lua).
 -- A blocked LockAll also gives ARGV[4], its Client's channel, ARGV[5], a
 -- lease in ms, and after the other KEYS the n keys' watch sets: the channel
 -- then watches the key found held (watch.lua).
@@ -18,6 +19,10 @@ if ARGV[4] then
 end
 for i = 1, n do
   if redis.call('EXISTS', KEYS[i]) == 1 then
+    local other = other_kind(KEYS[i], 'string')
+    if other then
+      return {-1, other, i}
+    end
     if ARGV[4] then
       watch_add(KEYS[last + i], ARGV[4], ARGV[5])
     end

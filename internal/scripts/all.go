@@ -22,7 +22,7 @@ var (
 var (
 	// AcquireAll sets every key to the token if none exists, else nothing,
 	// and reads the fence counters given.
-	AcquireAll = pool.NewScript(watchSrc + acquireAllSrc)
+	AcquireAll = pool.NewScript(watchSrc + kindSrc + acquireAllSrc)
 	// ExtendAll resets every key's TTL only while every key holds the token.
 	ExtendAll = pool.NewScript(extendAllSrc)
 	// ReleaseAll deletes each key that holds the token and hands it to the

@@ -23,7 +23,12 @@
 -- queue gave it the lock ('' otherwise) and pttl the key's remaining time to
 -- live in ms (0 when the key is free), or {0, '', pttl, 1} when the key is
 -- free but in its lock-delay for pttl ms more; {3} when the waiter has left the
--- queue (release.lua) and this round arrived late: it is not queued again.
+-- queue (release.lua) and this round arrived late: it is not queued again;
+-- {-1, kind} when the key holds another kind of lock (kind.lua).
+local other = other_kind(KEYS[1], 'string')
+if other then
+  return {-1, other}
+end
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
   local seq = 0

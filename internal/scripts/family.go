@@ -30,7 +30,7 @@ var (
 // extend scripts answer with Extend's codes.
 var (
 	// RLockAcquire adds a reader to a key that no writer holds or waits for.
-	RLockAcquire = pool.NewScript(watchSrc + rlockAcquireSrc)
+	RLockAcquire = pool.NewScript(watchSrc + kindSrc + rlockAcquireSrc)
 	// RLockExtend extends one reader's own lease.
 	RLockExtend = pool.NewScript(rlockExtendSrc)
 	// RLockRelease removes one reader; the last one frees the key.
@@ -38,7 +38,7 @@ var (
 	// RLockFence raises the fence counter while the reader's lease is live.
 	RLockFence = pool.NewScript(rlockFenceSrc)
 	// PermitAcquire takes a free slot of a semaphore.
-	PermitAcquire = pool.NewScript(watchSrc + permitAcquireSrc)
+	PermitAcquire = pool.NewScript(watchSrc + kindSrc + permitAcquireSrc)
 	// PermitExtend extends one holder's own permit.
 	PermitExtend = pool.NewScript(permitExtendSrc)
 	// PermitRelease frees every slot that holds the caller's token.

@@ -9,11 +9,11 @@
 -- nodes in the same state pick the same slot. The key's TTL reaches the
 -- latest expiry, so a semaphore nobody holds vanishes by itself.
 -- Returns {1, slot, counter} when taken (counter "0" if absent), {0} when
--- every slot below the limit is held; an error when the key is not a
--- semaphore (a lock, say).
-local kind = redis.call('TYPE', KEYS[1]).ok
-if kind ~= 'none' and kind ~= 'hash' then
-  return redis.error_reply('WRONGTYPE key ' .. KEYS[1] .. ' is not a semaphore')
+-- every slot below the limit is held; {-1, kind} when the key holds another
+-- kind of lock (kind.lua: a lock, readers).
+local other = other_kind(KEYS[1], 'hash')
+if other then
+  return {-1, other}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

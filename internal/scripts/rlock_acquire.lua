@@ -14,7 +14,12 @@
 -- when a writer holds the key; {0, 'waiting'} when a writer waits for it.
 -- A blocked RLock also gives KEYS[5], the key's watch set, ARGV[4], its
 -- Client's channel, and ARGV[5], a lease in ms: a refused reader then
--- watches the key (watch.lua).
+-- watches the key (watch.lua). Returns {-1, kind} when the key holds
+-- another kind of lock (kind.lua).
+local other = other_kind(KEYS[1], 'string')
+if other then
+  return {-1, other}
+end
 local v = redis.call('GET', KEYS[1])
 if v and v ~= 'r:readers' then
   watch_add(KEYS[5], ARGV[4], ARGV[5])

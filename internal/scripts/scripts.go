@@ -1,7 +1,8 @@
 // Package scripts holds the Lua scripts the lock runs on each node. Each
 // .lua file states its contract in its header comment; watch.lua holds the
-// functions that the scripts which register or wake watchers share, and is
-// prepended to them.
+// functions that the scripts which register or wake watchers share, and
+// kind.lua the one that the acquisitions share to refuse a key of another
+// kind; each is prepended to the scripts that use it.
 package scripts
 
 import (
@@ -30,7 +31,14 @@ var (
 	acquireDelaySrc string
 	//go:embed watch.lua
 	watchSrc string
+	//go:embed kind.lua
+	kindSrc string
 )
+
+// OtherKind is the first element of the reply of Enqueue, RLockAcquire,
+// PermitAcquire and AcquireAll when a key holds another kind of lock; the
+// kind's name follows (kind.lua).
+const OtherKind = -1
 
 var (
 	// Release removes the caller from the key's queue, deletes the key only
@@ -47,7 +55,7 @@ var (
 	FenceRaise = pool.NewScript(fenceRaiseSrc)
 	// Enqueue takes a free key for the head of its queue, or queues the
 	// caller.
-	Enqueue = pool.NewScript(enqueueSrc)
+	Enqueue = pool.NewScript(kindSrc + enqueueSrc)
 	// FenceRead reads the fence counter while the key holds the token.
 	FenceRead = pool.NewScript(fenceReadSrc)
 	// AcquireDelay sets the key like SET NX PX, and its holder marker,
