@@ -58,6 +58,10 @@ var (
 	// ago (WithLockDelay). The node set nothing; the NodeError names the
 	// time left.
 	ErrLockDelay = errors.New("redlock: lock-delay after an expired holder")
+	// ErrMaxHold is the cause, wrapped with ErrLockLost, of the loss of a
+	// lock whose keeper stopped extending it at its maximum hold
+	// (WithMaxHold).
+	ErrMaxHold = errors.New("redlock: maximum hold reached")
 )
 
 // NodeError is one node's failure within an operation. It is reachable with

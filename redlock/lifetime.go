@@ -39,7 +39,8 @@ var errUnlocked = fmt.Errorf("%w: unlocked", ErrNotHeld)
 //
 // The background goroutine belongs to the Lock: Unlock stops it, and so do
 // Client.Close and Client.Shutdown (the lock is then reported lost with
-// ErrClosed).
+// ErrClosed). Without WithMaxHold it renews the lock for as long as the
+// process lives: a forgotten Unlock holds the key for good.
 func WithAutoExtend(interval time.Duration) LockOption {
 	return func(c *lockConfig) {
 		if interval < 0 {
@@ -119,6 +120,9 @@ type keeper struct {
 	guard   time.Duration // the loss margin
 	slack   time.Duration // how much earlier the keeper aims (lossSlack)
 	timeout time.Duration // the node timeout
+	maxHold time.Duration // WithMaxHold; 0: no cap
+	capAt   time.Time     // acquisition + maxHold; zero: no cap
+	capped  bool          // the cap allows no more extensions; keep's own
 	onLost  func(error)
 
 	ctx    context.Context // canceled by stopKeeper, ending an extension in flight
@@ -144,10 +148,14 @@ func (l *Lock) startKeeper(lc lockConfig) {
 		guard:   l.c.lossMargin(l.ttl),
 		slack:   lossSlack(l.c.nodeTimeout(l.ttl)),
 		timeout: l.c.nodeTimeout(l.ttl),
+		maxHold: lc.maxHold,
 		onLost:  lc.onLost,
 		stop:    make(chan struct{}),
 		exited:  make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	if lc.maxHold > 0 {
+		l.keeper.capAt = l.acquiredAt.Add(lc.maxHold)
 	}
 	l.c.wg.Add(1)
 	go l.keep()
@@ -178,25 +186,35 @@ func (l *Lock) keep() {
 	next := k.due(l.Until(), clk.Now())
 	var lastErr error
 	for {
+		if k.capped {
+			next = k.lossAt(l.Until()) // nothing left to do but lose it
+		}
 		if !l.sleep(minTime(next, k.lossAt(l.Until()))) {
 			return // unlocked, or the Client closed
 		}
 		now := clk.Now()
 		lossAt := k.lossAt(l.Until())
 		if !now.Before(lossAt) {
-			// Extensions did not get through in time, or this process was
-			// paused past its schedule: stop trusting the lock now.
+			// Extensions did not get through in time, the cap stopped them,
+			// or this process was paused past its schedule: stop trusting
+			// the lock now.
 			l.lose(lostBecause(k.cause(l.Until(), now, lastErr)))
 			return
 		}
-		if now.Before(next) {
+		if k.capped || now.Before(next) {
 			continue // woke for a loss point that a manual Extend has moved
 		}
+		ttl, ok := k.capTTL(l, now)
+		if !ok {
+			k.capped = true
+			continue
+		}
 		// Cut at the loss point: an extension in flight must not delay it.
-		err := l.extend(k.ctx, l.ttl, min(k.timeout, lossAt.Sub(now)))
+		err := l.extend(k.ctx, ttl, min(k.timeout, lossAt.Sub(now)))
 		switch {
 		case err == nil:
 			lastErr = nil
+			k.capped = ttl < l.ttl // cut at the cap: the last one
 			next = k.due(l.Until(), clk.Now())
 		case k.ctx.Err() != nil:
 			continue // stopped while extending; sleep returns
@@ -230,15 +248,22 @@ func (l *Lock) sleep(at time.Time) bool {
 }
 
 // lossAt is when the keeper of a lock valid until until declares it lost:
-// the loss margin before until, and the slack before that.
+// the loss margin before until, or before the cap when that comes first,
+// and the slack before that.
 func (k *keeper) lossAt(until time.Time) time.Time {
+	if !k.capAt.IsZero() {
+		until = minTime(until, k.capAt)
+	}
 	return until.Add(-k.guard - k.slack)
 }
 
-// cause says why a lock valid until until is lost at now: the last
-// extension's failure, if any.
+// cause says why a lock valid until until is lost at now: the cap, or the
+// last extension's failure, if any.
 func (k *keeper) cause(until, now time.Time, lastErr error) error {
-	if lastErr != nil {
+	switch {
+	case k.capReached(until):
+		return k.capError()
+	case lastErr != nil:
 		return lastErr
 	}
 	return fmt.Errorf("validity runs out in %v and was not extended in time", until.Sub(now).Round(time.Millisecond))

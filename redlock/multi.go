@@ -149,6 +149,9 @@ func (c *Client) checkAll(ctx context.Context, keys []string, ttl time.Duration,
 		return nil, lockConfig{}, err
 	}
 	lc, err := c.check(ctx, keys[0], ttl, opts)
+	if err == nil {
+		err = c.checkMaxHold(ttl, lc)
+	}
 	return keys, lc, err
 }
 
