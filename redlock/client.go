@@ -325,6 +325,9 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 	if err == nil && lc.autoExtend {
 		err = c.checkKeepable(ttl)
 	}
+	if err == nil {
+		err = c.checkMaxHold(ttl, lc)
+	}
 	return lc, err
 }
 

@@ -27,15 +27,23 @@ import (
 // Close stops the readings. It sees a fault only after it happened: a jump
 // between two readings can still shorten a lock taken just before it was
 // noticed. It does not see a slow clock, which only keeps keys longer.
+//
+// d is 0 or between MinClockCheck and MaxTTL; New refuses any other value.
 func WithClockCheck(d time.Duration) Option {
 	return func(c *config) {
-		if d < 0 {
-			c.fail("clock check interval must not be negative, got %v", d)
+		if d != 0 && (d < MinClockCheck || d > MaxTTL) {
+			c.fail("clock check interval must be 0 (off) or between %v and %v, got %v", MinClockCheck, MaxTTL, d)
 			return
 		}
 		c.clockEvery = d
 	}
 }
+
+// MinClockCheck is the shortest interval WithClockCheck accepts. Readings
+// closer together tell no more (a comparison spans the last ten, and the
+// round trips widen its bound), while each costs a TIME on every node: a
+// nanosecond, a likely unit mistake, would send thousands a second.
+const MinClockCheck = 10 * time.Millisecond
 
 // clockWindow is how many readings of a node's clock a comparison spans.
 const clockWindow = 10

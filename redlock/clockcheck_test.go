@@ -65,7 +65,33 @@ func TestClockCheckWithTheFakeClock(t *testing.T) {
 	require.NoError(t, c.Close(), "Close stops the readings (goleak checks)")
 }
 
+// The interval is 0 (off) or between MinClockCheck and MaxTTL: a few
+// nanoseconds, a likely unit mistake, would read every node's clock
+// thousands of times a second.
 func TestClockCheckOption(t *testing.T) {
-	_, err := redlock.New(newFakeNodes(t, 1).pools, redlock.WithClockCheck(-time.Second))
-	require.ErrorContains(t, err, "clock check interval must not be negative")
+	pools := newFakeNodes(t, 1).pools
+	for _, tc := range []struct {
+		d  time.Duration
+		ok bool
+	}{
+		{0, true},
+		{-time.Second, false},
+		{5 * time.Nanosecond, false},
+		{redlock.MinClockCheck - time.Nanosecond, false},
+		{redlock.MinClockCheck, true},
+		{time.Second, true},
+		{redlock.MaxTTL, true},
+		{redlock.MaxTTL + time.Nanosecond, false},
+	} {
+		t.Run(tc.d.String(), func(t *testing.T) {
+			c, err := redlock.New(pools, redlock.WithClockCheck(tc.d))
+			if tc.ok {
+				require.NoError(t, err)
+				require.NoError(t, c.Close())
+				return
+			}
+			require.EqualError(t, err, fmt.Sprintf(
+				"redlock: clock check interval must be 0 (off) or between 10ms and 24h0m0s, got %v", tc.d))
+		})
+	}
 }

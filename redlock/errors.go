@@ -65,6 +65,10 @@ var (
 	// the kind the key holds. Every acquisition refuses it at once, without
 	// waiting: mixing kinds on one key is a programming error.
 	ErrWrongKind = errors.New("redlock: key holds another kind of lock")
+	// ErrMaxHold is the cause, wrapped with ErrLockLost, of the loss of a
+	// lock whose keeper stopped extending it at its maximum hold
+	// (WithMaxHold).
+	ErrMaxHold = errors.New("redlock: maximum hold reached")
 )
 
 // kindError is the per-node cause of a refusal because the key holds kind

@@ -24,9 +24,14 @@ var errUnlocked = fmt.Errorf("%w: unlocked", ErrNotHeld)
 //
 // Loss is declared at the latest the loss margin before Until(): the larger
 // of ttl/10 and twice the node timeout, so that work can stop while the lock
-// is still valid. An extension still in flight then is cut short, and the
-// next extension is due early enough to end before that point even when it
-// takes a full node timeout (a longer interval is shortened to fit). A lock
+// is still valid. The keeper aims a little earlier, by the smaller of a
+// quarter of the node timeout and 2ms, so that a timer that fires late, or
+// an extension whose cut takes a moment to return, still declares the loss
+// in time; a process that does not run for longer than that (a GC pause,
+// SIGSTOP, an overloaded machine) declares it as soon as it runs again. An
+// extension still in flight at that point is cut short, and the next
+// extension is due early enough to end before it even when it takes a full
+// node timeout less that slack (a longer interval is shortened to fit). A lock
 // call with WithAutoExtend returns an error, and touches no node, when the
 // ttl cannot hold the margin plus one node timeout: ttl less the drift
 // allowance must exceed max(ttl/10, 2×node timeout) + node timeout. With
@@ -34,7 +39,8 @@ var errUnlocked = fmt.Errorf("%w: unlocked", ErrNotHeld)
 //
 // The background goroutine belongs to the Lock: Unlock stops it, and so do
 // Client.Close and Client.Shutdown (the lock is then reported lost with
-// ErrClosed).
+// ErrClosed). Without WithMaxHold it renews the lock for as long as the
+// process lives: a forgotten Unlock holds the key for good.
 func WithAutoExtend(interval time.Duration) LockOption {
 	return func(c *lockConfig) {
 		if interval < 0 {
@@ -99,11 +105,24 @@ func (c *Client) checkKeepable(ttl time.Duration) error {
 		"plus one node timeout; use a longer ttl or a shorter node timeout", ttl, nt, validity, margin)
 }
 
+// lossSlack is how much earlier than the loss margin the keeper of a lock
+// whose node timeout is timeout declares the loss: timer slack, and the
+// return of an extension cut at that point, take up to a millisecond or so
+// on a loaded machine. It comes out of the last extension's node timeout,
+// never out of the margin, so that it changes no ttl checkKeepable accepts.
+func lossSlack(timeout time.Duration) time.Duration {
+	return min(timeout/4, 2*time.Millisecond)
+}
+
 // keeper is the state of a lock's auto-extension.
 type keeper struct {
 	every   time.Duration
 	guard   time.Duration // the loss margin
+	slack   time.Duration // how much earlier the keeper aims (lossSlack)
 	timeout time.Duration // the node timeout
+	maxHold time.Duration // WithMaxHold; 0: no cap
+	capAt   time.Time     // acquisition + maxHold; zero: no cap
+	capped  bool          // the cap allows no more extensions; keep's own
 	onLost  func(error)
 
 	ctx    context.Context // canceled by stopKeeper, ending an extension in flight
@@ -127,11 +146,16 @@ func (l *Lock) startKeeper(lc lockConfig) {
 		cancel:  cancel,
 		every:   max(every, time.Millisecond),
 		guard:   l.c.lossMargin(l.ttl),
+		slack:   lossSlack(l.c.nodeTimeout(l.ttl)),
 		timeout: l.c.nodeTimeout(l.ttl),
+		maxHold: lc.maxHold,
 		onLost:  lc.onLost,
 		stop:    make(chan struct{}),
 		exited:  make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	if lc.maxHold > 0 {
+		l.keeper.capAt = l.acquiredAt.Add(lc.maxHold)
 	}
 	l.c.wg.Add(1)
 	go l.keep()
@@ -158,48 +182,42 @@ func (l *Lock) keep() {
 	defer close(k.exited)
 	defer k.cancel()
 	clk := l.c.cfg.clock
-	ctx := k.ctx
 
 	next := k.due(l.Until(), clk.Now())
 	var lastErr error
 	for {
-		deadline := l.Until().Add(-k.guard)
-		t := clk.NewTimer(minTime(next, deadline).Sub(clk.Now()))
-		select {
-		case <-k.stop:
-			t.Stop()
-			k.finish(errUnlocked, false)
-			return
-		case <-l.c.closing:
-			t.Stop()
-			l.lose(lostBecause(ErrClosed))
-			return
-		case <-t.C():
+		if k.capped {
+			next = k.lossAt(l.Until()) // nothing left to do but lose it
 		}
-
+		if !l.sleep(minTime(next, k.lossAt(l.Until()))) {
+			return // unlocked, or the Client closed
+		}
 		now := clk.Now()
-		deadline = l.Until().Add(-k.guard)
-		if !now.Before(deadline) {
-			// Extensions did not get through in time, or this process was
-			// paused past its schedule: stop trusting the lock now.
-			cause := lastErr
-			if cause == nil {
-				cause = fmt.Errorf("validity runs out in %v and was not extended in time", l.Until().Sub(now).Round(time.Millisecond))
-			}
-			l.lose(lostBecause(cause))
+		lossAt := k.lossAt(l.Until())
+		if !now.Before(lossAt) {
+			// Extensions did not get through in time, the cap stopped them,
+			// or this process was paused past its schedule: stop trusting
+			// the lock now.
+			l.lose(lostBecause(k.cause(l.Until(), now, lastErr)))
 			return
 		}
-		if now.Before(next) {
-			continue // woke for a deadline that a manual Extend has moved
+		if k.capped || now.Before(next) {
+			continue // woke for a loss point that a manual Extend has moved
+		}
+		ttl, ok := k.capTTL(l, now)
+		if !ok {
+			k.capped = true
+			continue
 		}
 		// Cut at the loss point: an extension in flight must not delay it.
-		err := l.extend(ctx, l.ttl, min(k.timeout, deadline.Sub(now)))
+		err := l.extend(k.ctx, ttl, min(k.timeout, lossAt.Sub(now)))
 		switch {
 		case err == nil:
 			lastErr = nil
+			k.capped = ttl < l.ttl // cut at the cap: the last one
 			next = k.due(l.Until(), clk.Now())
-		case ctx.Err() != nil:
-			continue // stopped while extending; the select above returns
+		case k.ctx.Err() != nil:
+			continue // stopped while extending; sleep returns
 		case errors.Is(err, ErrNotHeld):
 			l.lose(lostBecause(err))
 			return
@@ -209,6 +227,46 @@ func (l *Lock) keep() {
 			next = clk.Now().Add(max(k.every/8, time.Millisecond))
 		}
 	}
+}
+
+// sleep waits until at. It returns false, having ended the keeper, when
+// the lock is unlocked or the Client closes first.
+func (l *Lock) sleep(at time.Time) bool {
+	k, clk := l.keeper, l.c.cfg.clock
+	t := clk.NewTimer(at.Sub(clk.Now()))
+	defer t.Stop()
+	select {
+	case <-k.stop:
+		k.finish(errUnlocked, false)
+		return false
+	case <-l.c.closing:
+		l.lose(lostBecause(ErrClosed))
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
+// lossAt is when the keeper of a lock valid until until declares it lost:
+// the loss margin before until, or before the cap when that comes first,
+// and the slack before that.
+func (k *keeper) lossAt(until time.Time) time.Time {
+	if !k.capAt.IsZero() {
+		until = minTime(until, k.capAt)
+	}
+	return until.Add(-k.guard - k.slack)
+}
+
+// cause says why a lock valid until until is lost at now: the cap, or the
+// last extension's failure, if any.
+func (k *keeper) cause(until, now time.Time, lastErr error) error {
+	switch {
+	case k.capReached(until):
+		return k.capError()
+	case lastErr != nil:
+		return lastErr
+	}
+	return fmt.Errorf("validity runs out in %v and was not extended in time", until.Sub(now).Round(time.Millisecond))
 }
 
 // due is when the next extension of a lock valid until until is due, from

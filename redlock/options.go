@@ -96,6 +96,7 @@ type lockConfig struct {
 	fair        bool
 	autoExtend  bool
 	extendEvery time.Duration
+	maxHold     time.Duration // WithMaxHold; 0: no cap
 	onLost      func(error)
 	err         error
 }

@@ -25,7 +25,7 @@ const usageText = `redlock: a distributed lock (Redlock) for shell scripts.
 Usage:
   redlock run    [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D]
                  [--node-timeout D] [--quarantine D] [--lock-delay D]
-                 -- COMMAND [ARG...]
+                 [--max-hold D] -- COMMAND [ARG...]
   redlock status [--nodes URLS] --key KEY [--timeout D]
   redlock demo   [--nodes URLS] [--workers N] [--tickets N]
   redlock help   [COMMAND]

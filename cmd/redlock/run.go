@@ -18,7 +18,7 @@ import (
 
 const runUsage = `Usage: redlock run [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D]
                    [--node-timeout D] [--quarantine D] [--lock-delay D]
-                   -- COMMAND [ARG...]
+                   [--max-hold D] -- COMMAND [ARG...]
 
 Takes the lock KEY on a majority of the nodes, runs COMMAND while keeping the
 lock alive, releases the lock when COMMAND exits, and exits with COMMAND's
@@ -59,12 +59,17 @@ Flags:
   --lock-delay D      after a lock on KEY expired without a release (its
                       holder died), wait D more before taking it; every
                       client of KEY must use the same D (default 0: off)
+  --max-hold D        hold the lock at most D from when it was taken: it is
+                      not extended past that, COMMAND is stopped as on a
+                      loss (exit 70) just before, and the lock expires at D.
+                      At least --ttl (default 0: no limit)
 
 Exit codes:
   N      COMMAND's exit code; 128+n when COMMAND was killed by signal n
   2      bad flags, no COMMAND, a bad URL or duration
   69     a majority of the nodes cannot be reached
-  70     the lock was lost while COMMAND ran; COMMAND was stopped
+  70     the lock was lost while COMMAND ran, or --max-hold was reached;
+         COMMAND was stopped
   75     the lock is held by another owner, or was not obtained in --wait
   126    COMMAND, or the helper that stops it if redlock dies, could not
          be started
@@ -101,6 +106,7 @@ type runner struct {
 	nodeTimeout      time.Duration
 	quarantine       *time.Duration // nil: the library's default
 	lockDelay        time.Duration  // 0: off
+	maxHold          time.Duration  // 0: no limit
 	argv             []string
 	pools            []pool.Pool
 
@@ -159,9 +165,9 @@ func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 // runFlags are run's flags that parse reads after parsing.
 type runFlags struct {
-	nodes                         *urlList
-	ttl, wait, grace, nodeTimeout *durationFlag
-	quarantine, lockDelay         *durationFlag
+	nodes                          *urlList
+	ttl, wait, grace, nodeTimeout  *durationFlag
+	quarantine, lockDelay, maxHold *durationFlag
 }
 
 // define registers run's flags on fs; --key goes straight into r.
@@ -174,6 +180,7 @@ func (r *runner) define(fs *flag.FlagSet) runFlags {
 	f.nodeTimeout = durationVar(fs, "node-timeout", 0, "bound on each call to one node")
 	f.quarantine = durationVar(fs, "quarantine", redlock.DefaultQuarantine, "how long a restarted node without persistence does not count")
 	f.lockDelay = durationVar(fs, "lock-delay", 0, "how long a key whose holder died stays free of new holders")
+	f.maxHold = durationVar(fs, "max-hold", 0, "how long the lock is held at most")
 	return f
 }
 
@@ -214,13 +221,17 @@ func (r *runner) parse(args []string) (urls []string, code int, ok bool) {
 		return nil, usageError(r.stderr, "run", "--node-timeout must be positive, got %v", r.nodeTimeout), false
 	case f.quarantine.d < 0:
 		return nil, usageError(r.stderr, "run", "--quarantine must not be negative, got %v", f.quarantine.d), false
+	case f.maxHold.d < 0:
+		return nil, usageError(r.stderr, "run", "--max-hold must not be negative, got %v", f.maxHold.d), false
+	case f.maxHold.d != 0 && f.maxHold.d < r.ttl:
+		return nil, usageError(r.stderr, "run", "--max-hold must be at least --ttl (%v), got %v", r.ttl, f.maxHold.d), false
 	case len(r.argv) == 0:
 		return nil, usageError(r.stderr, "run", "no command to run (give it after --)"), false
 	}
 	if f.quarantine.set {
 		r.quarantine = &f.quarantine.d
 	}
-	r.lockDelay = f.lockDelay.d
+	r.lockDelay, r.maxHold = f.lockDelay.d, f.maxHold.d
 	if !f.nodeTimeout.set {
 		r.nodeTimeout = defaultNodeTimeout(r.ttl)
 	}
@@ -257,10 +268,11 @@ func (r *runner) acquire(ctx context.Context, c *redlock.Client) (*redlock.Lock,
 	}()
 	var l *redlock.Lock
 	var err error
+	opts := []redlock.LockOption{redlock.WithAutoExtend(0), redlock.WithMaxHold(r.maxHold)}
 	if r.wait > 0 {
-		l, err = c.Lock(actx, r.key, r.ttl, redlock.WithAutoExtend(0))
+		l, err = c.Lock(actx, r.key, r.ttl, opts...)
 	} else {
-		l, err = c.TryLock(actx, r.key, r.ttl, redlock.WithAutoExtend(0))
+		l, err = c.TryLock(actx, r.key, r.ttl, opts...)
 	}
 	close(stop)
 	<-stopped

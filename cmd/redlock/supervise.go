@@ -123,7 +123,11 @@ func (r *runner) notStarted(err error) int {
 
 // lost reports the loss of the lock, naming the nodes.
 func (r *runner) lost(err error, when string) {
-	fmt.Fprintf(r.stderr, "redlock: lock %q lost %s: %s\n", r.key, when, explain(err))
+	why := explain(err)
+	if errors.Is(err, redlock.ErrMaxHold) {
+		why = fmt.Sprintf("held for the --max-hold of %v", r.maxHold)
+	}
+	fmt.Fprintf(r.stderr, "redlock: lock %q lost %s: %s\n", r.key, when, why)
 }
 
 // unwrapExec drops what exec adds before the cause ("fork/exec path: ",

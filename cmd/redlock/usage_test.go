@@ -37,6 +37,8 @@ func TestBadUsage(t *testing.T) {
 		{"negative wait", nil, []string{"run", "--nodes", nodes, "--key", "k", "--wait", "-1s", "--", "true"}, "--wait must not be negative"},
 		{"negative quarantine", nil, []string{"run", "--nodes", nodes, "--key", "k", "--quarantine", "-1s", "--", "true"}, "--quarantine must not be negative"},
 		{"negative lock delay", nil, []string{"run", "--nodes", nodes, "--key", "k", "--lock-delay", "-1s", "--", "true"}, "lock delay must be between 1ms and"},
+		{"negative max hold", nil, []string{"run", "--nodes", nodes, "--key", "k", "--max-hold", "-1s", "--", "true"}, "--max-hold must not be negative, got -1s"},
+		{"max hold under ttl", nil, []string{"run", "--nodes", nodes, "--key", "k", "--ttl", "10s", "--max-hold", "5s", "--", "true"}, "--max-hold must be at least --ttl (10s), got 5s"},
 		{"negative grace", nil, []string{"run", "--nodes", nodes, "--key", "k", "--grace", "-1s", "--", "true"}, "--grace must not be negative"},
 		{"no nodes", []string{nodesEnv + "="}, []string{"run", "--key", "k", "--", "true"}, "no nodes: give --nodes or set REDLOCK_NODES"},
 		{"bad scheme", nil, []string{"run", "--nodes", "http://127.0.0.1:1", "--key", "k", "--", "true"}, "scheme must be redis or rediss"},

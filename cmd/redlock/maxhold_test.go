@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// --max-hold ends a command that runs past it: the lock is not extended
+// beyond it, the command's group is stopped as on a loss, redlock exits 70
+// naming the limit, and the lock is free.
+func TestRunMaxHoldStopsCommand(t *testing.T) {
+	t.Parallel()
+	nodes := startNodes(t, 3)
+	key := keyFor(t)
+	const maxHold = 2 * time.Second
+	p := start(t, "", nil, "run", "--nodes", nodes.urls, "--key", key, "--ttl", "500ms", "--max-hold", maxHold.String(),
+		"--", "sh", "-c", "sleep 30 & echo $!; wait")
+	p.waitOutput(t, "\n")
+	started := time.Now()
+	child, err := strconv.Atoi(strings.TrimSpace(p.stdout.String()))
+	require.NoError(t, err)
+
+	require.Equal(t, exitLockLost, p.wait(t), "stderr: %s", p.stderr)
+	assert.Less(t, time.Since(started), maxHold+time.Second, "the command ran on past --max-hold")
+	assert.Contains(t, p.stderr.String(),
+		fmt.Sprintf("redlock: lock %q lost while the command ran: held for the --max-hold of 2s\n", key))
+	requireGone(t, child)
+	nodes.requireFree(t, key)
+}
+
+// A command that ends before --max-hold is not affected.
+func TestRunMaxHoldLeavesShortCommands(t *testing.T) {
+	t.Parallel()
+	nodes := startNodes(t, 3)
+	p := start(t, "", nil, "run", "--nodes", nodes.urls, "--key", keyFor(t), "--ttl", "500ms", "--max-hold", "1m",
+		"--", "sh", "-c", "sleep 1; exit 3")
+	require.Equal(t, 3, p.wait(t), "stderr: %s", p.stderr)
+	assert.Empty(t, p.stderr.String())
+}

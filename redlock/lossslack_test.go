@@ -1,0 +1,43 @@
+package redlock_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// The loss is declared by the margin before Until() even when the keeper's
+// timers fire up to a millisecond late: the fake clock moves in 1ms steps
+// that never land on the loss point itself (they are offset by 0.3ms), so
+// each timer fires up to 1ms after its time, as a real one does on a
+// loaded machine. A keeper that armed its timer at the loss point itself
+// declared the loss 0.3ms after it.
+func TestLossDeclaredByTheMarginWhenTimersFireLate(t *testing.T) {
+	const ttl = 200 * time.Millisecond // node timeout 10ms, margin 20ms
+	fn := newFakeNodes(t, 3)
+	clk := fakeClock()
+	c, err := redlock.New(fn.pools, redlock.WithClock(clk))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	l := tryLockUntilObtained(t, c, ttl, redlock.WithAutoExtend(0))
+	for _, f := range fn.faults {
+		f.Fail(errDown)
+	}
+	until := l.Until()
+	margin := max(ttl/10, 2*(ttl/20))
+
+	<-clk.BlockUntil(1)
+	clk.Advance(300 * time.Microsecond)
+	lostAt := advanceUntilDone(t, clk, l.Done(), time.Millisecond)
+
+	assert.False(t, lostAt.After(until.Add(-margin)),
+		"lost %v before the end of validity; the margin is %v", until.Sub(lostAt), margin)
+	assert.True(t, lostAt.After(until.Add(-margin-5*time.Millisecond)),
+		"lost %v before the end of validity: far earlier than the margin, %v", until.Sub(lostAt), margin)
+	require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
+	require.ErrorIs(t, l.Err(), errDown)
+}
