@@ -1,10 +1,16 @@
 package redlock_test
 
 import (
+	"context"
+	"crypto/rand"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -74,4 +80,105 @@ func BenchmarkTryLockContended(b *testing.B) {
 			b.Fatal("obtained a held lock")
 		}
 	}
+}
+
+// BenchmarkUncontendedVsFloor compares one uncontended lock+unlock with the
+// raw floor of the algorithm on the same five direct connections (no
+// proxy), interleaved so that both see the same machine: the floor is SET
+// NX PX on every node, then a compare-and-delete script, each returning at
+// the majority, with go-redis and nothing else. It reports both p50s and
+// their ratio.
+func BenchmarkUncontendedVsFloor(b *testing.B) {
+	servers, pools := realNodes(b, 5)
+	c, err := redlock.New(pools)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	clients := make([]*redis.Client, len(servers))
+	for i, s := range servers {
+		clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr()})
+		defer clients[i].Close()
+	}
+	del := redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	fan := func(op func(ctx context.Context, rc *redis.Client) bool) bool {
+		call := &floorCall{answers: make(chan bool, len(clients))}
+		call.ctx, call.cancel = context.WithTimeout(bg(), 500*time.Millisecond)
+		call.running.Store(int32(len(clients)))
+		wg.Add(len(clients))
+		for _, rc := range clients {
+			go func() {
+				defer wg.Done()
+				call.answers <- op(call.ctx, rc)
+				if call.running.Add(-1) == 0 {
+					call.cancel() // the last call out releases the deadline's timer
+				}
+			}()
+		}
+		yes, no := 0, 0
+		for yes < 3 && no <= 2 {
+			if <-call.answers {
+				yes++
+			} else {
+				no++
+			}
+		}
+		return yes >= 3
+	}
+	floor := func() {
+		token := rand.Text()
+		if !fan(func(ctx context.Context, rc *redis.Client) bool {
+			return rc.SetArgs(ctx, "floor", token, redis.SetArgs{Mode: "NX", TTL: 10 * time.Second}).Err() == nil
+		}) {
+			b.Fatal("floor: not obtained")
+		}
+		if !fan(func(ctx context.Context, rc *redis.Client) bool {
+			n, err := del.Run(ctx, rc, []string{"floor"}, token).Int64()
+			return err == nil && n == 1
+		}) {
+			b.Fatal("floor: not released")
+		}
+	}
+	ours := func() {
+		l, err := c.TryLock(bg(), "ours", 10*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(bg()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 200 { // warm up connections and script caches
+		floor()
+		ours()
+	}
+	var tf, to []time.Duration
+	for b.Loop() {
+		s := time.Now()
+		floor()
+		tf = append(tf, time.Since(s))
+		s = time.Now()
+		ours()
+		to = append(to, time.Since(s))
+	}
+	p50 := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Microseconds())
+	}
+	pf, po := p50(tf), p50(to)
+	b.ReportMetric(pf, "floor-p50-µs")
+	b.ReportMetric(po, "ours-p50-µs")
+	b.ReportMetric(po/pf, "ratio")
+}
+
+// floorCall is one fan-out of the floor: its node calls share one deadline,
+// canceled by the last of them to finish, after the caller may have
+// returned at the majority.
+type floorCall struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	answers chan bool
+	running atomic.Int32
 }
