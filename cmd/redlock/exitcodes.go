@@ -6,7 +6,7 @@ package main
 // service managers that know those codes read them right.
 const (
 	// exitOK: success; for run, the command exited 0; for status, the
-	// lock is held.
+	// key is held: by a lock, readers or permits.
 	exitOK = 0
 	// exitFailure: demo found an inexact locked sale.
 	exitFailure = 1
@@ -14,8 +14,9 @@ const (
 	exitFree = 1
 	// exitUsage: bad flags, a missing command, a bad URL or duration.
 	exitUsage = 2
-	// exitNeither: status found the key on some nodes, but no token on a
-	// majority: neither held nor free.
+	// exitNeither: status found the key on some nodes, but not held on a
+	// majority (no token, or no live reader or permit, on a majority), or
+	// a key of another Redis type: neither held nor free.
 	exitNeither = 3
 	// exitUnavailable (EX_UNAVAILABLE): a majority of the nodes cannot be
 	// reached, so no lock can be taken or read; waiting will not help

@@ -81,9 +81,13 @@ type nodeState struct {
 
 // unreachable reports whether the node did not answer at all, as opposed to
 // answering with an error reply.
-func (s nodeState) unreachable() bool {
+func (s nodeState) unreachable() bool { return s.Err != nil && unreachable(s.Err) }
+
+// unreachable reports whether err, a node call's error, means the node did
+// not answer at all (refused, timed out), rather than with an error reply.
+func unreachable(err error) bool {
 	var re redis.Error
-	return s.Err != nil && !errors.As(s.Err, &re)
+	return !errors.As(err, &re)
 }
 
 // probe reads key and its holder record on every node in parallel, each

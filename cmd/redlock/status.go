@@ -2,18 +2,24 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
 )
 
 const statusUsage = `Usage: redlock status [--nodes URLS] --key KEY [--timeout D]
 
-Shows, for each node, whether it answers, which token holds KEY and for how
-much longer; then whether the lock is held (one token on a majority of the
-nodes) or free, and, for a lock taken by "redlock run", who holds it: host,
+Shows, for each node, whether it answers, what KEY holds there (a lock,
+readers, permits, or a key of another type), which token or how many
+readers or permits hold it and for how much longer; then whether KEY is
+held or free, and, for a lock taken by "redlock run", who holds it: host,
 pid, since when, which command. It only reads; it never changes anything.
 
 Flags:
@@ -24,12 +30,14 @@ Flags:
   --timeout D    how long to wait for each node (default 1s)
 
 Exit codes:
-  0    held: one token holds KEY on a majority of the nodes
+  0    held: a lock by one token on a majority of the nodes, or readers or
+       permits with at least one live hold on each of a majority
   1    free: no node that answered has KEY, and those that did not answer
        are too few to hold a lock
   2    bad flags, or a bad URL
-  3    neither: KEY is on some nodes but no token is on a majority (a lock
-       being taken, released or expiring, or the leftovers of a failed try)
+  3    neither: KEY is on some nodes but not held on a majority (a lock
+       being taken, released or expiring, the leftovers of a failed try),
+       or it is a key of another type, not a lock
   69   a majority of the nodes could not be reached
 `
 
@@ -41,7 +49,9 @@ func statusFlags(fs *flag.FlagSet) (nodes *urlList, key *string, timeout *durati
 	return nodes, key, timeout
 }
 
-// statusMain is "redlock status".
+// statusMain is "redlock status". What the key holds, and whether it is
+// held, is the library's Status; the CLI adds the holder record of a lock
+// taken by run (holder.go), read only when a lock is held.
 func statusMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("status")
 	nodes, key, timeout := statusFlags(fs)
@@ -65,29 +75,61 @@ func statusMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return usageError(stderr, "status", "%v", err)
 	}
 	defer closeNodes(pools)
-	return showStatus(stdout, stderr, *key, probe(ctx, pools, *key, timeout.d))
+	c, err := redlock.New(pools, redlock.WithNodeTimeout(timeout.d))
+	if err != nil { // the same node twice
+		return usageError(stderr, "status", "%s", strings.TrimPrefix(err.Error(), "redlock: "))
+	}
+	defer c.Close()
+	// Fewer than a majority answering is a verdict (unavailable, or
+	// neither), not a failure of the command: st still says what each
+	// node said. Any other error is an argument the library refused.
+	st, err := c.Status(ctx, *key)
+	if err != nil && !errors.Is(err, redlock.ErrNoMajority) {
+		return usageError(stderr, "status", "%s", strings.TrimPrefix(err.Error(), "redlock: "))
+	}
+	return showStatus(stdout, stderr, st, func() (holder, bool) { return holderOf(ctx, pools, st, timeout.d) })
 }
 
-// showStatus prints what the nodes said about key, and the verdict, and returns
-// the verdict's exit code.
-func showStatus(stdout, stderr io.Writer, key string, states []nodeState) int {
-	t := tallyStates(states)
-	fmt.Fprintf(stdout, "lock %q on %d nodes (a lock needs %d)\n", key, t.total, t.quorum)
-	printNodes(stdout, states)
-	v := t.verdict()
-	fmt.Fprintln(stdout, summary(t, v))
-	switch v {
-	case held:
-		who := "unknown: no record (the lock was not taken by redlock run)"
-		if h, ok := recordFor(states, t.token); ok {
-			who = h.describe(time.Now())
+// holderOf returns the holder record of the lock st reports, from the nodes
+// that hold st.Token. It reads them after Status: a record counts only on a
+// node that holds its token in the same read (recordFor), so a lock
+// released and taken anew in between shows no record, never another
+// holder's.
+func holderOf(ctx context.Context, pools []pool.Pool, st redlock.KeyStatus, timeout time.Duration) (holder, bool) {
+	var holding []pool.Pool
+	for _, n := range st.Nodes {
+		if n.Err == nil && n.Kind == kindLock && n.Token == st.Token {
+			holding = append(holding, pools[n.Node])
 		}
-		fmt.Fprintln(stdout, "holder: "+who)
+	}
+	return recordFor(probe(ctx, holding, st.Key, timeout), st.Token)
+}
+
+// showStatus prints what the nodes said about the key, and the verdict,
+// and returns the verdict's exit code. who is called only for a held lock.
+func showStatus(stdout, stderr io.Writer, st redlock.KeyStatus, who func() (holder, bool)) int {
+	v := newKeyView(st)
+	fmt.Fprintln(stdout, v.header())
+	printNodes(stdout, st.Nodes)
+	if v.Kind == kindReaders || v.Kind == kindPermits {
+		fmt.Fprintln(stdout, v.leases())
+	}
+	vd := v.verdict()
+	fmt.Fprintln(stdout, v.summary(vd))
+	switch vd {
+	case held:
+		if v.Kind == kindLock {
+			desc := "unknown: no record (the lock was not taken by redlock run)"
+			if h, ok := who(); ok {
+				desc = h.describe(time.Now())
+			}
+			fmt.Fprintln(stdout, "holder: "+desc)
+		}
 		return exitOK
 	case free:
 		return exitFree
 	case unavailable:
-		fmt.Fprintf(stderr, "redlock status: %d of %d nodes unreachable; no lock can be taken or trusted\n", t.unreachable, t.total)
+		fmt.Fprintf(stderr, "redlock status: %d of %d nodes unreachable; no lock can be taken or trusted\n", v.unreachable, v.Total)
 		return exitUnavailable
 	default:
 		return exitNeither
@@ -95,75 +137,41 @@ func showStatus(stdout, stderr io.Writer, key string, states []nodeState) int {
 }
 
 // printNodes prints one line per node.
-func printNodes(stdout io.Writer, states []nodeState) {
+func printNodes(stdout io.Writer, nodes []redlock.NodeStatus) {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tADDRESS\tSTATE\tTOKEN\tTTL")
-	for _, s := range states {
+	fmt.Fprintln(tw, "NODE\tADDRESS\tSTATE\tKIND\tTOKEN\tTTL")
+	for _, n := range nodes {
 		switch {
-		case s.unreachable():
-			fmt.Fprintf(tw, "%d\t%s\tunreachable\t%s\t\n", s.Node, s.Addr, shortErr(s.Err))
-		case s.Err != nil:
-			fmt.Fprintf(tw, "%d\t%s\terror\t%s\t\n", s.Node, s.Addr, s.Err)
-		case s.Held:
-			fmt.Fprintf(tw, "%d\t%s\theld\t%s\t%s\n", s.Node, s.Addr, s.Token, ttlString(s.TTL))
+		case n.Err != nil && unreachable(n.Err):
+			fmt.Fprintf(tw, "%d\t%s\tunreachable\t-\t%s\t\n", n.Node, n.Addr, shortErr(n.Err))
+		case n.Err != nil:
+			fmt.Fprintf(tw, "%d\t%s\terror\t-\t%s\t\n", n.Node, n.Addr, n.Err)
+		case n.Kind == "":
+			fmt.Fprintf(tw, "%d\t%s\tfree\t-\t-\t-\n", n.Node, n.Addr)
 		default:
-			fmt.Fprintf(tw, "%d\t%s\tfree\t-\t-\n", s.Node, s.Addr)
+			token := n.Token // a lock's; readers and permits have one each
+			if token == "" {
+				token = "-"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", n.Node, n.Addr, stateOf(n), n.Kind, token, ttlString(n.TTL))
 		}
 	}
 	_ = tw.Flush()
 }
 
-// verdict is what status concludes about a lock.
-type verdict int
-
-const (
-	// held: one token is on a majority of the nodes.
-	held verdict = iota
-	// free: no node that answered has the key, and those that did not
-	// answer are too few to hold a lock.
-	free
-	// neither: keys on some nodes, no token on a majority, or too many
-	// nodes answered with errors to tell.
-	neither
-	// unavailable: a majority of the nodes did not answer.
-	unavailable
-)
-
-// verdict decides from the tally.
-func (t tally) verdict() verdict {
+// stateOf names what a node that has the key holds: "held" (a lock, or
+// at least one live reader or permit), "expired" (readers or permits whose
+// holds have all expired, the key not yet), or "foreign" (a key of another
+// Redis type, which no lock of this package makes).
+func stateOf(n redlock.NodeStatus) string {
 	switch {
-	case t.held >= t.quorum:
-		return held
-	case t.majorityUnreachable():
-		return unavailable
-	case t.holding == 0 && len(t.failed) < t.quorum:
-		return free
+	case n.Kind != kindLock && n.Kind != kindReaders && n.Kind != kindPermits:
+		return "foreign"
+	case n.Leases == 0:
+		return "expired"
 	default:
-		return neither
+		return "held"
 	}
-}
-
-// summary is the verdict in one line.
-func summary(t tally, v verdict) string {
-	var s string
-	switch v {
-	case held:
-		s = fmt.Sprintf("summary: held on %d of %d nodes (%d needed)", t.held, t.total, t.quorum)
-	case free:
-		s = "summary: free"
-	case unavailable:
-		s = fmt.Sprintf("summary: unknown: %d of %d nodes answered, %d needed", t.total-t.unreachable, t.total, t.quorum)
-	default:
-		s = fmt.Sprintf("summary: not held: the key is on %d of %d nodes, but no token on a majority (%d needed)",
-			t.holding, t.total, t.quorum)
-	}
-	if t.tokens > 1 {
-		s += fmt.Sprintf("; %d different tokens", t.tokens)
-	}
-	if t.unreachable > 0 && v != unavailable {
-		s += fmt.Sprintf("; %d unreachable", t.unreachable)
-	}
-	return s
 }
 
 func ttlString(d time.Duration) string {

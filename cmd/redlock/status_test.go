@@ -60,7 +60,7 @@ func TestStatusHeld(t *testing.T) {
 	require.Equal(t, exitOK, code, "stderr: %s", stderr)
 	for _, s := range nodes.servers {
 		line := lineFor(t, out, s.Addr())
-		assert.Contains(t, line, "held")
+		assert.Regexp(t, `\sheld\s+lock\s`, line)
 		assert.Contains(t, line, l.Token())
 		f := strings.Fields(line)
 		ttl, err := time.ParseDuration(f[len(f)-1])

@@ -50,6 +50,7 @@ func TestBadUsage(t *testing.T) {
 		{"status extra argument", nil, []string{"status", "--nodes", nodes, "--key", "k", "extra"}, `unexpected argument "extra"`},
 		{"status bad timeout", nil, []string{"status", "--nodes", nodes, "--key", "k", "--timeout", "0s"}, "--timeout must be positive"},
 		{"status timeout without unit", nil, []string{"status", "--nodes", nodes, "--key", "k", "--timeout", "1"}, `redlock status: bad --timeout "1": a duration needs a unit`},
+		{"status same node twice", nil, []string{"status", "--nodes", "redis://127.0.0.1:1,redis://127.0.0.1:1", "--key", "k"}, "same address"},
 		{"demo bad workers", nil, []string{"demo", "--workers", "0"}, "--workers must be between"},
 		{"demo bad tickets", nil, []string{"demo", "--tickets", "many"}, `redlock demo: bad --tickets "many": not a number`},
 		{"demo bad node", nil, []string{"demo", "--nodes", "redis//x"}, "invalid URL"},
