@@ -206,10 +206,12 @@ func explain(err error) string {
 		}
 		return strings.ReplaceAll(err.Error(), "redlock: ", "")
 	}
-	var taken, notHeld, pending, down []string
+	var taken, notHeld, pending, down, refused []string
 	for _, n := range qe.Nodes {
 		name := fmt.Sprintf("node %d (%s)", n.Node, n.Addr)
 		switch {
+		case isRefusal(n.Err):
+			refused = append(refused, name+": "+shortErr(n.Err))
 		case errors.Is(n.Err, redlock.ErrTaken):
 			taken = append(taken, name)
 		case errors.Is(n.Err, redlock.ErrNotHeld):
@@ -223,6 +225,9 @@ func explain(err error) string {
 	var parts []string
 	if qe.Reason != "" {
 		parts = append(parts, qe.Reason)
+	}
+	if len(refused) > 0 {
+		parts = append(parts, "refused by "+strings.Join(refused, "; "))
 	}
 	if len(taken) > 0 {
 		parts = append(parts, "held by another owner on "+strings.Join(taken, ", "))
@@ -238,4 +243,16 @@ func explain(err error) string {
 	}
 	parts = append(parts, fmt.Sprintf("%d of %d nodes agreed, %d needed", qe.Agreed, qe.Total, qe.Needed))
 	return strings.Join(parts, "; ")
+}
+
+// isRefusal reports whether a node's cause is one the library decided on
+// an answer, not the key's holder: a node that must not count (restart
+// quarantine, clock check), a key of another kind, a lock-delay.
+func isRefusal(err error) bool {
+	for _, e := range []error{redlock.ErrNodeQuarantined, redlock.ErrNodeClock, redlock.ErrWrongKind, redlock.ErrLockDelay} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

@@ -310,7 +310,12 @@ func (r *runner) acquire(ctx context.Context, c *redlock.Client) (*redlock.Lock,
 // unreachable, 75 otherwise.
 func notObtained(err error, t tally) (string, int) {
 	var reasons []string
-	if n := t.holding; n > 0 {
+	if isRefusal(err) {
+		// The attempt's own answers say why (a quarantined node, another
+		// kind, a lock-delay); what the read finds on the nodes may be the
+		// attempt's own key, whose cleanup is still on its way.
+		reasons = append(reasons, explain(err))
+	} else if n := t.holding; n > 0 {
 		owner := "another owner"
 		if t.tokens > 1 {
 			owner = fmt.Sprintf("%d other owners", t.tokens)
