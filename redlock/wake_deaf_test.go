@@ -12,9 +12,9 @@ import (
 )
 
 // heldListener is a node whose Client listener cannot open until the test
-// says so: the Client's subscription there is not confirmed yet, as for a
-// new Client whose listener is still connecting when its first blocked
-// call registers as a watcher.
+// closes open: the Client's subscription there is not confirmed yet, as
+// for a new Client whose listener is still connecting when its first
+// blocked call registers as a watcher.
 type heldListener struct {
 	pool.Pool
 	open <-chan struct{}
@@ -29,6 +29,52 @@ func (p heldListener) Listen(ctx context.Context) (pool.Listener, error) {
 	return p.Pool.(pool.Notifier).Listen(ctx)
 }
 
+// withHeldListeners returns pools whose listeners open when open closes.
+func withHeldListeners(pools []pool.Pool, open <-chan struct{}) []pool.Pool {
+	out := make([]pool.Pool, len(pools))
+	for i, p := range pools {
+		out[i] = heldListener{Pool: p, open: open}
+	}
+	return out
+}
+
+// deafCase is a blocked call that the Unlock of a lock held elsewhere must
+// wake: hold takes that lock on key, wait blocks on key (retry: its
+// strategy, whose delays no test waits out).
+type deafCase struct {
+	name string
+	hold func(ctx context.Context, c *redlock.Client, key string) (*redlock.Lock, error)
+	wait func(ctx context.Context, c *redlock.Client, key string, retry redlock.LockOption) (*redlock.Lock, error)
+}
+
+const deafTTL = 10 * time.Second
+
+func holdLock(ctx context.Context, c *redlock.Client, key string) (*redlock.Lock, error) {
+	return c.TryLock(ctx, key, deafTTL)
+}
+
+var deafCases = []deafCase{
+	{"RLock", holdLock,
+		func(ctx context.Context, c *redlock.Client, key string, retry redlock.LockOption) (*redlock.Lock, error) {
+			return c.RLock(ctx, key, deafTTL, retry)
+		}},
+	{"AcquirePermit",
+		func(ctx context.Context, c *redlock.Client, key string) (*redlock.Lock, error) {
+			return c.TryAcquirePermit(ctx, key, 1, deafTTL)
+		},
+		func(ctx context.Context, c *redlock.Client, key string, retry redlock.LockOption) (*redlock.Lock, error) {
+			return c.AcquirePermit(ctx, key, 1, deafTTL, retry)
+		}},
+	{"LockAll", holdLock,
+		func(ctx context.Context, c *redlock.Client, key string, retry redlock.LockOption) (*redlock.Lock, error) {
+			return c.LockAll(ctx, []string{key, key + "/other"}, deafTTL, retry)
+		}},
+	{"Lock", holdLock, // its waiter's deaf timer: the same promise
+		func(ctx context.Context, c *redlock.Client, key string, retry redlock.LockOption) (*redlock.Lock, error) {
+			return c.Lock(ctx, key, deafTTL, retry)
+		}},
+}
+
 // TestWakeUpMadeBeforeTheSubscriptionIsNotLost: a blocked call registers
 // as a watcher while its Client's subscription on the nodes is not
 // confirmed, and the holder's Unlock publishes the wake-up then, to
@@ -36,59 +82,28 @@ func (p heldListener) Listen(ctx context.Context) (pool.Listener, error) {
 // once (as Lock's waiter does for its grants), not at its next retry, an
 // hour away.
 func TestWakeUpMadeBeforeTheSubscriptionIsNotLost(t *testing.T) {
-	const ttl = 10 * time.Second
 	hour := redlock.WithRetry(redlock.ConstantBackoff(time.Hour))
-	for _, tc := range []struct {
-		name string
-		hold func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error)
-		wait func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error)
-	}{
-		{"RLock",
-			func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.TryLock(ctx, "k", ttl) },
-			func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
-				return c.RLock(ctx, "k", ttl, hour)
-			}},
-		{"AcquirePermit",
-			func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
-				return c.TryAcquirePermit(ctx, "k", 1, ttl)
-			},
-			func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
-				return c.AcquirePermit(ctx, "k", 1, ttl, hour)
-			}},
-		{"LockAll",
-			func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.TryLock(ctx, "k", ttl) },
-			func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
-				return c.LockAll(ctx, []string{"j", "k"}, ttl, hour)
-			}},
-		{"Lock", // its waiter's deaf timer: the same promise
-			func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.TryLock(ctx, "k", ttl) },
-			func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
-				return c.Lock(ctx, "k", ttl, hour)
-			}},
-	} {
+	for _, tc := range deafCases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx := t.Context()
 				nodes := redlocktest.New(t, 3)
 				holder := nodes.Client()
 				open := make(chan struct{})
-				var pools []pool.Pool
-				for _, p := range nodes.Pools() {
-					pools = append(pools, heldListener{Pool: p, open: open})
-				}
-				waiter, err := redlock.New(pools, redlock.WithNodeTimeout(redlocktest.DefaultNodeTimeout))
+				waiter, err := redlock.New(withHeldListeners(nodes.Pools(), open),
+					redlock.WithNodeTimeout(redlocktest.DefaultNodeTimeout))
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { _ = waiter.Close() })
 
-				l, err := tc.hold(ctx, holder)
+				l, err := tc.hold(ctx, holder, "k")
 				if err != nil {
 					t.Fatal(err)
 				}
 				got := make(chan error, 1)
 				go func() {
-					w, err := tc.wait(ctx, waiter)
+					w, err := tc.wait(ctx, waiter, "k", hour)
 					if err == nil {
 						err = w.Unlock(ctx)
 					}
@@ -107,7 +122,8 @@ func TestWakeUpMadeBeforeTheSubscriptionIsNotLost(t *testing.T) {
 						t.Fatal(err)
 					}
 				case <-time.After(time.Minute):
-					t.Fatalf("%s still waiting a minute after its subscription was confirmed: the wake-up published before it was lost", tc.name)
+					t.Fatalf("%s still waiting a minute after its subscription was confirmed: "+
+						"the wake-up published before it was lost", tc.name)
 				}
 			})
 		})
