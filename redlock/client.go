@@ -11,7 +11,6 @@ import (
 
 	"github.com/redlockgo/redlock/clock"
 	"github.com/redlockgo/redlock/internal/fanout"
-	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -399,8 +398,7 @@ func (c *Client) nameKind(ctx context.Context, key string, err error) error {
 		nctx, cancel := context.WithTimeout(ctx, c.nodeTimeout(0))
 		defer cancel()
 		var ns NodeStatus
-		reply, rerr := c.pools[n.Node].Eval(nctx, scripts.Status, c.statusKeys(n.Node, key))
-		if rerr == nil && ns.parse(reply) == nil && ns.Kind != "" && ns.Kind != "lock" && ns.Kind != "readers" {
+		if c.readStatus(nctx, n.Node, key, &ns) == nil && ns.Kind != "" && ns.Kind != "lock" && ns.Kind != "readers" {
 			n.Err = kindError(ns.Kind, "")
 		}
 		return err

@@ -152,6 +152,7 @@ func TestRealStatusEveryKind(t *testing.T) {
 				assert.Empty(t, st.Token)
 			}
 			require.NoError(t, l.Unlock(bg()))
+			c.WaitIdle() // Unlock returns at the majority
 			st, err = c.Status(bg(), key)
 			require.NoError(t, err)
 			assert.False(t, st.Held)

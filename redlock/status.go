@@ -22,7 +22,7 @@ var ErrNoMajority = errors.New("redlock: no majority answered")
 type KeyStatus struct {
 	// Key is the key read.
 	Key string
-	// Kind is what the key holds on the most nodes that answered: "lock"
+	// Kind is what the key holds on the most nodes where it exists: "lock"
 	// (an exclusive lock, a writer, a multi-lock's key), "readers",
 	// "permits" (a semaphore), the Redis type of a key of the
 	// application's, or "" when it is free on every node that answered.
@@ -97,9 +97,15 @@ func (c *Client) Status(ctx context.Context, key string) (KeyStatus, error) {
 		st.Nodes[i] = NodeStatus{Node: i, Addr: c.pools[i].Addr()}
 	}
 	votes := fanout.Each(ctx, &c.wg, nodes, c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
-		reply, err := c.pools[i].Eval(ctx, scripts.Status, c.statusKeys(i, key))
-		if err == nil {
-			err = st.Nodes[i].parse(reply) // each goroutine writes its own node
+		n := &st.Nodes[i] // each goroutine writes its own node
+		err := c.readStatus(ctx, i, key, n)
+		if err == nil && n.Kind == "readers" && n.Leases < 0 {
+			// Readers: count them, with the readers' key.
+			*n = NodeStatus{Node: i, Addr: n.Addr}
+			var reply any
+			if reply, err = c.pools[i].Eval(ctx, scripts.Status, []string{key, c.names(i).readers(key)}); err == nil {
+				err = n.parse(reply)
+			}
 		}
 		return err == nil, err
 	})
@@ -119,9 +125,14 @@ func (c *Client) Status(ctx context.Context, key string) (KeyStatus, error) {
 	return st, nil
 }
 
-// statusKeys returns the KEYS of scripts.Status for key on node i.
-func (c *Client) statusKeys(i int, key string) []string {
-	return []string{key, c.names(i).readers(key)}
+// readStatus reads key on node i into n with scripts.Status on the key
+// alone (a readers key reports Leases -1).
+func (c *Client) readStatus(ctx context.Context, i int, key string, n *NodeStatus) error {
+	reply, err := c.pools[i].Eval(ctx, scripts.Status, []string{key})
+	if err != nil {
+		return err
+	}
+	return n.parse(reply)
 }
 
 // parse reads the reply of scripts.Status: {value or false, PTTL in ms,

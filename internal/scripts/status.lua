@@ -1,9 +1,11 @@
 -- status: read a lock key without changing it, whatever its kind.
--- KEYS[1] the lock key; KEYS[2] its readers (rlock_*.lua).
+-- KEYS[1] the lock key; KEYS[2], optional, its readers (rlock_*.lua).
 -- Returns {value or false, PTTL in ms (-2 absent, -1 no expiry), kind,
 -- leases}: for an exclusive lock, a writer or a multi-lock's key, kind
 -- 'lock', the holder's token and 1 lease; for readers, 'readers', false and
--- the number of live readers; for a semaphore, 'permits', false and the
+-- the number of live readers (-1 without KEYS[2]: ask again with it, only
+-- for a readers key, so that a call about a lock names no other key); for a
+-- semaphore, 'permits', false and the
 -- number of live permits; for an absent key, '' and 0; for a key of another
 -- Redis type, that type, false and 0.
 local pttl = redis.call('PTTL', KEYS[1])
@@ -27,6 +29,9 @@ if t ~= 'string' then
 end
 local v = redis.call('GET', KEYS[1])
 if v == 'r:readers' then
+  if not KEYS[2] then
+    return {false, pttl, 'readers', -1}
+  end
   return {false, pttl, 'readers', redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}
 end
 return {v, pttl, 'lock', 1}
