@@ -307,7 +307,9 @@ func (l *Lock) release(ctx context.Context) fanout.Result {
 // attempts paced by the retry strategy until one succeeds, the strategy
 // stops, ctx ends, the Client closes or a node says the key holds another
 // kind (ErrWrongKind: no retry can succeed); a release that leaves a watched key
-// free cuts the pause short (watch.go). ttl is in whole milliseconds.
+// free cuts the pause short, and so does the confirmation of a subscription
+// that the attempt's registration went without (watch.go). ttl is in whole
+// milliseconds.
 func (c *Client) obtain(ctx context.Context, k leaseKind, ttl time.Duration, lc lockConfig, wait bool) (*Lock, error) {
 	start := c.cfg.clock.Now()
 	keys := k.watched()
@@ -327,13 +329,14 @@ func (c *Client) obtain(ctx context.Context, k leaseKind, ttl time.Duration, lc 
 			// watches for the key's release, for that long.
 			delay, retry = lc.retry.NextDelay(attempt)
 		}
-		l, err := c.attempt(ctx, c.newLock(keys[0], newToken(), ttl, lc.heal), k, lc, c.watching(channels, retry, delay, ttl))
+		w := c.watching(channels, retry, delay, ttl)
+		l, err := c.attempt(ctx, c.newLock(keys[0], newToken(), ttl, lc.heal), k, lc, w)
 		err, end := afterAttempt(ctx, err, prev, retry)
 		if end || errors.Is(err, ErrWrongKind) {
 			return c.obtained(ctx, keys[0], l, err, start, attempt, lc)
 		}
 		prev = err
-		if err := c.pause(ctx, delay, woken, err); err != nil {
+		if err := c.pause(ctx, delay, woken, w, err); err != nil {
 			return c.obtained(ctx, keys[0], nil, err, start, attempt, lc)
 		}
 	}

@@ -84,21 +84,30 @@ func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, 
 	return c.obtain(ctx, multi{keys: keys, fencing: lc.fencing}, ttl.Truncate(time.Millisecond), lc, true)
 }
 
-// pause waits delay (at least minRetryDelay), or less when woken fires. When ctx ends or the Client
-// closes first, it returns last, the error of the attempt before, joined
-// with the reason.
-func (c *Client) pause(ctx context.Context, delay time.Duration, woken <-chan struct{}, last error) error {
+// pause waits delay (at least minRetryDelay), or less when woken fires or
+// a node where w registered before the Client listened there listens now
+// (watch.go). When ctx ends or the Client closes first, it returns last,
+// the error of the attempt before, joined with the reason.
+func (c *Client) pause(ctx context.Context, delay time.Duration, woken <-chan struct{}, w *watching, last error) error {
 	t := c.cfg.clock.NewTimer(max(delay, minRetryDelay))
 	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-woken:
-		return nil
-	case <-ctx.Done():
-		return withContext(last, ctx.Err())
-	case <-c.closing:
-		return errors.Join(last, ErrClosed)
+	deaf := c.listenFor(w)
+	defer deaf.stop()
+	for {
+		select {
+		case <-t.C():
+			return nil
+		case <-woken:
+			return nil
+		case <-deaf.C():
+			if deaf.caughtUp() {
+				return nil
+			}
+		case <-ctx.Done():
+			return withContext(last, ctx.Err())
+		case <-c.closing:
+			return errors.Join(last, ErrClosed)
+		}
 	}
 }
 

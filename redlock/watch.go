@@ -1,8 +1,10 @@
 package redlock
 
 import (
+	"sync/atomic"
 	"time"
 
+	"github.com/redlockgo/redlock/clock"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -17,8 +19,17 @@ import (
 // try again at once.
 //
 // Because the registration is part of the failed attempt's script, a
-// release that runs after it on that node finds it: a wake-up is lost only
-// with a message (a listener reconnecting), and then costs a retry delay.
+// release that runs after it on that node finds it. Its message is heard
+// only once the Client's subscription there is confirmed, and the listener
+// subscribes in the background (grants.start): a registration made before
+// (a new Client's first blocked call, a listener reconnecting) leaves a
+// window in which a release is announced to nobody. As for Lock's waiter
+// (waiter.go, Deaf nodes), the pause after such an attempt looks, without
+// I/O, at growing intervals, for such a node that listens now, and then
+// tries again at once: that attempt finds the key freed in the window, or
+// registers where it will be heard. A wake-up is otherwise lost only with
+// a message (a listener's connection dropping after the confirmation), and
+// then costs a retry delay.
 // Only an Unlock wakes. The cleanup of a failed attempt frees nothing that
 // anybody held, and if it woke, two waiters whose attempts landed on a
 // minority could wake each other forever.
@@ -37,7 +48,20 @@ const wakePrefix = "free "
 type watching struct {
 	channels []string // on each node (grants.hold)
 	lease    time.Duration
+	// heard is, for each node, whether a release there will be heard:
+	// unknown before its take is sent, deaf when the registration went
+	// before the Client's subscription to its channel there was
+	// confirmed. Each node's take sets its own, a straggler's after the
+	// decision too.
+	heard []atomic.Int32
 }
+
+// How a release on a node will be heard by a watcher (watching.heard).
+const (
+	heardUnknown int32 = iota // the take has not been sent yet
+	heardYes                  // subscribed, or nothing registered there
+	heardDeaf                 // registered before the subscription was confirmed
+)
 
 // maxWatchPause is the longest pause a watcher's lease covers: a retry
 // strategy's delay beyond it still waits, but a release after it is
@@ -52,7 +76,7 @@ func (c *Client) watching(channels []string, retry bool, delay, ttl time.Duratio
 		return nil
 	}
 	lease := min(max(delay, 0), maxWatchPause) + 2*c.nodeTimeout(ttl) + time.Second
-	return &watching{channels: channels, lease: lease}
+	return &watching{channels: channels, lease: lease, heard: make([]atomic.Int32, len(c.pools))}
 }
 
 // nodeWatch is what an attempt's script on one node needs to register w:
@@ -72,13 +96,108 @@ func (w *watching) on(c *Client, i int, kind leaseKind) nodeWatch {
 		return nodeWatch{}
 	}
 	if _, ok := c.pools[i].(pool.Notifier); !ok {
+		w.heard[i].Store(heardYes)
 		return nodeWatch{}
 	}
-	ch := c.grants.channel
-	if i < len(w.channels) {
-		ch = w.channels[i]
+	ch := w.channel(c, i)
+	// Asked before the script is sent: a release that the node runs after
+	// a confirmed subscription is heard.
+	if c.grants.listening(i, ch) {
+		w.heard[i].Store(heardYes)
+	} else {
+		w.heard[i].Store(heardDeaf)
 	}
 	return nodeWatch{keys: c.watchKeys(i, kind.watched()), channel: ch, lease: w.lease.Milliseconds()}
+}
+
+// channel returns the channel w registers on node i of c.
+func (w *watching) channel(c *Client, i int) string {
+	if i < len(w.channels) {
+		return w.channels[i]
+	}
+	return c.grants.channel
+}
+
+// anyDeaf reports whether w registered on a node before the Client's
+// subscription there was confirmed, or may still (a straggler).
+func (w *watching) anyDeaf() bool {
+	if w == nil {
+		return false
+	}
+	for i := range w.heard {
+		if w.heard[i].Load() != heardYes {
+			return true
+		}
+	}
+	return false
+}
+
+// caughtUp reports whether a node where w registered deaf listens now: a
+// release it ran in between was announced to nobody.
+func (w *watching) caughtUp(c *Client) bool {
+	if w == nil {
+		return false
+	}
+	for i := range w.heard {
+		if w.heard[i].Load() == heardDeaf && c.grants.listening(i, w.channel(c, i)) {
+			return true
+		}
+	}
+	return false
+}
+
+// deafTimer is a pause's look for w's deaf nodes catching up (see
+// caughtUp), at growing intervals from minDeafPoll to maxDeafPoll, as
+// Lock's waiter does: no I/O, and no timer at all once every node's take
+// was sent while its subscription was confirmed. A node that never
+// confirms (a listener that cannot connect) costs one timer every
+// maxDeafPoll while the pause lasts.
+type deafTimer struct {
+	c    *Client
+	w    *watching
+	t    clock.Timer
+	poll time.Duration
+}
+
+// listenFor returns the deaf timer of a pause after w's attempt.
+func (c *Client) listenFor(w *watching) *deafTimer {
+	d := &deafTimer{c: c, w: w, poll: minDeafPoll}
+	d.arm()
+	return d
+}
+
+// arm starts the timer while a node may be deaf.
+func (d *deafTimer) arm() {
+	if d.w.anyDeaf() {
+		d.t = d.c.cfg.clock.NewTimer(d.poll)
+	}
+}
+
+// C fires when the timer is due; nil (never) when no node is deaf.
+func (d *deafTimer) C() <-chan time.Time {
+	if d.t == nil {
+		return nil
+	}
+	return d.t.C()
+}
+
+// caughtUp is called when C fired: it reports whether a deaf node listens
+// now, and otherwise arms the timer again, later.
+func (d *deafTimer) caughtUp() bool {
+	d.t = nil
+	if d.w.caughtUp(d.c) {
+		return true
+	}
+	d.poll = min(2*d.poll, maxDeafPoll)
+	d.arm()
+	return false
+}
+
+// stop releases the timer.
+func (d *deafTimer) stop() {
+	if d.t != nil {
+		d.t.Stop()
+	}
 }
 
 // startWatching prepares a blocked call on keys for wake-ups: the Client
