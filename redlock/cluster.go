@@ -110,9 +110,12 @@ func (c *Client) watchKeys(i int, keys []string) []string {
 // each key's queue keys (names.queue), in order.
 func (c *Client) queueKeysAll(i int, keys []string) []string {
 	n := c.names(i)
-	out := make([]string, 0, 5*len(keys))
+	out := make([]string, 0, 6*len(keys))
 	for _, k := range keys {
 		out = append(out, n.queue(k)...)
+		if c.cfg.lockDelay > 0 {
+			out = append(out, n.held(k)) // release_all.lua: a sixth key per group
+		}
 	}
 	return out
 }

@@ -111,14 +111,20 @@ func (m multi) enter(c *Client, token string, nodes []int) []slot {
 // then watches.
 func (m multi) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch, t *nodeTake) (bool, error) {
 	fencing := m.fencing && !heal
+	delay := c.cfg.lockDelay > 0
 	ks := m.keys
-	args := []any{token, ttl.Milliseconds(), len(m.keys)}
-	if fencing || w.keys != nil {
-		ks = make([]string, 0, 3*len(m.keys))
+	args := []any{token, ttl.Milliseconds(), len(m.keys), c.cfg.lockDelay.Milliseconds()}
+	if fencing || delay || w.keys != nil {
+		ks = make([]string, 0, 4*len(m.keys))
 		ks = append(ks, m.keys...)
 	}
+	n := c.names(i)
+	if delay {
+		for _, k := range m.keys {
+			ks = append(ks, n.held(k))
+		}
+	}
 	if fencing {
-		n := c.names(i)
 		for _, k := range m.keys {
 			ks = append(ks, n.fence(k))
 		}
@@ -141,6 +147,12 @@ func (m multi) take(ctx context.Context, c *Client, i int, token string, ttl tim
 			return false, errMalformed
 		}
 		return false, kindError(arr[1], m.keys[k-1])
+	}
+	if asInt(arr[0]) == scripts.TakeDelayed && len(arr) > 2 {
+		if k := int(asInt(arr[2])); k > 0 && k <= len(m.keys) {
+			t.held = m.keys[k-1]
+		}
+		return false, delayError(time.Duration(max(asInt(arr[1]), 0)) * time.Millisecond)
 	}
 	if asInt(arr[0]) != scripts.AcquireAllSet {
 		if len(arr) > 1 {
@@ -172,7 +184,16 @@ func (m multi) take(ctx context.Context, c *Client, i int, token string, ttl tim
 }
 
 func (m multi) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
-	r, err := c.pools[i].Eval(ctx, scripts.ExtendAll, m.keys, token, ttl.Milliseconds())
+	ks := m.keys
+	if c.cfg.lockDelay > 0 {
+		n := c.names(i)
+		ks = make([]string, 0, 2*len(m.keys))
+		ks = append(ks, m.keys...)
+		for _, k := range m.keys {
+			ks = append(ks, n.held(k))
+		}
+	}
+	r, err := c.pools[i].Eval(ctx, scripts.ExtendAll, ks, token, ttl.Milliseconds(), c.cfg.lockDelay.Milliseconds())
 	return asInt(r), err
 }
 

@@ -38,8 +38,11 @@ func parseTakeReply(v any, withPlace bool) (ok bool, place string, counter uint6
 	if len(arr) == 0 {
 		return false, "", 0, errMalformed
 	}
-	if asInt(arr[0]) == scripts.OtherKind && len(arr) > 1 {
+	switch {
+	case asInt(arr[0]) == scripts.OtherKind && len(arr) > 1:
 		return false, "", 0, kindError(arr[1], "")
+	case asInt(arr[0]) == scripts.TakeDelayed && len(arr) > 1:
+		return false, "", 0, delayError(time.Duration(max(asInt(arr[1]), 0)) * time.Millisecond)
 	}
 	if asInt(arr[0]) != 1 {
 		return false, "", 0, nil

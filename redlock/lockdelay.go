@@ -33,9 +33,11 @@ import (
 // The delay is kept on the nodes, so every client of a key must use the
 // same setting: a Client without the option neither honours another's
 // delay nor sets the marker, and one with a different d sets a different
-// one. It covers the exclusive lock (TryLock, Lock, Do), not TryLockAll,
-// LockAll, readers or permits. It only adds refusals: no lock is granted
-// that would not be granted without it.
+// one. It covers every kind: locks (TryLock, Lock, Do), multi-locks (each
+// key's marker), readers (a vanished reader keeps writers out for d after
+// its expiry, and a vanished writer keeps readers out) and permits (a
+// vanished permit's slot stays taken for d after its expiry). It only adds
+// refusals: no lock is granted that would not be granted without it.
 func WithLockDelay(d time.Duration) Option {
 	return func(c *config) {
 		if d < time.Millisecond || d > MaxTTL {

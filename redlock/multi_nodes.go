@@ -11,10 +11,9 @@ import (
 // deleted; the waiters of this Client it handed keys to hear of it at once.
 // With wake (an Unlock), the keys it leaves free wake their watchers.
 func (c *Client) releaseAllOn(ctx context.Context, i int, keys []string, token string, wake bool) (int, error) {
-	ks, args := c.queueKeysAll(i, keys), []any{token}
+	ks, args := c.queueKeysAll(i, keys), []any{token, len(keys), c.cfg.lockDelay.Milliseconds()}
 	if wake {
 		ks = append(ks, c.watchKeys(i, keys)...)
-		args = append(args, len(keys))
 	}
 	v, err := c.pools[i].Eval(ctx, scripts.ReleaseAll, ks, args...)
 	if err != nil {

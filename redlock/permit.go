@@ -94,7 +94,7 @@ func (p permitLease) take(ctx context.Context, c *Client, i int, token string, t
 		only = "1"
 	}
 	keys := []string{p.key, c.fenceKey(i, p.key)}
-	args := []any{token, ttl.Milliseconds(), p.limit, p.slot, only}
+	args := []any{token, ttl.Milliseconds(), p.limit, p.slot, only, c.cfg.lockDelay.Milliseconds()}
 	if w.keys != nil {
 		keys = append(keys, w.keys[0])
 		args = append(args, w.channel, w.lease)
@@ -107,7 +107,7 @@ func (p permitLease) take(ctx context.Context, c *Client, i int, token string, t
 }
 
 func (p permitLease) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
-	v, err := c.pools[i].Eval(ctx, scripts.PermitExtend, []string{p.key}, token, ttl.Milliseconds(), p.slot)
+	v, err := c.pools[i].Eval(ctx, scripts.PermitExtend, []string{p.key}, token, ttl.Milliseconds(), p.slot, c.cfg.lockDelay.Milliseconds())
 	return asInt(v), err
 }
 
@@ -117,7 +117,7 @@ func (p permitLease) releaser(c *Client, token string, _ any, wake bool) release
 		if wake {
 			keys = append(keys, c.watchKeys(i, keys)...)
 		}
-		v, err := c.pools[i].Eval(ctx, scripts.PermitRelease, keys, token)
+		v, err := c.pools[i].Eval(ctx, scripts.PermitRelease, keys, token, c.cfg.lockDelay.Milliseconds())
 		return asInt(v) == 1, err
 	})
 }

@@ -80,8 +80,8 @@ func (r readLease) take(ctx context.Context, c *Client, i int, token string, ttl
 		flag = "1"
 	}
 	n := c.names(i)
-	keys := []string{r.key, n.readers(r.key), n.queue(r.key)[2], n.fence(r.key)}
-	args := []any{token, ttl.Milliseconds(), flag}
+	keys := []string{r.key, n.readers(r.key), n.queue(r.key)[2], n.fence(r.key), n.held(r.key)}
+	args := []any{token, ttl.Milliseconds(), flag, c.cfg.lockDelay.Milliseconds()}
 	if w.keys != nil {
 		keys = append(keys, w.keys[0])
 		args = append(args, w.channel, w.lease)
@@ -94,8 +94,9 @@ func (r readLease) take(ctx context.Context, c *Client, i int, token string, ttl
 }
 
 func (r readLease) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
-	keys := []string{r.key, c.names(i).readers(r.key)}
-	v, err := c.pools[i].Eval(ctx, scripts.RLockExtend, keys, token, ttl.Milliseconds())
+	n := c.names(i)
+	keys := []string{r.key, n.readers(r.key), n.held(r.key)}
+	v, err := c.pools[i].Eval(ctx, scripts.RLockExtend, keys, token, ttl.Milliseconds(), c.cfg.lockDelay.Milliseconds())
 	return asInt(v), err
 }
 
@@ -106,11 +107,11 @@ func (r readLease) releaser(c *Client, token string, _ any, wake bool) releaseCa
 func (r readLease) release(ctx context.Context, c *Client, i int, token string, wake bool) (bool, error) {
 	n := c.names(i)
 	q := n.queue(r.key)
-	keys := []string{r.key, n.readers(r.key), q[1], q[2], q[3]}
+	keys := []string{r.key, n.readers(r.key), q[1], q[2], q[3], n.held(r.key)}
 	if wake {
 		keys = append(keys, n.watch(r.key))
 	}
-	v, err := c.pools[i].Eval(ctx, scripts.RLockRelease, keys, token)
+	v, err := c.pools[i].Eval(ctx, scripts.RLockRelease, keys, token, c.cfg.lockDelay.Milliseconds())
 	if err != nil {
 		return false, err
 	}

@@ -10,20 +10,32 @@
 -- "<token> <seq>" (as in release.lua).
 -- Returns {d, token1, seq1, token2, seq2, ...}: d the number of keys
 -- deleted, then one pair per key handed to a waiter.
--- An Unlock also gives ARGV[2], the number n of lock keys, and after the n
--- groups the n keys' watch sets (watch.lua): a key it leaves free wakes its
--- watchers.
+-- ARGV[2] the number n of lock keys; ARGV[3] the lock-delay in ms ('0':
+-- none): under a delay each group has a sixth key, the key's holder marker,
+-- deleted with the key or given to the waiter the key is handed to (as in
+-- release.lua). An Unlock also gives, after the n groups, the n keys' watch
+-- sets (watch.lua): a key it leaves free wakes its watchers.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {0}
-local n = #KEYS / 5
-if ARGV[2] then
-  n = tonumber(ARGV[2])
+local n = tonumber(ARGV[2])
+local delay = tonumber(ARGV[3]) or 0
+local size = 5
+if delay > 0 then
+  size = 6
 end
 for g = 0, n - 1 do
-  local key, queue, leases, entries = KEYS[5 * g + 1], KEYS[5 * g + 2], KEYS[5 * g + 3], KEYS[5 * g + 4]
+  local b = size * g
+  local key, queue, leases, entries = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4]
+  local marker = nil
+  if delay > 0 then
+    marker = KEYS[b + 6]
+  end
   if redis.call('GET', key) == ARGV[1] then
     redis.call('DEL', key)
+    if marker then
+      redis.call('DEL', marker)
+    end
     out[1] = out[1] + 1
     for _, id in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now)) do
       redis.call('ZREM', queue, id)
@@ -33,7 +45,7 @@ for g = 0, n - 1 do
     while true do
       local head = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')
       if not head[1] then
-        watch_wake(KEYS[5 * n + g + 1], key, now)
+        watch_wake(KEYS[size * n + g + 1], key, now)
         break
       end
       local id = head[1]
@@ -44,6 +56,9 @@ for g = 0, n - 1 do
       if e then
         local seq, ttl, ch = string.match(e, '^(%S+) (%S+) (%S+)$')
         redis.call('SET', key, id, 'PX', ttl)
+        if marker then
+          redis.call('SET', marker, id, 'PX', tonumber(ttl) + delay)
+        end
         redis.call('HSET', entries, '.', head[2] .. ' ' .. seq .. ' ' .. id)
         notify(ch, id .. ' ' .. seq)
         out[#out + 1] = id

@@ -1,7 +1,12 @@
 -- rlock_release: a reader leaves the shared hold of a key on one node.
 -- KEYS[1] the lock key; KEYS[2] its readers (see rlock_acquire.lua);
 -- KEYS[3..5] the key's queue of waiting writers, their leases and entries
--- (see enqueue.lua). ARGV[1] the reader's token.
+-- (see enqueue.lua); KEYS[6] the key's holder marker. ARGV[1] the reader's
+-- token; ARGV[2] the lock-delay in ms ('0': none; rlock_acquire.lua).
+-- Under a delay, a reader that expired without a release less than the
+-- delay ago keeps the key from its writers: the last live reader to leave
+-- deletes the key but hands it to no one, and the marker (kept past that
+-- reader by the delay) refuses writers until it expires.
 -- Removes the reader's entry (and expired ones); while the key holds the
 -- marker, its TTL then reaches the latest remaining reader expiry. The last
 -- reader to leave deletes both keys and, as release.lua does after a
@@ -16,19 +21,29 @@ local v = redis.call('GET', KEYS[1])
 local exp = redis.call('ZSCORE', KEYS[2], ARGV[1])
 local held = 0
 if v == 'r:readers' and exp and tonumber(exp) > now then held = 1 end
+local delay = tonumber(ARGV[2]) or 0
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - delay)
 if v ~= 'r:readers' then
   return {held}
 end
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-if last[1] then
+if last[1] and tonumber(last[2]) > now then
   local left = tonumber(last[2]) - now
   redis.call('PEXPIRE', KEYS[1], left)
-  redis.call('PEXPIRE', KEYS[2], left)
+  redis.call('PEXPIRE', KEYS[2], left + delay)
+  return {held}
+end
+if last[1] then
+  -- Only expired readers are left, within their delay: the marker keeps
+  -- the key from writers until then.
+  redis.call('DEL', KEYS[1])
   return {held}
 end
 redis.call('DEL', KEYS[1], KEYS[2])
+if delay > 0 then
+  redis.call('DEL', KEYS[6])
+end
 -- The key is free: the hand-off of release.lua.
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)) do
   redis.call('ZREM', KEYS[3], id)
@@ -38,8 +53,8 @@ end
 while true do
   local head = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
   if not head[1] then
-    -- KEYS[6], given by an Unlock only: the key's watch set (watch.lua).
-    watch_wake(KEYS[6], KEYS[1], now)
+    -- KEYS[7], given by an Unlock only: the key's watch set (watch.lua).
+    watch_wake(KEYS[7], KEYS[1], now)
     return {held}
   end
   local id = head[1]
@@ -50,6 +65,9 @@ while true do
   if e then
     local seq, ttl, ch = string.match(e, '^(%S+) (%S+) (%S+)$')
     redis.call('SET', KEYS[1], id, 'PX', ttl)
+    if delay > 0 then
+      redis.call('SET', KEYS[6], id, 'PX', tonumber(ttl) + delay)
+    end
     redis.call('HSET', KEYS[5], '.', head[2] .. ' ' .. seq .. ' ' .. id)
     notify(ch, id .. ' ' .. seq)
     return {held, id, tonumber(seq)}

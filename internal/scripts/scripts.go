@@ -40,6 +40,11 @@ var (
 // kind's name follows (kind.lua).
 const OtherKind = -1
 
+// TakeDelayed is the first element of the reply of RLockAcquire,
+// PermitAcquire and AcquireAll when the lock-delay refuses the key; the
+// delay left in ms follows (and, for AcquireAll, the key's index).
+const TakeDelayed = 2
+
 var (
 	// Release removes the caller from the key's queue, deletes the key only
 	// while it holds the caller's token, and then hands it to the next
