@@ -293,14 +293,30 @@ func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout 
 // nobody queued, wakes the key's watchers (watch.go).
 func (l *Lock) release(ctx context.Context) fanout.Result {
 	c := l.c
-	defer c.released.wake(l.kind.watched())
+	keys := l.kind.watched()
+	defer c.released.wake(keys)
 	slots := l.kind.enter(c, l.token, nil)
 	release := l.kind.releaser(c, l.token, l.leave, true)
-	return c.confirm(context.WithoutCancel(ctx), c.nodeTimeout(l.ttl),
+	return c.confirm(context.WithoutCancel(ctx), releaseTimeout(c.nodeTimeout(l.ttl), len(keys)),
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) { return release.release(ctx, i) })
 		})
 }
+
+// releaseTimeout bounds each node call of an Unlock over n keys: the node
+// timeout, and for a multi-lock at least perKeyRelease per key (its script
+// deletes every key and hands each to its queue), up to MaxNodeTimeout.
+// Waiting longer for a release costs no validity, unlike an acquisition.
+func releaseTimeout(timeout time.Duration, n int) time.Duration {
+	if n <= 1 {
+		return timeout
+	}
+	return max(timeout, min(time.Duration(n)*perKeyRelease, MaxNodeTimeout))
+}
+
+// perKeyRelease is what a multi-lock's release allows per key: about the
+// 40µs a key took on a loaded machine at MaxKeys (docs/multilock.md).
+const perKeyRelease = 50 * time.Microsecond
 
 // obtain is TryRLock, TryAcquirePermit and TryLockAll after their own
 // checks (one attempt), and RLock, AcquirePermit and LockAll (wait):

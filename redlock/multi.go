@@ -159,7 +159,9 @@ func oneSlot(keys []string) error {
 // a TTL of 10s or more, while 10,000 keys took longer than that, so that
 // such a lock was never obtained with fencing and its release was reported
 // failed. A shorter node timeout (WithNodeTimeout, or a TTL under 10s,
-// whose default is ttl/20) carries fewer keys: allow about 50µs per key.
+// whose default is ttl/20) carries fewer keys in an acquisition: allow
+// about 50µs per key. An Unlock's node calls allow that much per key by
+// themselves (up to MaxNodeTimeout), since a release costs no validity.
 const MaxKeys = 1000
 
 // normalKeys sorts keys and drops duplicates. It refuses no keys, more than
