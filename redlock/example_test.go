@@ -335,3 +335,31 @@ func ExampleClient_AcquirePermit() {
 	// third holder refused: true true
 	// third holder after a release: true
 }
+
+func ExampleClient_Resume() {
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
+	defer stop()
+	ctx := context.Background()
+
+	// One process takes the lock and hands its token on (a file, a queue,
+	// or REDLOCK_TOKEN in the command of redlock run).
+	first, err := c.TryLock(ctx, "migration", time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	token := first.Token()
+
+	// Another carries on with the same hold: no new one is taken.
+	l, err := c.Resume(ctx, "migration", token, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("resumed:", l.Token() == token)
+	_, err = c.Resume(ctx, "migration", "NOT-THE-TOKEN", time.Minute)
+	fmt.Println("another token:", errors.Is(err, redlock.ErrNotHeld))
+	fmt.Println("released:", l.Unlock(ctx) == nil)
+	// Output:
+	// resumed: true
+	// another token: true
+	// released: true
+}

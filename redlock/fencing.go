@@ -109,10 +109,20 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, tak
 // holds l's token (nobody else can raise them meanwhile), phase 2 is
 // raiseFence's.
 func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
+	res, takes, err := c.readFences(ctx, l)
+	if err != nil {
+		return 0, err
+	}
+	return c.raiseFence(ctx, l, res, takes, c.nodeTimeout(l.ttl))
+}
+
+// readFences reads the fence counter of l's key on every node where the key
+// holds l's token, and returns the votes and counters once a majority
+// answered; otherwise an error wrapping ErrNotObtained.
+func (c *Client) readFences(ctx context.Context, l *Lock) (fanout.Result, []nodeTake, error) {
 	takes := make([]nodeTake, len(c.pools))
-	timeout := c.nodeTimeout(l.ttl)
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
-	res := c.decide(ctx, timeout, 0,
+	res := c.decide(ctx, c.nodeTimeout(l.ttl), 0,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, c.fenceKey(i, l.key)}, l.token)
@@ -131,7 +141,7 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 	if !res.Reached {
 		qe := c.quorumError("lock", ErrNotObtained, res)
 		qe.Reason = "fence counters not read at a majority"
-		return 0, qe
+		return res, nil, qe
 	}
-	return c.raiseFence(ctx, l, res, takes, timeout)
+	return res, takes, nil
 }

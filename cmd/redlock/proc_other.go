@@ -23,9 +23,11 @@ type group struct {
 // errNoReaper is never returned here.
 var errNoReaper = errors.New("cannot start the process that stops COMMAND if redlock dies")
 
-// startGroup starts COMMAND (argv) with the given streams.
-func startGroup(argv []string, stdin io.Reader, stdout, stderr io.Writer, _ time.Duration) (*group, error) {
+// startGroup starts COMMAND (argv) with the given streams and env added to
+// redlock's environment.
+func startGroup(argv, env []string, stdin io.Reader, stdout, stderr io.Writer, _ time.Duration) (*group, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.WaitDelay = time.Second // for pipes a background child keeps open
 	if err := cmd.Start(); err != nil {

@@ -42,16 +42,17 @@ type group struct {
 var errNoReaper = errors.New("cannot start the process that stops COMMAND if redlock dies")
 
 // startGroup starts the reaper, then COMMAND (argv) in the reaper's process
-// group, with the given streams. grace is the reaper's time from SIGTERM to
+// group, with the given streams and env added to redlock's environment. grace is the reaper's time from SIGTERM to
 // SIGKILL. On error nothing is left running; an error wrapping errNoReaper
 // means the reaper did not start.
-func startGroup(argv []string, stdin io.Reader, stdout, stderr io.Writer, grace time.Duration) (*group, error) {
+func startGroup(argv, env []string, stdin io.Reader, stdout, stderr io.Writer, grace time.Duration) (*group, error) {
 	reaper, bye, err := startReaper(grace, stderr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errNoReaper, err)
 	}
 	g := &group{reaper: reaper, bye: bye, pgid: reaper.Process.Pid, restore: func() {}}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.WaitDelay = time.Second // for pipes a background child keeps open
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: g.pgid}

@@ -305,3 +305,19 @@ func TestRunNamesTheQuarantine(t *testing.T) {
 	assert.Contains(t, stderr, "node quarantined after a restart")
 	assert.NotContains(t, stderr, "held by another owner")
 }
+
+// The command runs with REDLOCK_KEY and REDLOCK_TOKEN: the lock it runs
+// under, whose token holds the key on the nodes.
+func TestRunHandsTheTokenToTheCommand(t *testing.T) {
+	t.Parallel()
+	nodes := startNodes(t, 3)
+	key := keyFor(t)
+	p := run(t, "run", "--nodes", nodes.urls, "--key", key, "--", "sh", "-c",
+		`echo "$REDLOCK_KEY"; echo "$REDLOCK_TOKEN"; redis-cli -u "$0" GET "$REDLOCK_KEY"`, nodes.servers[0].URL())
+	require.Equal(t, 0, p.code, "stderr: %s", p.stderr)
+	lines := strings.Split(strings.TrimSpace(p.stdout.String()), "\n")
+	require.Len(t, lines, 3, "stdout: %s", p.stdout)
+	assert.Equal(t, key, lines[0])
+	assert.NotEmpty(t, lines[1])
+	assert.Equal(t, lines[1], lines[2], "the token holds the key while the command runs")
+}

@@ -31,7 +31,10 @@ func (r *runner) supervise(ctx context.Context, l *redlock.Lock) int {
 		return l.Unlock(context.WithoutCancel(ctx))
 	}
 
-	g, err := startGroup(r.argv, r.stdin, r.stdout, r.stderr, r.grace)
+	// The command learns the lock it runs under, so that it can extend or
+	// release it itself (redlock.Client.Resume with the token).
+	env := []string{"REDLOCK_KEY=" + r.key, "REDLOCK_TOKEN=" + l.Token()}
+	g, err := startGroup(r.argv, env, r.stdin, r.stdout, r.stderr, r.grace)
 	if err != nil {
 		_ = release()
 		return r.notStarted(err)

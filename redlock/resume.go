@@ -1,0 +1,61 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Resume carries on with the exclusive lock on key that token still holds:
+// a token from Lock.Token(), kept by a process that restarted or handed to
+// another process (redlock run gives its command REDLOCK_TOKEN). It takes no
+// new hold: on every node where key holds token it resets the TTL to ttl
+// (Extend's compare-and-pexpire), and it returns a Lock, valid from the
+// start of the call for ttl less the drift allowance, only when a majority
+// did. Where key is gone or holds another token nothing is written, so
+// Resume never creates a hold that was not there; WithHeal may then set the
+// key again on the nodes that lost it, as Extend does, once the majority
+// confirmed. With WithFencing the resumed Lock gets a new fence, greater
+// than the hold's own and every earlier one (the two phases of a fenced
+// acquisition, on the nodes that hold the token): the hold's first fence
+// cannot be read back exactly (a failed attempt may have raised a counter
+// on a minority), and a greater one is always safe; a resource then takes
+// the resumer's writes and refuses the first handle's. WithAutoExtend keeps
+// it alive; WithRetry and WithFairness do not apply.
+//
+// On failure the error wraps ErrNotHeld (the token does not hold key on a
+// majority any more) or ErrNotExtended (nodes did not answer in time), and
+// ctx.Err() when ctx ended the call. Both Locks, the original and the
+// resumed one, act on the same hold: whichever unlocks first releases it.
+//
+// Readers, permits and multi-locks cannot be resumed yet: a reader's and a
+// permit's hold is one lease among several on the key, and a permit's also
+// needs its slot; see docs/design.md.
+func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	done, lc, err := c.beginLock(ctx, key, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if token == "" {
+		return nil, errors.New("redlock: empty token")
+	}
+	start := c.cfg.clock.Now()
+	ttl = ttl.Truncate(time.Millisecond)
+	l := c.newLock(key, token, ttl, lc.heal)
+	l.ex = c.exclusiveKind(key, lc)
+	l.kind = &l.ex
+	// The hold's own validity is unknown here; the extension decides, from
+	// this call's start, on the nodes' own answers.
+	l.until = start.Add(ttl)
+	err = l.extendOnce(ctx, ttl, c.nodeTimeout(ttl))
+	if err == nil && lc.fencing {
+		l.fence, err = c.fenceHeld(ctx, l)
+	}
+	if err != nil {
+		e := Event{Kind: NotObtained, Key: key, Start: start, Duration: c.cfg.clock.Since(start), Attempts: 1, Err: err}
+		c.emit(ctx, e)
+		return nil, err
+	}
+	return c.obtained(ctx, key, l, nil, start, 1, lc)
+}

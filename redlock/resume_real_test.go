@@ -1,0 +1,97 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// A hold taken by one Client is carried on by another (a process that
+// restarted, or the command of redlock run) with its token: no new hold,
+// the TTL reset from the call's start, and an Unlock of either releases it.
+func TestRealResumeCarriesOnAHold(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	a := newClient(t, pools)
+	la, err := a.TryLock(bg(), "job", 2*time.Second)
+	require.NoError(t, err)
+	a.WaitIdle()
+
+	b := newClient(t, pools)
+	start := time.Now()
+	lb, err := b.Resume(bg(), "job", la.Token(), 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, la.Token(), lb.Token(), "no new hold: the same token")
+	assert.True(t, lb.Until().After(start.Add(9*time.Second)), "validity from the call's start: %v", lb.Until())
+	b.WaitIdle()
+	assert.Equal(t, 5, realHolders(t, servers, "job", la.Token()))
+	for _, s := range servers {
+		ttl, err := s.Client(t).PTTL(bg(), "job").Result()
+		require.NoError(t, err)
+		assert.Greater(t, ttl, 8*time.Second, "the TTL was reset on %s", s.Addr())
+	}
+	_, err = a.TryLock(bg(), "job", time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained, "still one hold")
+	require.NoError(t, lb.Unlock(bg()))
+	b.WaitIdle()
+	assert.Zero(t, realHolders(t, servers, "job", la.Token()), "released by the resumed Lock")
+	require.ErrorIs(t, la.Unlock(bg()), redlock.ErrNotHeld, "the first handle finds it gone")
+}
+
+// Resume never creates a hold: not with a token that holds nothing, not
+// after the hold expired, not over another owner's.
+func TestRealResumeCreatesNothing(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	a := newClient(t, pools)
+	b := newClient(t, pools)
+
+	_, err := b.Resume(bg(), "free", "NOSUCHTOKEN", time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotHeld)
+	for _, s := range servers {
+		assert.Zero(t, s.Client(t).Exists(bg(), "free").Val(), "nothing written on %s", s.Addr())
+	}
+
+	expired, err := a.TryLock(bg(), "gone", 100*time.Millisecond)
+	require.NoError(t, err)
+	time.Sleep(time.Until(expired.Until()) + 150*time.Millisecond)
+	_, err = b.Resume(bg(), "gone", expired.Token(), time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotHeld)
+	for _, s := range servers {
+		assert.Zero(t, s.Client(t).Exists(bg(), "gone").Val(), "an expired hold is not re-created on %s", s.Addr())
+	}
+
+	other, err := a.TryLock(bg(), "taken", 10*time.Second)
+	require.NoError(t, err)
+	_, err = b.Resume(bg(), "taken", "NOTTHEOWNER", time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotHeld)
+	require.ErrorIs(t, err, redlock.ErrTaken)
+	require.NoError(t, other.Extend(bg(), 10*time.Second), "the owner's hold is untouched")
+
+	_, err = b.Resume(bg(), "taken", "", time.Second)
+	require.EqualError(t, err, "redlock: empty token")
+}
+
+// A fenced hold resumed WithFencing gets a fence greater than its own, and
+// WithAutoExtend keeps the resumed Lock alive.
+func TestRealResumeFencedAndKept(t *testing.T) {
+	_, pools := realNodes(t, 5)
+	a := newClient(t, pools)
+	la, err := a.TryLock(bg(), "fenced", 2*time.Second, redlock.WithFencing())
+	require.NoError(t, err)
+	b := newClient(t, pools)
+	lb, err := b.Resume(bg(), "fenced", la.Token(), 4*time.Second, redlock.WithFencing(), redlock.WithAutoExtend(0))
+	require.NoError(t, err)
+	assert.Greater(t, lb.Fence(), la.Fence())
+	first := lb.Until()
+	require.Eventually(t, func() bool { return lb.Until().After(first) }, 4*time.Second, 20*time.Millisecond,
+		"the keeper extends the resumed Lock")
+	require.NoError(t, lb.Err())
+	require.NoError(t, lb.Unlock(context.Background()))
+	next, err := a.TryLock(bg(), "fenced", time.Second, redlock.WithFencing())
+	require.NoError(t, err)
+	assert.Greater(t, next.Fence(), lb.Fence(), "a later holder's fence is greater still")
+}
