@@ -381,27 +381,3 @@ func asInt(v any) int64 {
 	n, _ := v.(int64)
 	return n
 }
-
-// nameKind is err, the refusal of an exclusive attempt on key, with the
-// kind the key holds on the first node that refused it, when that is not
-// a lock or readers: that node's cause becomes ErrWrongKind. It asks that
-// one node, bounded by the node timeout; on any failure err stands.
-func (c *Client) nameKind(ctx context.Context, key string, err error) error {
-	var qe *QuorumError
-	if !errors.As(err, &qe) {
-		return err
-	}
-	for _, n := range qe.Nodes {
-		if !errors.Is(n.Err, ErrTaken) {
-			continue
-		}
-		nctx, cancel := context.WithTimeout(ctx, c.nodeTimeout(0))
-		defer cancel()
-		var ns NodeStatus
-		if c.readStatus(nctx, n.Node, key, &ns) == nil && ns.Kind != "" && ns.Kind != "lock" && ns.Kind != "readers" {
-			n.Err = kindError(ns.Kind, "")
-		}
-		return err
-	}
-	return err
-}
