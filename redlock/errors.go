@@ -69,6 +69,13 @@ var (
 	// lock whose keeper stopped extending it at its maximum hold
 	// (WithMaxHold).
 	ErrMaxHold = errors.New("redlock: maximum hold reached")
+	// ErrNoLeader means no campaigner leads the election: no token holds
+	// its key on a majority of the nodes with its value recorded there
+	// (Client.Leader).
+	ErrNoLeader = errors.New("redlock: no leader")
+	// ErrNotProclaimed means Leadership.Proclaim did not reach a majority
+	// although the leadership may still last: nodes did not answer in time.
+	ErrNotProclaimed = errors.New("redlock: value not proclaimed")
 )
 
 // kindError is the per-node cause of a refusal because the key holds kind

@@ -1,0 +1,150 @@
+package redlock
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/fanout"
+)
+
+// Leader is who leads an election, as a majority of the nodes say. The
+// zero Leader (Term 0) is nobody; Observe sends it when a leadership
+// lapses with nobody to take it.
+type Leader struct {
+	// Value is the leader's value: its campaign's, or the last one it
+	// proclaimed on a majority.
+	Value string
+	// Term is the leader's term (Leadership.Term): strictly greater than
+	// every earlier leader's.
+	Term uint64
+	// Rev counts the leader's proclamations recorded on a majority when it
+	// was read: 0 for the campaign's value, higher for each later Proclaim
+	// of the same term.
+	Rev uint64
+	// TTL is how long a majority of the nodes will still hold the
+	// leadership by their own clocks unless it is extended (the leader
+	// extends it every third of its ttl).
+	TTL time.Duration
+}
+
+// Leader reads who leads election from every node, in parallel and
+// without changing anything, each call bounded by the node timeout (as
+// Status is): a majority must hold one leader's token on the election key,
+// with its record (value and term). It returns that leader; an error
+// wrapping ErrNoLeader when nobody leads (no token on a majority, or a new
+// leader whose Campaign has not yet recorded its value); or one wrapping
+// ErrNoMajority (and ctx.Err() when ctx ended the call) when fewer than a
+// majority answered.
+//
+// The value reported is the newest one that a majority of the holding
+// nodes have: a Proclaim that reached only a minority is not reported.
+func (c *Client) Leader(ctx context.Context, election string) (Leader, error) {
+	done, err := c.begin()
+	if err != nil {
+		return Leader{}, err
+	}
+	defer done()
+	if ctx == nil {
+		return Leader{}, errors.New("redlock: nil context")
+	}
+	if err := checkElection(election, "", false); err != nil {
+		return Leader{}, err
+	}
+	key := electionKey(election)
+	views := make([]leaderView, len(c.pools))
+	votes := fanout.Each(ctx, &c.wg, c.allNodes(), c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
+		reply, err := c.pools[i].Eval(ctx, leaderGet, []string{key, c.leaderKey(i, key)})
+		if err == nil {
+			err = views[i].parse(reply) // each goroutine writes its own node
+		}
+		return err == nil, err
+	})
+	res := fanout.Result{Votes: votes}
+	for _, v := range votes {
+		if v.OK {
+			res.Yes++
+		}
+	}
+	if res.Yes < c.quorum {
+		return Leader{}, withContext(c.quorumError("leader", ErrNoMajority, res), ctx.Err())
+	}
+	return tallyLeader(election, views, votes, c.quorum)
+}
+
+// leaderView is one node's view of an election: the token on its key and
+// the leader record.
+type leaderView struct {
+	token     string        // "" when the key holds no lock
+	ttl       time.Duration // the key's remaining TTL
+	recorded  bool          // the record names token
+	value     string
+	term, rev uint64
+}
+
+// parse reads leader_get.lua's reply.
+func (v *leaderView) parse(reply any) error {
+	a, ok := reply.([]any)
+	if !ok || len(a) != 6 {
+		return fmt.Errorf("redlock: unexpected leader reply %v", reply)
+	}
+	v.token, _ = a[0].(string)
+	pttl, _ := a[1].(int64)
+	v.ttl = time.Duration(pttl) * time.Millisecond
+	rtoken, ok := a[2].(string)
+	if !ok {
+		return nil // no record
+	}
+	value, _ := a[3].(string)
+	term, err1 := strconv.ParseUint(str(a[4]), 10, 64)
+	rev, err2 := strconv.ParseUint(str(a[5]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("redlock: malformed leader record %v", a[2:])
+	}
+	if rtoken == v.token && v.token != "" {
+		v.recorded, v.value, v.term, v.rev = true, value, term, rev
+	}
+	return nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// tallyLeader finds the token that holds the election key on a majority
+// with its record there, and returns its leader: the value of the
+// quorum-th highest revision among those nodes (so that one on a majority),
+// and the quorum-th longest TTL.
+func tallyLeader(election string, views []leaderView, votes []fanout.Vote, quorum int) (Leader, error) {
+	count := map[string]int{}
+	best, held := "", 0
+	for _, v := range votes {
+		if t := views[v.Node].token; v.OK && t != "" {
+			if count[t]++; count[t] > held {
+				best, held = t, count[t]
+			}
+		}
+	}
+	if held < quorum {
+		return Leader{}, fmt.Errorf("%w of election %q: no token holds its key on a majority", ErrNoLeader, election)
+	}
+	var ours []leaderView
+	for _, v := range votes {
+		if n := views[v.Node]; v.OK && n.token == best && n.recorded {
+			ours = append(ours, n)
+		}
+	}
+	if len(ours) < quorum {
+		return Leader{}, fmt.Errorf("%w of election %q: its new leader has not recorded its value yet", ErrNoLeader, election)
+	}
+	slices.SortFunc(ours, func(a, b leaderView) int { return cmp.Compare(b.rev, a.rev) })
+	ld := Leader{Value: ours[quorum-1].value, Term: ours[quorum-1].term, Rev: ours[quorum-1].rev}
+	slices.SortFunc(ours, func(a, b leaderView) int { return cmp.Compare(b.ttl, a.ttl) })
+	ld.TTL = ours[quorum-1].ttl
+	return ld, nil
+}
