@@ -16,7 +16,9 @@ const ObserveInterval = 100 * time.Millisecond
 // leader proclaimed (a higher Rev), and the zero Leader when a leadership
 // lapses with nobody to take it. It never sends a term lower than one it
 // sent, and sends nothing while the nodes cannot tell (no majority
-// answers). It reads the nodes every ObserveInterval (Client.Leader).
+// answers) or while a leader that was just handed the election has not yet
+// recorded its value: a Resign with a campaigner waiting goes from one
+// leader to the next without a zero Leader between them. It reads the nodes every ObserveInterval (Client.Leader).
 //
 // The channel is unbuffered and owned by ctx: a goroutine sends on it
 // until ctx ends or the Client closes, then closes it (within one read of
@@ -85,6 +87,8 @@ func (o *observer) poll(ctx context.Context) bool {
 			return true // never back in time
 		}
 		return o.send(ctx, ld, true)
+	case errors.Is(err, errNotRecorded):
+		return true // a leader is taking over: its record follows
 	case errors.Is(err, ErrNoLeader):
 		if !o.leading {
 			return true

@@ -38,8 +38,10 @@ type Leader struct {
 // with its record (value and term). It returns that leader; an error
 // wrapping ErrNoLeader when nobody leads (no token on a majority, or a new
 // leader whose Campaign has not yet recorded its value); or one wrapping
-// ErrNoMajority (and ctx.Err() when ctx ended the call) when fewer than a
-// majority answered.
+// ErrNoMajority (and ctx.Err() when ctx ended the call) when the nodes
+// that answered cannot tell: fewer than a majority answered, or no token
+// holds a majority of them while the silent nodes could still complete
+// one.
 //
 // The value reported is the newest one that a majority of the holding
 // nodes have: a Proclaim that reached only a minority is not reported.
@@ -116,21 +118,37 @@ func str(v any) string {
 	return s
 }
 
+// errNotRecorded is the error of Leader when a token holds the election
+// key on a majority but its record is not there yet (a campaigner that was
+// just handed the key writes its value next): nobody leads yet, and
+// Observe waits for the record rather than report a lapse.
+var errNotRecorded = fmt.Errorf("%w: its new leader has not recorded its value yet", ErrNoLeader)
+
 // tallyLeader finds the token that holds the election key on a majority
 // with its record there, and returns its leader: the value of the
 // quorum-th highest revision among those nodes (so that one on a majority),
-// and the quorum-th longest TTL.
+// and the quorum-th longest TTL. When no token holds a majority of the
+// nodes that answered, but could with the nodes that did not, nobody can
+// tell: the error wraps ErrNoMajority, not ErrNoLeader.
 func tallyLeader(election string, views []leaderView, votes []fanout.Vote, quorum int) (Leader, error) {
 	count := map[string]int{}
-	best, held := "", 0
+	best, held, answered := "", 0, 0
 	for _, v := range votes {
-		if t := views[v.Node].token; v.OK && t != "" {
+		if !v.OK {
+			continue
+		}
+		answered++
+		if t := views[v.Node].token; t != "" {
 			if count[t]++; count[t] > held {
 				best, held = t, count[t]
 			}
 		}
 	}
 	if held < quorum {
+		if silent := len(views) - answered; held+silent >= quorum {
+			return Leader{}, fmt.Errorf("%w: election %q: %d of %d nodes answered, and the %d silent ones could make a leader of a token held on %d",
+				ErrNoMajority, election, answered, len(views), silent, held)
+		}
 		return Leader{}, fmt.Errorf("%w of election %q: no token holds its key on a majority", ErrNoLeader, election)
 	}
 	var ours []leaderView
@@ -140,7 +158,7 @@ func tallyLeader(election string, views []leaderView, votes []fanout.Vote, quoru
 		}
 	}
 	if len(ours) < quorum {
-		return Leader{}, fmt.Errorf("%w of election %q: its new leader has not recorded its value yet", ErrNoLeader, election)
+		return Leader{}, fmt.Errorf("election %q: %w", election, errNotRecorded)
 	}
 	slices.SortFunc(ours, func(a, b leaderView) int { return cmp.Compare(b.rev, a.rev) })
 	ld := Leader{Value: ours[quorum-1].value, Term: ours[quorum-1].term, Rev: ours[quorum-1].rev}

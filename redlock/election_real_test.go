@@ -199,7 +199,7 @@ func TestRealElectionLoss(t *testing.T) {
 }
 
 func TestRealElectionProclaim(t *testing.T) {
-	_, pools := realNodes(t, 5)
+	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools)
 	ls, err := c.Campaign(bg(), "e6", "v1", 10*time.Second)
 	require.NoError(t, err)
@@ -214,6 +214,19 @@ func TestRealElectionProclaim(t *testing.T) {
 	assert.Equal(t, term, ld.Term)
 	assert.Equal(t, uint64(1), ld.Rev)
 	assert.Positive(t, ld.TTL)
+
+	// A proclamation on a minority is not reported; on a majority it is.
+	// (A late write of revision 1 keeps the higher revision set here.)
+	for i, s := range servers[:3] {
+		require.NoError(t, s.Client(t).HSet(bg(), "election:e6:leader", "value", "partial", "rev", "9").Err())
+		ld, err = c.Leader(bg(), "e6")
+		require.NoError(t, err)
+		if i < 2 {
+			assert.Equal(t, "v2", ld.Value, "on %d of 5 nodes", i+1)
+		} else {
+			assert.Equal(t, redlock.Leader{Value: "partial", Term: term, Rev: 9, TTL: ld.TTL}, ld)
+		}
+	}
 
 	require.NoError(t, ls.Resign(bg()))
 	require.ErrorIs(t, ls.Proclaim(bg(), "v3"), redlock.ErrNotHeld)
@@ -244,6 +257,24 @@ func TestRealLeaderNone(t *testing.T) {
 	require.NotErrorIs(t, err, redlock.ErrNoLeader)
 }
 
+func TestRealLeaderCannotTell(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	c := newClient(t, pools, redlock.WithNodeTimeout(250*time.Millisecond))
+	for _, s := range servers[3:] {
+		s.Pause()
+		t.Cleanup(s.Resume)
+	}
+	_, err := c.Leader(bg(), "e10")
+	require.ErrorIs(t, err, redlock.ErrNoLeader, "3 answering nodes without the key: nobody can lead")
+
+	// One answering node holds a token: with the two silent ones it could
+	// be on a majority.
+	require.NoError(t, servers[0].Client(t).Set(bg(), "election:e10", "tok", time.Minute).Err())
+	_, err = c.Leader(bg(), "e10")
+	require.ErrorIs(t, err, redlock.ErrNoMajority)
+	require.NotErrorIs(t, err, redlock.ErrNoLeader)
+}
+
 // next receives from ch within d.
 func next(t *testing.T, ch <-chan redlock.Leader, d time.Duration) redlock.Leader {
 	t.Helper()
@@ -258,7 +289,7 @@ func next(t *testing.T, ch <-chan redlock.Leader, d time.Duration) redlock.Leade
 }
 
 func TestRealObserve(t *testing.T) {
-	_, pools := realNodes(t, 5)
+	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
 	la, err := a.Campaign(bg(), "e8", "a1", 10*time.Second)
@@ -286,12 +317,23 @@ func TestRealObserve(t *testing.T) {
 	assert.Equal(t, lb.Term(), ld.Term)
 	assert.Greater(t, ld.Term, la.Term())
 
+	// With a campaigner waiting, a Resign goes from one leader to the next.
+	d := newClient(t, pools)
+	rd := campaignAsync(bg(), d, "e8", "d1", 10*time.Second)
+	waitCampaigner(t, servers, "e8")
+	require.NoError(t, lb.Resign(bg()))
+	ld = next(t, ch, time.Second)
+	assert.Equal(t, "d1", ld.Value, "no zero Leader between two leaders")
+	assert.Greater(t, ld.Term, lb.Term())
+	ldd := within(t, rd, time.Second)
+	assert.Equal(t, ldd.Term(), ld.Term)
+
 	cancel()
 	start := time.Now()
 	for range ch { // drain until closed
 	}
 	assert.Less(t, time.Since(start), time.Second, "the channel closes within 1s of ctx's end")
-	require.NoError(t, lb.Resign(bg()))
+	require.NoError(t, ldd.Resign(bg()))
 }
 
 func TestRealObserveStopsOnClose(t *testing.T) {
