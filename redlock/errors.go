@@ -126,7 +126,8 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // ErrNotReleased), the context's error when the context ended the call, and
 // one *NodeError per node that did not agree.
 type QuorumError struct {
-	// Op is the operation: "lock", "extend", "unlock" or "status".
+	// Op is the operation: "lock", "extend", "unlock", "status", and for
+	// elections "proclaim" (a leader's value written) or "leader" (read).
 	Op string
 	// Agreed counts the nodes that said yes (for "status": that answered);
 	// Needed is the majority; Total the number of nodes.
@@ -150,7 +151,7 @@ func (e *QuorumError) Error() string {
 		b.WriteString(e.Reason)
 	}
 	verb := "agreed"
-	if e.Op == "status" {
+	if e.Op == "status" || e.Op == "leader" {
 		verb = "answered"
 	}
 	fmt.Fprintf(&b, ": %d of %d nodes %s, %d needed", e.Agreed, e.Total, verb, e.Needed)
