@@ -35,7 +35,8 @@ type Leader struct {
 // Leader reads who leads election from every node, in parallel and
 // without changing anything, each call bounded by the node timeout (as
 // Status is): a majority must hold one leader's token on the election key,
-// with its record (value and term). It returns that leader; an error
+// and its record (value and term) must be on one of them at least. It
+// returns that leader; an error
 // wrapping ErrNoLeader when nobody leads (no token on a majority, or a new
 // leader whose Campaign has not yet recorded its value); or one wrapping
 // ErrNoMajority (and ctx.Err() when ctx ended the call) when the nodes
@@ -45,6 +46,9 @@ type Leader struct {
 //
 // The value reported is the newest one that a majority of the holding
 // nodes have: a Proclaim that reached only a minority is not reported.
+// When fewer than a majority of them answered with the leader's record
+// (nodes down, or a write still on its way), it is the oldest value those
+// nodes have of this leader.
 func (c *Client) Leader(ctx context.Context, election string) (Leader, error) {
 	done, err := c.begin()
 	if err != nil {
@@ -119,17 +123,20 @@ func str(v any) string {
 }
 
 // errNotRecorded is the error of Leader when a token holds the election
-// key on a majority but its record is not there yet (a campaigner that was
+// key on a majority but its record is on none of them yet (a campaigner that was
 // just handed the key writes its value next): nobody leads yet, and
 // Observe waits for the record rather than report a lapse.
 var errNotRecorded = fmt.Errorf("%w: its new leader has not recorded its value yet", ErrNoLeader)
 
 // tallyLeader finds the token that holds the election key on a majority
-// with its record there, and returns its leader: the value of the
-// quorum-th highest revision among those nodes (so that one on a majority),
-// and the quorum-th longest TTL. When no token holds a majority of the
-// nodes that answered, but could with the nodes that did not, nobody can
-// tell: the error wraps ErrNoMajority, not ErrNoLeader.
+// of the nodes, and returns its leader: the value of the quorum-th highest
+// revision among the nodes that also hold its record (so one that a
+// majority has), or, with fewer of them, the lowest revision they have (a
+// value the leader did record, if maybe not its last); and the quorum-th
+// longest TTL of the key. A record is authentic wherever it is: it is
+// written only while the key holds its token. When no token holds a
+// majority of the nodes that answered, but could with the nodes that did
+// not, nobody can tell: the error wraps ErrNoMajority, not ErrNoLeader.
 func tallyLeader(election string, views []leaderView, votes []fanout.Vote, quorum int) (Leader, error) {
 	count := map[string]int{}
 	best, held, answered := "", 0, 0
@@ -151,18 +158,20 @@ func tallyLeader(election string, views []leaderView, votes []fanout.Vote, quoru
 		}
 		return Leader{}, fmt.Errorf("%w of election %q: no token holds its key on a majority", ErrNoLeader, election)
 	}
-	var ours []leaderView
+	var holders, ours []leaderView
 	for _, v := range votes {
-		if n := views[v.Node]; v.OK && n.token == best && n.recorded {
-			ours = append(ours, n)
+		if n := views[v.Node]; v.OK && n.token == best {
+			holders = append(holders, n)
+			if n.recorded {
+				ours = append(ours, n)
+			}
 		}
 	}
-	if len(ours) < quorum {
+	if len(ours) == 0 {
 		return Leader{}, fmt.Errorf("election %q: %w", election, errNotRecorded)
 	}
 	slices.SortFunc(ours, func(a, b leaderView) int { return cmp.Compare(b.rev, a.rev) })
-	ld := Leader{Value: ours[quorum-1].value, Term: ours[quorum-1].term, Rev: ours[quorum-1].rev}
-	slices.SortFunc(ours, func(a, b leaderView) int { return cmp.Compare(b.ttl, a.ttl) })
-	ld.TTL = ours[quorum-1].ttl
-	return ld, nil
+	r := ours[min(quorum, len(ours))-1]
+	slices.SortFunc(holders, func(a, b leaderView) int { return cmp.Compare(b.ttl, a.ttl) })
+	return Leader{Value: r.value, Term: r.term, Rev: r.rev, TTL: holders[quorum-1].ttl}, nil
 }

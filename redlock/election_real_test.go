@@ -227,6 +227,14 @@ func TestRealElectionProclaim(t *testing.T) {
 			assert.Equal(t, redlock.Leader{Value: "partial", Term: term, Rev: 9, TTL: ld.TTL}, ld)
 		}
 	}
+	// With the record on a minority of the holders, the leader is still
+	// reported, with the oldest value they have.
+	for _, s := range servers[:3] {
+		require.NoError(t, s.Client(t).Del(bg(), "election:e6:leader").Err())
+	}
+	ld, err = c.Leader(bg(), "e6")
+	require.NoError(t, err)
+	assert.Equal(t, redlock.Leader{Value: "v2", Term: term, Rev: 1, TTL: ld.TTL}, ld)
 
 	require.NoError(t, ls.Resign(bg()))
 	require.ErrorIs(t, ls.Proclaim(bg(), "v3"), redlock.ErrNotHeld)

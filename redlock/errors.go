@@ -70,8 +70,8 @@ var (
 	// (WithMaxHold).
 	ErrMaxHold = errors.New("redlock: maximum hold reached")
 	// ErrNoLeader means no campaigner leads the election: no token holds
-	// its key on a majority of the nodes with its value recorded there
-	// (Client.Leader).
+	// its key on a majority of the nodes, or the one that does has not
+	// recorded its value yet (Client.Leader).
 	ErrNoLeader = errors.New("redlock: no leader")
 	// ErrNotProclaimed means Leadership.Proclaim did not reach a majority
 	// although the leadership may still last: nodes did not answer in time.
