@@ -95,6 +95,35 @@ func TestRealElectionOneLeaderAtATime(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrNoLeader)
 }
 
+// A leadership and its record survive the restart of every node with
+// appendfsync always, and the next term, from another Client, is higher.
+func TestRealElectionAcrossRestartsWithAOFAlways(t *testing.T) {
+	servers, pools := persistentNodes(t, 5, redistest.AOFAlways)
+	a := newClient(t, pools, redlock.WithNodeTimeout(500*time.Millisecond))
+	la, err := a.Campaign(bg(), "e11", "a", 20*time.Second)
+	require.NoError(t, err)
+	for _, s := range servers {
+		s.Restart(t)
+	}
+	ld, err := a.Leader(bg(), "e11")
+	require.NoError(t, err)
+	assert.Equal(t, "a", ld.Value)
+	assert.Equal(t, la.Term(), ld.Term)
+	require.NoError(t, la.Err(), "the keeper rode out the restarts")
+	require.NoError(t, la.Resign(bg()))
+
+	for _, s := range servers {
+		s.Restart(t)
+	}
+	b := newClient(t, pools, redlock.WithNodeTimeout(500*time.Millisecond))
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+	defer cancel()
+	lb, err := b.Campaign(ctx, "e11", "b", 20*time.Second)
+	require.NoError(t, err)
+	assert.Greater(t, lb.Term(), la.Term())
+	require.NoError(t, lb.Resign(bg()))
+}
+
 func TestRealCampaignContextEnds(t *testing.T) {
 	_, pools := realNodes(t, 5)
 	a := newClient(t, pools)
