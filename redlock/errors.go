@@ -69,6 +69,13 @@ var (
 	// lock whose keeper stopped extending it at its maximum hold
 	// (WithMaxHold).
 	ErrMaxHold = errors.New("redlock: maximum hold reached")
+	// ErrNoLeader means no campaigner leads the election: no token holds
+	// its key on a majority of the nodes, or the one that does has not
+	// recorded its value yet (Client.Leader).
+	ErrNoLeader = errors.New("redlock: no leader")
+	// ErrNotProclaimed means Leadership.Proclaim did not reach a majority
+	// although the leadership may still last: nodes did not answer in time.
+	ErrNotProclaimed = errors.New("redlock: value not proclaimed")
 )
 
 // kindError is the per-node cause of a refusal because the key holds kind
@@ -119,7 +126,8 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // ErrNotReleased), the context's error when the context ended the call, and
 // one *NodeError per node that did not agree.
 type QuorumError struct {
-	// Op is the operation: "lock", "extend", "unlock" or "status".
+	// Op is the operation: "lock", "extend", "unlock", "status", and for
+	// elections "proclaim" (a leader's value written) or "leader" (read).
 	Op string
 	// Agreed counts the nodes that said yes (for "status": that answered);
 	// Needed is the majority; Total the number of nodes.
@@ -143,7 +151,7 @@ func (e *QuorumError) Error() string {
 		b.WriteString(e.Reason)
 	}
 	verb := "agreed"
-	if e.Op == "status" {
+	if e.Op == "status" || e.Op == "leader" {
 		verb = "answered"
 	}
 	fmt.Fprintf(&b, ": %d of %d nodes %s, %d needed", e.Agreed, e.Total, verb, e.Needed)

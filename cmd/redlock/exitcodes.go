@@ -6,12 +6,15 @@ package main
 // service managers that know those codes read them right.
 const (
 	// exitOK: success; for run, the command exited 0; for status, the
-	// key is held: by a lock, readers or permits.
+	// key is held: by a lock, readers or permits; for leader, the election
+	// has a leader.
 	exitOK = 0
 	// exitFailure: demo found an inexact locked sale.
 	exitFailure = 1
 	// exitFree: status found the lock free.
 	exitFree = 1
+	// exitNoLeader: leader found nobody leading the election.
+	exitNoLeader = 1
 	// exitUsage: bad flags, a missing command, a bad URL or duration.
 	exitUsage = 2
 	// exitNeither: status found the key on some nodes, but not held on a

@@ -3,6 +3,7 @@
 //
 //	redlock run --nodes redis://a:6379,redis://b:6379,redis://c:6379 --key nightly-backup -- ./backup.sh
 //	redlock status --key nightly-backup          # nodes from REDLOCK_NODES
+//	redlock leader --election scheduler          # who leads (Client.Campaign)
 //	redlock demo                                 # five in-process nodes, nothing to install
 //
 // run takes the lock, keeps it alive while the command runs, stops the
@@ -27,6 +28,7 @@ Usage:
                  [--node-timeout D] [--quarantine D] [--lock-delay D]
                  [--max-hold D] -- COMMAND [ARG...]
   redlock status [--nodes URLS] --key KEY [--timeout D]
+  redlock leader [--nodes URLS] --election NAME [--timeout D]
   redlock demo   [--nodes URLS] [--workers N] [--tickets N]
   redlock help   [COMMAND]
 
@@ -48,6 +50,7 @@ type command struct {
 var commands = map[string]command{
 	"run":    {main: runMain, usage: runUsage, flags: func(fs *flag.FlagSet) { new(runner).define(fs) }},
 	"status": {main: statusMain, usage: statusUsage, flags: func(fs *flag.FlagSet) { statusFlags(fs) }},
+	"leader": {main: leaderMain, usage: leaderUsage, flags: func(fs *flag.FlagSet) { leaderFlags(fs) }},
 	"demo":   {main: demoMain, usage: demoUsage, flags: func(fs *flag.FlagSet) { demoFlags(fs) }},
 }
 

@@ -100,6 +100,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"help", "run"}, "Usage: redlock run"},
 		{[]string{"help", "status"}, "Usage: redlock status"},
 		{[]string{"help", "demo"}, "Usage: redlock demo"},
+		{[]string{"help", "leader"}, "Usage: redlock leader"},
+		{[]string{"leader", "--help"}, "Usage: redlock leader"},
 		{[]string{"run", "-h"}, "Usage: redlock run"},
 		{[]string{"run", "--help"}, "Usage: redlock run"},
 		{[]string{"run", "--key", "k", "--help", "--", "true"}, "Usage: redlock run"},

@@ -1,0 +1,318 @@
+package redlock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/pool"
+)
+
+// Leader election (docs/election.md). A Leadership is an exclusive Lock
+// on the election's key, taken with Lock (campaigners wait in the nodes'
+// FIFO queue, and a Resign hands the key to the next at once), WithFencing
+// (the term is the fence) and WithAutoExtend (kept alive until Resign, loss
+// or Close). The leader's value lives next to the key in a record (a hash:
+// token, value, term, rev) that is written only while the key holds the
+// leader's token, and believed by Leader only where it still does.
+
+// MaxLeaderValue is the longest value, in bytes, that Campaign and Proclaim
+// accept. The value is written to every node and read by every Leader call:
+// it names the leader (an address, an id), it is not a payload.
+const MaxLeaderValue = 64 << 10
+
+var (
+	//go:embed leader_set.lua
+	leaderSetSrc string
+	//go:embed leader_get.lua
+	leaderGetSrc string
+	//go:embed leader_del.lua
+	leaderDelSrc string
+
+	leaderSet = pool.NewScript(leaderSetSrc)
+	leaderGet = pool.NewScript(leaderGetSrc)
+	leaderDel = pool.NewScript(leaderDelSrc)
+)
+
+// electionKey returns the lock key of an election: "election:" + name. A
+// hash tag in the name stays the key's tag ("election:{orders}" is in the
+// slot of "orders"), so every companion key of the election shares it.
+func electionKey(election string) string { return "election:" + election }
+
+// leaderKey returns the name of the leader record of the election key
+// key on node i: key + ":leader" on a standalone node, as the queue and
+// fence counter are named, and a name in key's slot on a Redis Cluster.
+func (c *Client) leaderKey(i int, key string) string {
+	if c.cluster[i] {
+		return keyslot.Companion(key, "leader")
+	}
+	return key + ":leader"
+}
+
+// checkElection validates the election name and the leader's value.
+func checkElection(election, value string, needValue bool) error {
+	if election == "" {
+		return errors.New("redlock: empty election name")
+	}
+	if !needValue {
+		return nil
+	}
+	if value == "" {
+		return errors.New("redlock: empty leader value")
+	}
+	if len(value) > MaxLeaderValue {
+		return fmt.Errorf("redlock: leader value of %d bytes exceeds MaxLeaderValue (%d)", len(value), MaxLeaderValue)
+	}
+	return nil
+}
+
+// Leadership is the leadership of one election, held by one campaigner on
+// a majority of the nodes. It is kept alive in the background until
+// Resign, its loss, or the Client's Close; Done tells when it ends. It is
+// safe for concurrent use; Proclaim and Resign are serialised.
+type Leadership struct {
+	c        *Client
+	l        *Lock
+	election string
+
+	opMu     sync.Mutex // serialises Proclaim and Resign
+	resigned bool       // under opMu
+
+	mu    sync.Mutex
+	value string
+	rev   uint64 // the last revision written (or tried), under mu
+}
+
+// errNilLeadership is the error of every call on a nil Leadership.
+var errNilLeadership = fmt.Errorf("%w: nil leadership", ErrNotHeld)
+
+// errResigned is Err after Resign.
+var errResigned = fmt.Errorf("%w: resigned", ErrNotHeld)
+
+// Campaign makes the caller the leader of election, with value, and blocks
+// until it is (or ctx ends, or the Client closes). Campaigners wait in
+// arrival order, across Clients and processes: a Resign hands the
+// leadership to the next at once, and a leader that vanished is succeeded
+// once its validity ended (its ttl, since its last extension). The
+// leadership is kept alive every ttl/3 until Resign; when it can no longer
+// be guaranteed, Done is closed and Err wraps ErrLockLost.
+//
+// The returned Leadership's Term is strictly greater than the term of every
+// earlier leader of the election (a fencing token, see WithFencing), and
+// its value is recorded on a majority before Campaign returns, so Leader
+// reads it at once. On failure the error wraps ErrNotObtained, and
+// ctx.Err() when ctx ended the wait; nothing is left held.
+//
+// election must not be empty; value must not be empty nor longer than
+// MaxLeaderValue; ttl is as for Lock, and must leave room to auto-extend
+// (WithAutoExtend). The election's lock key is "election:" + election.
+func (c *Client) Campaign(ctx context.Context, election, value string, ttl time.Duration) (*Leadership, error) {
+	if c == nil {
+		return nil, errNilClient
+	}
+	if ctx == nil {
+		return nil, errors.New("redlock: nil context")
+	}
+	if err := checkElection(election, value, true); err != nil {
+		return nil, err
+	}
+	l, err := c.Lock(ctx, electionKey(election), ttl, WithFencing(), WithAutoExtend(0))
+	if err != nil {
+		return nil, err
+	}
+	ls := &Leadership{c: c, l: l, election: election, value: value}
+	if err := ls.record(ctx, value, 0); err != nil {
+		uerr := l.Unlock(context.WithoutCancel(ctx))
+		err = fmt.Errorf("%w: the leader's value was not recorded: %w", ErrNotObtained, err)
+		return nil, withContext(errors.Join(err, uerr), ctx.Err())
+	}
+	return ls, nil
+}
+
+// record writes the leader record {token, value, term, rev} on every node
+// where the election key holds the leader's token, and returns once a
+// majority has, each node call bounded by the node timeout. Only this
+// Leadership writes its record, one call at a time (opMu, or Campaign).
+func (ls *Leadership) record(ctx context.Context, value string, rev uint64) error {
+	c, l := ls.c, ls.l
+	done, err := c.begin()
+	if err != nil {
+		return err
+	}
+	defer done()
+	term, r := strconv.FormatUint(l.Fence(), 10), strconv.FormatUint(rev, 10)
+	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
+	res := c.decide(ctx, c.nodeTimeout(l.ttl), 0,
+		func(ctx context.Context, i int) (bool, error) {
+			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+				v, err := c.pools[i].Eval(ctx, leaderSet, []string{l.key, c.leaderKey(i, l.key)}, l.token, value, term, r)
+				return asInt(v) == 1, err
+			})
+		}, nil, nil)
+	if res.Reached {
+		return nil
+	}
+	sentinel := ErrNotProclaimed
+	if refusals(res) > len(c.pools)-c.quorum {
+		sentinel = ErrNotHeld // a majority no longer holds our token
+	}
+	return withContext(c.quorumError("proclaim", sentinel, res), ctx.Err())
+}
+
+// Term returns the leadership's term: its fencing token, strictly greater
+// than every earlier leader's term of the election. 0 for a nil
+// Leadership.
+func (ls *Leadership) Term() uint64 {
+	if ls == nil {
+		return 0
+	}
+	return ls.l.Fence()
+}
+
+// Value returns the leader's value: the campaign's, or the last one
+// Proclaim recorded. "" for a nil Leadership.
+func (ls *Leadership) Value() string {
+	if ls == nil {
+		return ""
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.value
+}
+
+// Until returns the end of the leadership's current validity (see
+// Lock.Until), moved on by each extension; the zero time for a nil
+// Leadership. Act as the leader only before it, or fence with Term.
+func (ls *Leadership) Until() time.Time {
+	if ls == nil {
+		return time.Time{}
+	}
+	return ls.l.Until()
+}
+
+// Done returns a channel closed when the leadership ends: on Resign, on
+// its loss, or when the Client closes. nil (never ready) for a nil
+// Leadership.
+func (ls *Leadership) Done() <-chan struct{} {
+	if ls == nil {
+		return nil
+	}
+	return ls.l.Done()
+}
+
+// Err returns nil while the leadership lasts. After Done is closed it
+// returns why: an error wrapping ErrLockLost (with the failed extension's
+// per-node detail) when it was lost, wrapping ErrLockLost and ErrClosed
+// when the Client closed, or wrapping ErrNotHeld after Resign. A nil
+// Leadership returns an error wrapping ErrNotHeld.
+func (ls *Leadership) Err() error {
+	if ls == nil {
+		return errNilLeadership
+	}
+	err := ls.l.Err()
+	if errors.Is(err, errUnlocked) {
+		return errResigned
+	}
+	return err
+}
+
+// Proclaim replaces the leader's value with value, under the same token
+// and term, and returns once a majority of the nodes recorded it. It fails,
+// leaving Value unchanged, when the leadership has ended (Resign, loss,
+// validity over: the error wraps ErrNotHeld) or when too few nodes
+// answered in time (it wraps ErrNotProclaimed; the new value may be on a
+// minority, which Leader does not report). value is checked as Campaign
+// checks it.
+func (ls *Leadership) Proclaim(ctx context.Context, value string) error {
+	if ls == nil {
+		return errNilLeadership
+	}
+	if ctx == nil {
+		return errors.New("redlock: nil context")
+	}
+	if err := checkElection(ls.election, value, true); err != nil {
+		return err
+	}
+	ls.opMu.Lock()
+	defer ls.opMu.Unlock()
+	if err := ls.ended(); err != nil {
+		return err
+	}
+	ls.mu.Lock()
+	ls.rev++ // even when this one fails: the next must outrank a partial write
+	rev := ls.rev
+	ls.mu.Unlock()
+	if err := ls.record(ctx, value, rev); err != nil {
+		return err
+	}
+	ls.mu.Lock()
+	if rev == ls.rev {
+		ls.value = value
+	}
+	ls.mu.Unlock()
+	return nil
+}
+
+// ended returns why the leadership cannot act any more, or nil. The caller
+// holds opMu.
+func (ls *Leadership) ended() error {
+	if ls.resigned {
+		return errResigned
+	}
+	if err := ls.l.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotHeld, err)
+	}
+	if now := ls.c.cfg.clock.Now(); !now.Before(ls.l.Until()) {
+		return fmt.Errorf("%w: validity ended %v ago", ErrNotHeld, now.Sub(ls.l.Until()))
+	}
+	return nil
+}
+
+// Resign ends the leadership: it stops keeping it alive, releases the
+// election key on every node (the first waiting campaigner, if any, is
+// handed the leadership at once) and then deletes the leader record where
+// it is still ours. It returns the release's error (see Lock.Unlock):
+// nil when a majority released it, or an error wrapping ErrNotHeld (the
+// leadership had already ended or been resigned) or ErrNotReleased. Each
+// node call is bounded by the node timeout, even with ctx canceled.
+func (ls *Leadership) Resign(ctx context.Context) error {
+	if ls == nil {
+		return errNilLeadership
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ls.opMu.Lock()
+	defer ls.opMu.Unlock()
+	if ls.resigned {
+		return errResigned
+	}
+	ls.resigned = true
+	err := ls.l.Unlock(ctx)
+	ls.forget(ctx)
+	return err
+}
+
+// forget deletes the leader record on every node where it names this
+// leadership's token, each call bounded by the node timeout. It is tidying
+// only: Leader never believes a record whose token the key does not hold,
+// so a node it misses (down, slow) keeps a record nobody reads, until the
+// next leader's replaces it.
+func (ls *Leadership) forget(ctx context.Context) {
+	c, l := ls.c, ls.l
+	done, err := c.begin()
+	if err != nil {
+		return // closed: the record stays unread, as above
+	}
+	defer done()
+	fanout.Each(context.WithoutCancel(ctx), &c.wg, c.allNodes(), c.nodeTimeout(l.ttl), func(ctx context.Context, i int) (bool, error) {
+		v, err := c.pools[i].Eval(ctx, leaderDel, []string{c.leaderKey(i, l.key)}, l.token)
+		return asInt(v) == 1, err
+	})
+}
