@@ -25,7 +25,7 @@ const (
 	electionStreams = 2
 	// killEvery: about one leadership in killEvery ends with its Client
 	// closed instead of Resign; the next leader waits for its key to expire.
-	killEvery = 8
+	killEvery = 10
 	// probeCampaign bounds each of the prober's Campaigns: it must not
 	// lead while the holder does, and a Campaign that would only wait in
 	// the queue says nothing more after this long.

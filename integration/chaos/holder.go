@@ -144,18 +144,25 @@ func (w *worker) serve(ctx context.Context, req amnesia) {
 	}
 }
 
-// takeClaims takes every claim of the holder with its TTL, all at once, so
-// that the first one's validity is not spent waiting for the others. It
-// releases what it took and fails when a claim could not be taken, or when
-// taking them left less than half the TTL on one of them.
+// takeClaims takes every claim of the holder with its TTL: the
+// leaderships first (a Campaign waits for the leader before it, up to its
+// TTL when that one was killed; a leadership is kept alive meanwhile),
+// then the others all at once, so that the first one's validity is not
+// spent waiting for the others. It releases what it took and fails when a
+// claim could not be taken, or when taking them left less than half the
+// TTL on one of them.
 func (w *worker) takeClaims(ctx context.Context) ([]heldClaim, error) {
 	held := make([]heldClaim, len(w.victimClaims))
 	taken := make([]bool, len(w.victimClaims))
-	var wg sync.WaitGroup
-	for i, c := range w.victimClaims {
-		wg.Go(func() { held[i], taken[i] = w.takeClaim(ctx, c, w.victimTTL) })
+	for _, leads := range []bool{true, false} {
+		var wg sync.WaitGroup
+		for i, c := range w.victimClaims {
+			if (c.workload == Election) == leads {
+				wg.Go(func() { held[i], taken[i] = w.takeClaim(ctx, c, w.victimTTL) })
+			}
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	var err error
 	if len(held) == 0 {
 		err = errors.New("no claim to take")
