@@ -114,6 +114,8 @@ func TestMajorityAmnesiaConfig(t *testing.T) {
 		{"fenced: every node persists", Config{Fencing: true}, false, 3*time.Second + 30*time.Millisecond + time.Second},
 		{"clusters: the shard nemesis", Config{ClusterShards: 3}, false, 3*time.Second + 30*time.Millisecond + time.Second},
 		{"unsafe: quarantine off", Config{Unsafe: true}, false, 0},
+		{"fenced, the smoke's 1s node timeout: the leaderships' 4s TTL", Config{Fencing: true, NodeTimeout: time.Second}, false,
+			4*time.Second + 40*time.Millisecond + time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Duration, tc.cfg.Seed, tc.cfg.Logf = time.Second, 1, t.Logf
@@ -126,6 +128,9 @@ func TestMajorityAmnesiaConfig(t *testing.T) {
 	cfg, err := Config{Duration: time.Second, Seed: 1, Logf: t.Logf}.withDefaults(t)
 	require.NoError(t, err)
 	assert.Equal(t, 9*time.Second, cfg.holderTTL())
+	assert.Equal(t, 3*time.Second, cfg.electionTTL())
+	cfg.NodeTimeout = time.Second
+	assert.Equal(t, 4*time.Second, cfg.electionTTL(), "room to auto-extend: validity above twice the node timeout plus one")
 	assert.Greater(t, cfg.quarantine(), cfg.holderTTL()+cfg.holderTTL()/100+2*time.Millisecond, "the quarantine covers the holder's TTL and its drift")
 }
 

@@ -32,6 +32,13 @@ const (
 	probeCampaign = 250 * time.Millisecond
 )
 
+// electionTTL is the TTL of the election workers' and the prober's
+// leaderships: the run's TTL, or more when the node timeout leaves it too
+// little room to auto-extend (the smoke run's 1s: a leadership's validity
+// must exceed the loss margin, twice the node timeout, plus one node
+// timeout).
+func (c Config) electionTTL() time.Duration { return max(c.TTL, 4*c.NodeTimeout) }
+
 // clientKill counts the leaders killed (their Client closed without Resign).
 const clientKill = "leader killed (Client closed without Resign)"
 
@@ -53,7 +60,7 @@ func (w *worker) lead(ctx context.Context, election string, ttl, wait time.Durat
 // about one time in killEvery, a kill: the Client is closed and replaced.
 func (w *worker) electionIteration(ctx context.Context) {
 	name := w.keys[0]
-	ls, begin, err := w.lead(ctx, name, w.ttl, lockWait)
+	ls, begin, err := w.lead(ctx, name, w.leadTTL, lockWait)
 	if err != nil {
 		w.stats.fail(err)
 		return
@@ -113,7 +120,7 @@ func (w *worker) resign(ls *redlock.Leadership, election string, begin, start ti
 // tryLead is the prober's election attempt: a Campaign bounded by
 // probeCampaign; one that leads is held a moment, recorded and resigned.
 func (w *worker) tryLead(election string) error {
-	ls, begin, err := w.lead(context.Background(), election, w.ttl, probeCampaign)
+	ls, begin, err := w.lead(context.Background(), election, w.leadTTL, probeCampaign)
 	if err != nil {
 		return err
 	}

@@ -315,7 +315,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		return newClient(redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithQuarantine(cfg.quarantine()),
 			redlock.WithClockCheck(cfg.clockCheck()), redlock.WithObserver(&nodeEvents))
 	}
-	workers, keys := cfg.crew(newLockClient, worker{ttl: cfg.TTL, fencing: cfg.Fencing, store: st, rec: &rec,
+	workers, keys := cfg.crew(newLockClient, worker{ttl: cfg.TTL, leadTTL: cfg.electionTTL(), fencing: cfg.Fencing, store: st, rec: &rec,
 		stats: &stats, faults: &faults, victim: victims})
 	amnesia := &amnesiaLog{}
 	var n schedule
@@ -408,7 +408,7 @@ func startNodes(tb testing.TB, cfg Config) (func(...redlock.Option) *redlock.Cli
 }
 
 // quarantine is the clients' restart quarantine (redlock.WithQuarantine):
-// the longest TTL of the safe run's locks (the holder's, holderTTL, when
+// the longest TTL of the safe run's locks and leaderships (the holder's, holderTTL, when
 // the run has majority-amnesia rounds) plus its drift allowance and a
 // second, so that a node restarted empty counts again only once every key
 // it forgot has expired, and the schedule can go on after it; off in the
@@ -419,6 +419,9 @@ func (c Config) quarantine() time.Duration {
 		return 0
 	}
 	longest := c.TTL
+	if c.ElectionClients > 0 {
+		longest = max(longest, c.electionTTL())
+	}
 	if c.playsMajorityAmnesia() {
 		longest = max(longest, c.holderTTL())
 	}

@@ -162,6 +162,9 @@ type worker struct {
 	// its own once the nodes are back (probeAll); it runs no iterations.
 	prober *worker
 	probes []claim
+	// leadTTL is the TTL of the election's leaderships but the holder's
+	// (Config.electionTTL).
+	leadTTL time.Duration
 	// newClient replaces the Client of an election worker that killed its
 	// leader (closed its Client without Resign); nil never kills.
 	newClient func() *redlock.Client
