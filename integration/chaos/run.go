@@ -75,7 +75,7 @@ type Config struct {
 	// workload.
 	PermitClients, PermitLimit int
 	// ElectionClients is the number of further Clients with one worker
-	// each campaigning on one election (election.go): each leads 30-300ms,
+	// each campaigning on one election (election.go): each leads 20-300ms,
 	// proclaiming once or twice, then resigns, or about one time in ten
 	// is killed (its Client closed without Resign, and replaced); two
 	// Observe streams on one more Client record the terms. Default 3;
