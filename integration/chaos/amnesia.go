@@ -76,15 +76,18 @@ func (c Config) playsMajorityAmnesia() bool {
 type amnesiaLog struct {
 	mu sync.Mutex
 	AmnesiaReport
-	firstEnd time.Time // the first counted round's quarantine end
+	firstEnd time.Time   // the first counted round's quarantine end
+	kills    []time.Time // when each played round killed its nodes
 }
 
-// record notes a played round: counted when every workload's claims stayed
-// valid. quarantineEnd is when the clients count its nodes again.
-func (a *amnesiaLog) record(counted bool, restart time.Duration, quarantineEnd time.Time) {
+// record notes a played round, whose nodes were killed at killed and back
+// at back: counted when every workload's claims stayed valid.
+// quarantineEnd is when the clients count its nodes again.
+func (a *amnesiaLog) record(counted bool, killed, back, quarantineEnd time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.SlowestRestart = max(a.SlowestRestart, restart)
+	a.kills = append(a.kills, killed)
+	a.SlowestRestart = max(a.SlowestRestart, back.Sub(killed))
 	if !counted {
 		a.Uncounted++
 		return
@@ -93,6 +96,14 @@ func (a *amnesiaLog) record(counted bool, restart time.Duration, quarantineEnd t
 	if a.firstEnd.IsZero() {
 		a.firstEnd = quarantineEnd
 	}
+}
+
+// killTimes returns when each played round killed its majority: from then
+// on the fence counters (the election's terms) on it are gone.
+func (a *amnesiaLog) killTimes() []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.kills)
 }
 
 func (a *amnesiaLog) skip() {
@@ -184,7 +195,7 @@ func (n *nemesis) amnesiaRound(ctx context.Context, nodes []int, kind string) (b
 	close(req.restarted)
 	rep := <-req.held
 	missing := slices.DeleteFunc(slices.Clone(n.workloads), func(w Workload) bool { return slices.Contains(rep.valid, w) })
-	n.amnesia.record(len(missing) == 0, back.Sub(killed), back.Add(n.settle))
+	n.amnesia.record(len(missing) == 0, killed, back, back.Add(n.settle))
 	took := back.Sub(killed).Round(time.Millisecond)
 	if len(missing) == 0 {
 		n.logf("nemesis: amnesia round: nodes %v back %v after the kill; every claim of %v still valid %v later; probes: %v",

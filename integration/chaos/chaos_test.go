@@ -185,7 +185,7 @@ func configFromEnv() (chaos.Config, bool, error) {
 // TestChaosClusters is a short safe run on three Redis Clusters of three
 // masters (containers, or processes without a Docker engine), the nemesis
 // killing or pausing single shards, every workload playing (locks,
-// multi-locks, readers and writers, permits): no two holds overlap, no
+// multi-locks, readers and writers, permits, the election): no two holds overlap, no
 // update is lost, and every workload keeps taking locks.
 func TestChaosClusters(t *testing.T) {
 	res, err := chaos.Run(t, chaos.Config{Duration: clusterSmokeDuration, ClusterShards: 3})
@@ -198,7 +198,7 @@ func TestChaosClusters(t *testing.T) {
 	if res.Acquisitions == 0 || res.FaultCount() == 0 {
 		t.Errorf("%d acquisitions under %d faults: the run proved nothing", res.Acquisitions, res.FaultCount())
 	}
-	if got := res.Config.Workloads(); len(got) != 4 {
+	if got := res.Config.Workloads(); len(got) != len(chaos.Workloads) {
 		t.Errorf("workloads %v: every workload plays on clusters", got)
 	}
 	for _, msg := range res.Unexercised() { // clusters have no majority-amnesia round

@@ -31,13 +31,26 @@ type Report struct {
 	Counters []Counter
 	// LostUpdates sums Counter.Lost over the keys.
 	LostUpdates int64
+	// TermViolations lists the election's terms that did not increase: a
+	// leadership whose term was not above every earlier leadership's, or
+	// an Observe stream that saw a term after a greater one
+	// (election_check.go). Leaderships are judged by these instead of the
+	// lock's fence rule; their overlaps are Overlaps.
+	TermViolations []TermViolation
+	// TermRestarts counts the leaderships whose term was not above an
+	// earlier one's because a majority amnesia came between them (no
+	// violation: see History.Amnesias); Observed counts the leaders the
+	// Observe streams received.
+	TermRestarts, Observed int
 	// Workloads has one entry per workload, in the order of Workloads.
 	Workloads []WorkloadReport
 }
 
 // Violations counts the safety violations other than lost updates:
-// overlapping pairs, excesses and fence violations.
-func (r Report) Violations() int { return len(r.Overlaps) + len(r.Excesses) + len(r.FenceViolations) }
+// overlapping pairs, excesses, fence and term violations.
+func (r Report) Violations() int {
+	return len(r.Overlaps) + len(r.Excesses) + len(r.FenceViolations) + len(r.TermViolations)
+}
 
 // Workload returns w's part of the report (zero when w had nothing).
 func (r Report) Workload(w Workload) WorkloadReport {
@@ -123,8 +136,8 @@ type Counter struct {
 	Lost int64
 }
 
-// Check judges h: every overlapping pair of holds per key, every fence that
-// did not increase, and every counter that does not add up. It also
+// Check judges h: every overlapping pair of holds per key, every fence or
+// term that did not increase, and every counter that does not add up. It also
 // measures how contended each key was (Report.Load), which judges nothing.
 func Check(h History) Report {
 	r := Report{Acquisitions: len(h.Holds)}
@@ -149,7 +162,13 @@ func Check(h History) Report {
 		} else {
 			r.Overlaps = append(r.Overlaps, overlaps(holds[k])...)
 		}
-		r.FenceViolations = append(r.FenceViolations, lockFences(holds[k])...)
+		if slices.ContainsFunc(holds[k], func(h Hold) bool { return h.Workload == Election }) {
+			vs, restarts := leadershipTerms(holds[k], h.Amnesias)
+			r.TermViolations = append(r.TermViolations, vs...)
+			r.TermRestarts += restarts
+		} else {
+			r.FenceViolations = append(r.FenceViolations, lockFences(holds[k])...)
+		}
 		r.FenceViolations = append(r.FenceViolations, storeFences(writes[k])...)
 		if _, ok := h.Final[k]; !ok && len(writes[k]) == 0 {
 			continue // a key that guards no counter (a permit key)
@@ -158,6 +177,8 @@ func Check(h History) Report {
 		r.Counters = append(r.Counters, c)
 		r.LostUpdates += c.Lost
 	}
+	r.TermViolations = append(r.TermViolations, observedTerms(h.Observations)...)
+	r.Observed = len(h.Observations)
 	r.Workloads = byWorkload(r, h.Holds)
 	return r
 }

@@ -25,18 +25,20 @@ func TestTeams(t *testing.T) {
 			{clients: 8, perClient: 1, keys: []string{"chaos:hot:0", "chaos:hot:1"}},
 			{clients: 4, perClient: 1, keys: []string{"chaos:rw:0", "chaos:rw:1"}, workload: RW},
 			{clients: 4, perClient: 1, keys: []string{"chaos:permit:0"}, workload: Permits},
+			{clients: 3, perClient: 1, keys: []string{"chaos:election:0"}, workload: Election},
 		}},
 		{"unsafe defaults", Config{Unsafe: true}, []team{
 			{clients: 5, perClient: 1, keys: []string{"chaos:0", "chaos:1", "chaos:2"}},
 			{clients: 8, perClient: 1, keys: []string{"chaos:hot:0", "chaos:hot:1"}},
 			{clients: 4, perClient: 1, keys: []string{"chaos:rw:0", "chaos:rw:1"}, workload: RW},
 			{clients: 4, perClient: 1, keys: []string{"chaos:permit:0"}, workload: Permits},
+			{clients: 3, perClient: 1, keys: []string{"chaos:election:0"}, workload: Election},
 		}},
-		{"one hot key", Config{HotClients: 10, HotKeys: 1, RWClients: -1, PermitClients: -1}, []team{
+		{"one hot key", Config{HotClients: 10, HotKeys: 1, RWClients: -1, PermitClients: -1, ElectionClients: -1}, []team{
 			{clients: 5, perClient: 2, keys: []string{"chaos:0", "chaos:1", "chaos:2"}},
 			{clients: 10, perClient: 1, keys: []string{"chaos:hot:0"}},
 		}},
-		{"no hot team", Config{HotClients: -1, Keys: 1, RWClients: -1, PermitClients: -1}, []team{
+		{"no hot team", Config{HotClients: -1, Keys: 1, RWClients: -1, PermitClients: -1, ElectionClients: -1}, []team{
 			{clients: 5, perClient: 2, keys: []string{"chaos:0"}},
 		}},
 		{"clusters: every workload, the multi-locks' keys in one slot", Config{ClusterShards: 3}, []team{
@@ -44,6 +46,7 @@ func TestTeams(t *testing.T) {
 			{clients: 8, perClient: 1, keys: []string{"chaos:hot:0", "chaos:hot:1"}},
 			{clients: 4, perClient: 1, keys: []string{"chaos:rw:0", "chaos:rw:1"}, workload: RW},
 			{clients: 4, perClient: 1, keys: []string{"chaos:permit:0"}, workload: Permits},
+			{clients: 3, perClient: 1, keys: []string{"chaos:election:0"}, workload: Election},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,17 +75,18 @@ func TestVictimClaims(t *testing.T) {
 		{workload: RW, keys: []string{"chaos:rw:0"}},
 		{workload: Permits, keys: []string{"chaos:permit:0"}, limit: 2},
 		{workload: Permits, keys: []string{"chaos:permit:0"}, limit: 2},
+		{workload: Election, keys: []string{"chaos:election:0"}},
 	}, cfg.victimClaims())
-	assert.Equal(t, []Workload{Exclusive, Multi, RW, Permits}, cfg.Workloads())
-	cfg.RWClients, cfg.PermitClients, cfg.MultiEvery = 0, 0, -1
+	assert.Equal(t, []Workload{Exclusive, Multi, RW, Permits, Election}, cfg.Workloads())
+	cfg.RWClients, cfg.PermitClients, cfg.ElectionClients, cfg.MultiEvery = 0, 0, 0, -1
 	assert.Equal(t, []claim{{workload: Exclusive, keys: []string{"chaos:0"}}}, cfg.victimClaims())
 }
 
 // The holder of the amnesia rounds keeps a claim of every workload the run
 // plays: a workload without one would meet no majority amnesia. A new
-// workload (the election) fails here until victimClaims gives it a claim.
+// workload fails here until victimClaims gives it a claim.
 func TestVictimClaimsCoverEveryWorkload(t *testing.T) {
-	for _, cfg := range []Config{{}, {Unsafe: true}, {ClusterShards: 3}, {MultiEvery: -1, RWClients: -1}} {
+	for _, cfg := range []Config{{}, {Unsafe: true}, {ClusterShards: 3}, {MultiEvery: -1, RWClients: -1}, {ElectionClients: -1}} {
 		cfg.Duration, cfg.Seed, cfg.Logf = time.Second, 1, t.Logf
 		cfg, err := cfg.withDefaults(t)
 		require.NoError(t, err)
@@ -94,7 +98,7 @@ func TestVictimClaimsCoverEveryWorkload(t *testing.T) {
 		}
 		assert.Equal(t, cfg.Workloads(), got)
 	}
-	assert.Equal(t, []Workload{Exclusive, Multi, RW, Permits}, Workloads, "a new workload needs a claim in victimClaims")
+	assert.Equal(t, []Workload{Exclusive, Multi, RW, Permits, Election}, Workloads, "a new workload needs a claim in victimClaims")
 }
 
 // The safe run has the majority-amnesia round on standalone unfenced nodes,
@@ -110,6 +114,8 @@ func TestMajorityAmnesiaConfig(t *testing.T) {
 		{"fenced: every node persists", Config{Fencing: true}, false, 3*time.Second + 30*time.Millisecond + time.Second},
 		{"clusters: the shard nemesis", Config{ClusterShards: 3}, false, 3*time.Second + 30*time.Millisecond + time.Second},
 		{"unsafe: quarantine off", Config{Unsafe: true}, false, 0},
+		{"fenced, the smoke's 1s node timeout: the leaderships' 4s TTL", Config{Fencing: true, NodeTimeout: time.Second}, false,
+			4*time.Second + 40*time.Millisecond + time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Duration, tc.cfg.Seed, tc.cfg.Logf = time.Second, 1, t.Logf
@@ -122,6 +128,9 @@ func TestMajorityAmnesiaConfig(t *testing.T) {
 	cfg, err := Config{Duration: time.Second, Seed: 1, Logf: t.Logf}.withDefaults(t)
 	require.NoError(t, err)
 	assert.Equal(t, 9*time.Second, cfg.holderTTL())
+	assert.Equal(t, 3*time.Second, cfg.electionTTL())
+	cfg.NodeTimeout = time.Second
+	assert.Equal(t, 4*time.Second, cfg.electionTTL(), "room to auto-extend: validity above twice the node timeout plus one")
 	assert.Greater(t, cfg.quarantine(), cfg.holderTTL()+cfg.holderTTL()/100+2*time.Millisecond, "the quarantine covers the holder's TTL and its drift")
 }
 
@@ -136,9 +145,9 @@ func TestCrew(t *testing.T) {
 		clients int
 		holder  int
 	}{
-		{"safe: a holder of its own", Config{}, 5*2 + 8 + 4 + 4 + 1, 5 + 8 + 4 + 4 + 2, 26},
-		{"unsafe: the first worker", Config{Unsafe: true}, 5 + 8 + 4 + 4, 5 + 8 + 4 + 4 + 1, 0},
-		{"fenced: no holder", Config{Fencing: true}, 5*2 + 8 + 4 + 4, 5 + 8 + 4 + 4, -1},
+		{"safe: a holder of its own", Config{}, 5*2 + 8 + 4 + 4 + 3 + 1, 5 + 8 + 4 + 4 + 3 + 2, 29},
+		{"unsafe: the first worker", Config{Unsafe: true}, 5 + 8 + 4 + 4 + 3, 5 + 8 + 4 + 4 + 3 + 1, 0},
+		{"fenced: no holder", Config{Fencing: true}, 5*2 + 8 + 4 + 4 + 3, 5 + 8 + 4 + 4 + 3, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Duration, tc.cfg.Seed, tc.cfg.Logf = time.Second, 1, t.Logf
@@ -159,6 +168,7 @@ func TestCrew(t *testing.T) {
 				} else {
 					assert.NotEqual(t, victim, w.role, "worker %d", i)
 				}
+				assert.Equal(t, w.workload == Election, w.newClient != nil, "worker %d: only election workers kill their Client", i)
 			}
 			if cfg.Unsafe {
 				assert.Equal(t, pauser, ws[1].role)
@@ -180,12 +190,14 @@ func TestProbeClaims(t *testing.T) {
 		{workload: RW, keys: []string{"chaos:amnesia:rw:0"}},
 		{workload: Permits, keys: []string{"chaos:amnesia:permits:0"}, limit: 2},
 		{workload: Permits, keys: []string{"chaos:amnesia:permits:0"}, limit: 2},
+		{workload: Election, keys: []string{"chaos:amnesia:election:0"}},
 	}, own)
 	assert.Equal(t, []claim{
 		{workload: Exclusive, keys: []string{"chaos:amnesia:exclusive:0"}},
 		{workload: Multi, keys: []string{"chaos:amnesia:multi:0", "chaos:amnesia:multi:1"}},
 		{workload: RW, keys: []string{"chaos:amnesia:rw:0"}, shared: true},
 		{workload: Permits, keys: []string{"chaos:amnesia:permits:0"}, limit: 2},
+		{workload: Election, keys: []string{"chaos:amnesia:election:0"}},
 	}, probeClaims(own))
 	assert.Equal(t, "chaos:0", cfg.victimClaims()[0].keys[0], "ownClaims copies the keys")
 }

@@ -17,8 +17,14 @@
 // keys, where any writer overlapping another holder is a violation, and
 // permits (AcquirePermit, limit 2) of one key, where more valid holders at
 // an instant than the limit is one. The ordinary workers' multi-locks
-// (LockAll) are the fourth workload. Each hold carries its Workload, and
-// the report counts holds and violations per workload. In an amnesia round
+// (LockAll) are the fourth workload. The fifth is the election
+// (election.go): three Clients campaign on one election, lead a short
+// while with a Proclaim or two, then resign or are killed (the Client
+// closed without Resign), and two Observe streams record the terms; a
+// leadership is a hold whose fence is its term, judged by the overlap rule
+// of locks, and its terms must rise, as an observer's must
+// (election_check.go). Each hold carries its Workload, and the report
+// counts holds and violations per workload. In an amnesia round
 // (amnesia.go) a majority of the nodes, none persisting, restarts empty
 // while a holder keeps one claim of every workload, and its prober tries
 // each workload against it: in the safe run (majority amnesia, the first
@@ -42,7 +48,7 @@
 // integration/ run it, configured by environment variables (see
 // chaos_test.go), and it ends with one summary line:
 //
-//	acquisitions=N faults=F violations=V lost_updates=L majority_amnesia_rounds=R | exclusive holds=H violations=V | multi ... | rw ... | permits ...
+//	acquisitions=N faults=F violations=V lost_updates=L majority_amnesia_rounds=R | exclusive holds=H violations=V | multi ... | rw ... | permits ... | election leaderships=N violations=V
 //
 // docs/safety.md explains the schedule, the assumptions and the results.
 package chaos

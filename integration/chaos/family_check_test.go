@@ -118,6 +118,7 @@ func TestCheckWorkloadsShareAnOverlap(t *testing.T) {
 		{Workload: chaos.Multi, Holds: 1, Violations: 1},
 		{Workload: chaos.RW},
 		{Workload: chaos.Permits},
+		{Workload: chaos.Election},
 	}, r.Workloads)
 	assert.Contains(t, r.Overlaps[0].String(), "(multi)")
 }

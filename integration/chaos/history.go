@@ -75,6 +75,14 @@ type History struct {
 	Writes []Write
 	// Final is each key's counter at the end; a key missing from it is 0.
 	Final map[string]int64
+	// Observations are what the election's Observe streams received, in
+	// the order each stream received them.
+	Observations []Observation
+	// Amnesias are the moments a majority of the nodes, none persisting,
+	// was killed, to restart empty (the amnesia rounds). A fence needs a
+	// majority that keeps its counter (docs/fencing.md): the election's
+	// terms are judged between these moments, not across them.
+	Amnesias []time.Time
 }
 
 // recorder collects a History from concurrent workers.
@@ -82,6 +90,13 @@ type recorder struct {
 	mu     sync.Mutex
 	holds  []Hold
 	writes []Write
+	seen   []Observation
+}
+
+func (r *recorder) observe(o Observation) {
+	r.mu.Lock()
+	r.seen = append(r.seen, o)
+	r.mu.Unlock()
 }
 
 func (r *recorder) hold(h Hold) {
@@ -104,5 +119,7 @@ func (r *recorder) history(final map[string]int64) History {
 		Holds:  append([]Hold(nil), r.holds...),
 		Writes: append([]Write(nil), r.writes...),
 		Final:  final,
+
+		Observations: append([]Observation(nil), r.seen...),
 	}
 }

@@ -33,9 +33,10 @@ func (p probe) String() string {
 // victimClaims are the holds the holder keeps through the restart of a
 // majority, one workload after another, so that each workload meets the
 // case: key 0 alone, keys 1 and 2 together (with three keys or more), the
-// first read/write key as a writer, and every permit of the permit key.
-// A new workload (the election, when it exists) adds its claim here and
-// its call in take; TestVictimClaimsCoverEveryWorkload fails until it does.
+// first read/write key as a writer, every permit of the permit key, and
+// the leadership of the election. A new workload adds its claim here and
+// its call in takeClaims and probeAll; TestVictimClaimsCoverEveryWorkload
+// fails until it does.
 func (c Config) victimClaims() []claim {
 	ordinary := c.ordinaryKeys()
 	out := []claim{{workload: Exclusive, keys: ordinary[:1]}}
@@ -50,14 +51,60 @@ func (c Config) victimClaims() []claim {
 			out = append(out, claim{workload: Permits, keys: permitKeys, limit: c.PermitLimit})
 		}
 	}
+	if c.ElectionClients > 0 {
+		out = append(out, claim{workload: Election, keys: electionNames})
+	}
 	return out
 }
 
-// heldClaim is one of the holder's holds.
+// heldClaim is one of the holder's holds: a lock, or (the election's
+// claim) a leadership.
 type heldClaim struct {
 	c            claim
 	l            *redlock.Lock
+	ls           *redlock.Leadership
 	begin, start time.Time
+}
+
+func (h heldClaim) until() time.Time {
+	if h.ls != nil {
+		return h.ls.Until()
+	}
+	return h.l.Until()
+}
+
+// valid reports whether the hold is still guaranteed at now. A leadership
+// is kept alive by extensions, which the forgetting majority refuses: it
+// is then reported lost (Err), early, as the loss margin wants, and is
+// still guaranteed until Until; a lock of the holder is never extended.
+func (h heldClaim) valid(now time.Time) bool {
+	if h.ls != nil {
+		return now.Before(h.ls.Until())
+	}
+	return h.l.Err() == nil && now.Before(h.l.Until())
+}
+
+// releaseHeld records h and releases it (Unlock, or Resign).
+func (w *worker) releaseHeld(h heldClaim) {
+	if h.ls != nil {
+		w.resign(h.ls, h.c.keys[0], h.begin, h.start)
+		return
+	}
+	w.release(h.l, h.c, h.begin, h.start)
+}
+
+// takeClaim takes c with ttl: a Campaign for the election's claim, else
+// the lock that fits it.
+func (w *worker) takeClaim(ctx context.Context, c claim, ttl time.Duration) (heldClaim, bool) {
+	if c.workload == Election {
+		ls, begin, err := w.lead(ctx, c.keys[0], ttl, lockWait)
+		if err != nil {
+			w.stats.fail(err)
+		}
+		return heldClaim{c: c, ls: ls, begin: begin, start: time.Now()}, err == nil
+	}
+	l, begin, ok := w.take(ctx, c, ttl, nil)
+	return heldClaim{c: c, l: l, begin: begin, start: time.Now()}, ok
 }
 
 // serve plays the holder of one amnesia round: it takes every claim, reads
@@ -93,25 +140,29 @@ func (w *worker) serve(ctx context.Context, req amnesia) {
 		req.ready <- errors.New("could not read the counter of its first claim")
 	}
 	for _, h := range held {
-		w.release(h.l, h.c, h.begin, h.start)
+		w.releaseHeld(h)
 	}
 }
 
-// takeClaims takes every claim of the holder with its TTL, all at once, so
-// that the first one's validity is not spent waiting for the others. It
-// releases what it took and fails when a claim could not be taken, or when
-// taking them left less than half the TTL on one of them.
+// takeClaims takes every claim of the holder with its TTL: the
+// leaderships first (a Campaign waits for the leader before it, up to its
+// TTL when that one was killed; a leadership is kept alive meanwhile),
+// then the others all at once, so that the first one's validity is not
+// spent waiting for the others. It releases what it took and fails when a
+// claim could not be taken, or when taking them left less than half the
+// TTL on one of them.
 func (w *worker) takeClaims(ctx context.Context) ([]heldClaim, error) {
 	held := make([]heldClaim, len(w.victimClaims))
 	taken := make([]bool, len(w.victimClaims))
-	var wg sync.WaitGroup
-	for i, c := range w.victimClaims {
-		wg.Go(func() {
-			l, begin, ok := w.take(ctx, c, w.victimTTL, nil)
-			held[i], taken[i] = heldClaim{c: c, l: l, begin: begin, start: time.Now()}, ok
-		})
+	for _, leads := range []bool{true, false} {
+		var wg sync.WaitGroup
+		for i, c := range w.victimClaims {
+			if (c.workload == Election) == leads {
+				wg.Go(func() { held[i], taken[i] = w.takeClaim(ctx, c, w.victimTTL) })
+			}
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	var err error
 	if len(held) == 0 {
 		err = errors.New("no claim to take")
@@ -121,14 +172,14 @@ func (w *worker) takeClaims(ctx context.Context) ([]heldClaim, error) {
 		case err != nil:
 		case !taken[i]:
 			err = fmt.Errorf("could not take its %s claim on %v", h.c.workload, h.c.keys)
-		case time.Until(h.l.Until()) < w.victimTTL/2:
-			err = fmt.Errorf("its %s claim has only %v left", h.c.workload, time.Until(h.l.Until()).Round(time.Millisecond))
+		case time.Until(h.until()) < w.victimTTL/2:
+			err = fmt.Errorf("its %s claim has only %v left", h.c.workload, time.Until(h.until()).Round(time.Millisecond))
 		}
 	}
 	if err != nil {
 		for i, h := range held {
 			if taken[i] {
-				w.release(h.l, h.c, h.begin, h.start)
+				w.releaseHeld(h)
 			}
 		}
 		return nil, err
@@ -141,7 +192,7 @@ func (w *worker) takeClaims(ctx context.Context) ([]heldClaim, error) {
 func validWorkloads(held []heldClaim, now time.Time) []Workload {
 	valid := make(map[Workload]bool)
 	for _, h := range held {
-		ok := h.l.Err() == nil && now.Before(h.l.Until())
+		ok := h.valid(now)
 		if v, seen := valid[h.c.workload]; !seen || v {
 			valid[h.c.workload] = ok
 		}
@@ -187,27 +238,36 @@ func probeClaims(held []claim) []claim {
 	return out
 }
 
+// try makes one attempt at c with the run's TTL: TryLock and its kin, or
+// for the election a Campaign with a short deadline (tryLead). One that got
+// in is held a moment, recorded and released.
+func (w *worker) try(c claim) error {
+	if c.workload == Election {
+		return w.tryLead(c.keys[0])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+	defer cancel()
+	begin := time.Now()
+	l, err := w.acquire(ctx, c, w.ttl, nil, true)
+	if err == nil {
+		start := time.Now()
+		time.Sleep(sharedTime(w.rng))
+		w.release(l, c, begin, start)
+	}
+	return err
+}
+
 // probeAll tries each claim (TryLock and its kin, with the run's TTL) until
 // every node answered the attempt (decisive) or probeWindow is over: right
 // after the restart the prober's connections to the restarted nodes are
-// new, and the first attempts decide before those nodes answer. One that
-// got in is held a moment, recorded and released.
+// new, and the first attempts decide before those nodes answer.
 func (w *worker) probeAll(claims []claim) []probe {
 	out := make([]probe, 0, len(claims))
 	end := time.Now().Add(probeWindow)
 	for _, c := range claims {
 		var err error
 		for {
-			ctx, cancel := context.WithTimeout(context.Background(), lockWait)
-			begin := time.Now()
-			var l *redlock.Lock
-			l, err = w.acquire(ctx, c, w.ttl, nil, true)
-			cancel()
-			if err == nil {
-				start := time.Now()
-				time.Sleep(sharedTime(w.rng))
-				w.release(l, c, begin, start)
-			}
+			err = w.try(c)
 			if decisive(err) || !time.Now().Before(end) {
 				break
 			}

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -66,7 +67,11 @@ func (r Result) Summary() string {
 		r.Acquisitions, r.FaultCount(), r.Violations(), r.LostUpdates, r.Amnesia.Rounds)
 	for _, w := range r.Config.Workloads() {
 		x := r.Workload(w)
-		fmt.Fprintf(&b, " | %s holds=%d violations=%d", w, x.Holds, x.Violations)
+		holds := "holds"
+		if w == Election {
+			holds = "leaderships"
+		}
+		fmt.Fprintf(&b, " | %s %s=%d violations=%d", w, holds, x.Holds, x.Violations)
 	}
 	return b.String()
 }
@@ -133,7 +138,8 @@ func (r Result) Unexercised() []string {
 }
 
 // Workloads lists the workloads c plays: Exclusive always, the others
-// unless disabled (MultiEvery, RWClients or PermitClients not positive).
+// unless disabled (MultiEvery, RWClients, PermitClients or
+// ElectionClients not positive).
 func (c Config) Workloads() []Workload {
 	out := []Workload{Exclusive}
 	if c.MultiEvery > 0 {
@@ -144,6 +150,9 @@ func (c Config) Workloads() []Workload {
 	}
 	if c.PermitClients > 0 {
 		out = append(out, Permits)
+	}
+	if c.ElectionClients > 0 {
+		out = append(out, Election)
 	}
 	return out
 }
@@ -206,6 +215,10 @@ func (r Result) log(logf func(string, ...any)) {
 		x := r.Workload(w)
 		logf("chaos: workload %s: %d holds, %d violations", w, x.Holds, x.Violations)
 	}
+	if slices.Contains(r.Config.Workloads(), Election) {
+		logf("chaos: election: %d leaderships, %d leaders received by %d Observe streams; %d terms began again after a majority amnesia (its counter forgotten: not judged)",
+			r.Workload(Election).Holds, r.Observed, electionStreams, r.TermRestarts)
+	}
 	if a := r.Amnesia; a.Rounds+a.Uncounted+a.Skipped > 0 {
 		logf("chaos: majority-amnesia rounds: %d counted, %d not counted (a claim ran out before the nodes were back), %d skipped (claims not taken); slowest restart %v",
 			a.Rounds, a.Uncounted, a.Skipped, a.SlowestRestart.Round(time.Millisecond))
@@ -221,6 +234,7 @@ func (r Result) log(logf func(string, ...any)) {
 	listed(logf, "overlap", r.Overlaps)
 	listed(logf, "excess", r.Excesses)
 	listed(logf, "fence", r.FenceViolations)
+	listed(logf, "term", r.TermViolations)
 }
 
 // listed logs up to maxListed violations of one kind.

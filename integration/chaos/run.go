@@ -74,6 +74,13 @@ type Config struct {
 	// each held 5-20ms. Defaults 4 and 2; PermitClients negative: no permit
 	// workload.
 	PermitClients, PermitLimit int
+	// ElectionClients is the number of further Clients with one worker
+	// each campaigning on one election (election.go): each leads 20-300ms,
+	// proclaiming once or twice, then resigns, or about one time in ten
+	// is killed (its Client closed without Resign, and replaced); two
+	// Observe streams on one more Client record the terms. Default 3;
+	// negative: no election workload.
+	ElectionClients int
 	// LiveClockJumps adds to the safe schedule forward jumps of a running
 	// node's clock by the TTL: beyond what the clients' clock check can
 	// prevent (it sees a jump only at its next reading), so a run with them
@@ -124,6 +131,7 @@ func (c Config) withDefaults(tb testing.TB) (Config, error) {
 	c.WriteEvery = cmp.Or(c.WriteEvery, defaultWriteEvery)
 	c.PermitClients = max(cmp.Or(c.PermitClients, defaultPermitClients), 0)
 	c.PermitLimit = cmp.Or(c.PermitLimit, defaultPermitLimit)
+	c.ElectionClients = max(cmp.Or(c.ElectionClients, defaultElectionClients), 0)
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
@@ -164,8 +172,8 @@ type team struct {
 // teams lays the workers out: the ordinary team (Clients Clients of
 // PerClient workers on Keys keys; the unsafe roles go to its first
 // workers), then the hot team (HotClients Clients of one worker each on
-// HotKeys keys), the read/write team and the permit team, each of one
-// worker per Client, if any.
+// HotKeys keys), the read/write team, the permit team and the election
+// team, each of one worker per Client, if any.
 func (c Config) teams() []team {
 	ts := []team{{clients: c.Clients, perClient: c.PerClient, keys: c.ordinaryKeys()}}
 	if c.HotClients > 0 {
@@ -176,6 +184,9 @@ func (c Config) teams() []team {
 	}
 	if c.PermitClients > 0 {
 		ts = append(ts, team{clients: c.PermitClients, perClient: 1, keys: permitKeys, workload: Permits})
+	}
+	if c.ElectionClients > 0 {
+		ts = append(ts, team{clients: c.ElectionClients, perClient: 1, keys: electionNames, workload: Election})
 	}
 	return ts
 }
@@ -198,7 +209,7 @@ func (c Config) crew(newClient func() *redlock.Client, base worker) ([]*worker, 
 		return &w
 	}
 	for t, tm := range c.teams() {
-		if tm.workload != Permits { // a permit key guards no counter
+		if tm.workload != Permits && tm.workload != Election { // their keys guard no counter
 			keys = append(keys, tm.keys...)
 		}
 		multiEvery := 0
@@ -208,7 +219,10 @@ func (c Config) crew(newClient func() *redlock.Client, base worker) ([]*worker, 
 		for range tm.clients {
 			client := newClient()
 			for range tm.perClient {
-				add(client, tm, multiEvery)
+				w := add(client, tm, multiEvery)
+				if tm.workload == Election {
+					w.newClient = newClient // to replace a killed leader's
+				}
 			}
 		}
 	}
@@ -277,10 +291,10 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 	}
 	cfg.Logf("chaos: cluster-shards=%d unsafe=%v fencing=%v live-clock-jumps=%v seed=%d duration=%v clients=%d workers-per-client=%d keys=%d "+
 		"hot-clients=%d (one worker each) hot-keys=%d ttl=%v node-timeout=%v multi-every=%d "+
-		"rw-clients=%d rw-keys=%d write-every=%d permit-clients=%d permit-limit=%d",
+		"rw-clients=%d rw-keys=%d write-every=%d permit-clients=%d permit-limit=%d election-clients=%d",
 		cfg.ClusterShards, cfg.Unsafe, cfg.Fencing, cfg.LiveClockJumps, cfg.Seed, cfg.Duration, cfg.Clients, cfg.PerClient, cfg.Keys,
 		cfg.HotClients, cfg.HotKeys, cfg.TTL, cfg.NodeTimeout, cfg.MultiEvery,
-		cfg.RWClients, cfg.RWKeys, cfg.WriteEvery, cfg.PermitClients, cfg.PermitLimit)
+		cfg.RWClients, cfg.RWKeys, cfg.WriteEvery, cfg.PermitClients, cfg.PermitLimit, cfg.ElectionClients)
 	newClient, nodes := startNodes(tb, cfg)
 	storage := cluster.Start(tb, cluster.WithNodes(1)).Node(0).Client() // never faulted
 	var st store = plainStore{rdb: storage}
@@ -301,7 +315,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		return newClient(redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithQuarantine(cfg.quarantine()),
 			redlock.WithClockCheck(cfg.clockCheck()), redlock.WithObserver(&nodeEvents))
 	}
-	workers, keys := cfg.crew(newLockClient, worker{ttl: cfg.TTL, fencing: cfg.Fencing, store: st, rec: &rec,
+	workers, keys := cfg.crew(newLockClient, worker{ttl: cfg.TTL, leadTTL: cfg.electionTTL(), fencing: cfg.Fencing, store: st, rec: &rec,
 		stats: &stats, faults: &faults, victim: victims})
 	amnesia := &amnesiaLog{}
 	var n schedule
@@ -319,6 +333,12 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Go(func() { w.run(ctx) })
+	}
+	if cfg.ElectionClients > 0 {
+		obs := newLockClient()
+		for i := range electionStreams {
+			wg.Go(func() { observe(ctx, obs, electionNames[0], i, &rec) })
+		}
 	}
 	var nemErr error
 	wg.Go(func() {
@@ -338,6 +358,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	hist := rec.history(final)
+	hist.Amnesias = amnesia.killTimes()
 	res := Result{Report: Check(hist), Config: cfg, Faults: faults.snapshot(), Amnesia: amnesia.report(start, hist.Holds),
 		Failed: stats.failed.Load(), Skipped: stats.skipped.Load(), ReadErrors: stats.readErrs.Load(),
 		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), MultiLocks: stats.multi.Load(), Elapsed: time.Since(start)}
@@ -387,7 +408,7 @@ func startNodes(tb testing.TB, cfg Config) (func(...redlock.Option) *redlock.Cli
 }
 
 // quarantine is the clients' restart quarantine (redlock.WithQuarantine):
-// the longest TTL of the safe run's locks (the holder's, holderTTL, when
+// the longest TTL of the safe run's locks and leaderships (the holder's, holderTTL, when
 // the run has majority-amnesia rounds) plus its drift allowance and a
 // second, so that a node restarted empty counts again only once every key
 // it forgot has expired, and the schedule can go on after it; off in the
@@ -398,6 +419,9 @@ func (c Config) quarantine() time.Duration {
 		return 0
 	}
 	longest := c.TTL
+	if c.ElectionClients > 0 {
+		longest = max(longest, c.electionTTL())
+	}
 	if c.playsMajorityAmnesia() {
 		longest = max(longest, c.holderTTL())
 	}

@@ -162,6 +162,12 @@ type worker struct {
 	// its own once the nodes are back (probeAll); it runs no iterations.
 	prober *worker
 	probes []claim
+	// leadTTL is the TTL of the election's leaderships but the holder's
+	// (Config.electionTTL).
+	leadTTL time.Duration
+	// newClient replaces the Client of an election worker that killed its
+	// leader (closed its Client without Resign); nil never kills.
+	newClient func() *redlock.Client
 }
 
 // lockWait bounds one Lock call, so that a worker stuck behind a fault
@@ -193,6 +199,9 @@ func (w *worker) iteration(ctx context.Context) {
 		return
 	case Permits:
 		w.permitIteration(ctx)
+		return
+	case Election:
+		w.electionIteration(ctx)
 		return
 	}
 	if w.multiEvery > 0 && len(w.keys) >= 2 && w.rng.IntN(w.multiEvery) == 0 {

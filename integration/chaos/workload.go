@@ -21,10 +21,13 @@ const (
 	RW
 	// Permits: AcquirePermit on a key of its own, with a limit.
 	Permits
+	// Election: Campaign on an election of its own; a hold is a leadership
+	// and its fence the term (election.go).
+	Election
 )
 
 // Workloads lists every workload, in the order reports give them.
-var Workloads = []Workload{Exclusive, Multi, RW, Permits}
+var Workloads = []Workload{Exclusive, Multi, RW, Permits, Election}
 
 // String names the workload as the summary line does.
 func (w Workload) String() string {
@@ -37,6 +40,8 @@ func (w Workload) String() string {
 		return "rw"
 	case Permits:
 		return "permits"
+	case Election:
+		return "election"
 	}
 	return fmt.Sprintf("Workload(%d)", int(w))
 }
@@ -44,11 +49,13 @@ func (w Workload) String() string {
 // WorkloadReport is one workload's part of a Report.
 type WorkloadReport struct {
 	Workload Workload
-	// Holds counts the workload's holds (a multi-lock counts once per key).
+	// Holds counts the workload's holds (a multi-lock counts once per key,
+	// a leadership once).
 	Holds int
 	// Violations counts the overlaps, excesses and fence violations that
 	// involve a hold or write of the workload; an overlap of holds of two
-	// workloads counts in both.
+	// workloads counts in both. The election's include its term violations
+	// (TermViolations).
 	Violations int
 }
 
@@ -127,5 +134,6 @@ func byWorkload(r Report, holds []Hold) []WorkloadReport {
 	for _, v := range r.FenceViolations {
 		at(v.Workload).Violations++
 	}
+	at(Election).Violations += len(r.TermViolations)
 	return out
 }
