@@ -223,3 +223,54 @@ func TestRealClockCheckEveryKind(t *testing.T) {
 	}
 	expectRefused(t, map[string]*redlock.Client{"checking clocks": b}, cs, holds, redlock.ErrNodeClock)
 }
+
+// The election goes through the same judgement: with three of five nodes
+// restarted unpersisted while a leader leads, no campaigner of either
+// Client (one that used the nodes before the restart, one created after)
+// becomes leader, and the refusal names the quarantine.
+func TestRealQuarantineElection(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	a := newClient(t, pools, redlock.WithQuarantine(0))
+	lead, err := a.Campaign(bg(), "health", "a", healthTTL)
+	require.NoError(t, err)
+	// Not a.WaitIdle: the leadership's keeper runs until Resign. Wait for
+	// the election's key on every node instead.
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, s := range servers {
+			n += int(s.Client(t).Exists(bg(), "election:health").Val())
+		}
+		return n == 5
+	}, 5*time.Second, 10*time.Millisecond)
+	before := newClient(t, pools, redlock.WithQuarantine(time.Minute))
+	_, err = before.TryLock(bg(), "warm-up", time.Second)
+	require.NoError(t, err)
+	before.WaitIdle()
+	for _, s := range servers[:3] {
+		s.Kill()
+	}
+	for _, s := range servers[:3] {
+		s.Restart(t)
+	}
+	after := newClient(t, pools, redlock.WithQuarantine(time.Minute))
+	for who, c := range map[string]*redlock.Client{"seen the restart": before, "created after it": after} {
+		var err error
+		for try := 0; try < 5; try++ {
+			ctx, cancel := context.WithTimeout(bg(), 600*time.Millisecond)
+			var l *redlock.Leadership
+			l, err = c.Campaign(ctx, "health", who, healthTTL)
+			cancel()
+			if !assert.Error(t, err, "client %s became leader while a leader leads", who) {
+				_ = l.Resign(bg())
+				break
+			}
+			c.WaitIdle() // the refused campaign's cleanup
+			require.ErrorIs(t, err, redlock.ErrNotObtained)
+			if errors.Is(err, redlock.ErrNodeQuarantined) {
+				break
+			}
+		}
+		assert.ErrorIs(t, err, redlock.ErrNodeQuarantined, "client %s: the refusal names the quarantine", who)
+	}
+	require.NoError(t, lead.Err(), "the leader still leads")
+}
