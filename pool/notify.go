@@ -83,11 +83,30 @@ type commands struct {
 	subscribe, unsubscribe   string // the commands
 	subscribed, unsubscribed string // their confirmations
 	message                  string // a message's push
+	// oneSlot: a command may name channels of one hash slot only
+	// (SSUBSCRIBE answers CROSSSLOT otherwise), so each channel is sent in
+	// a command of its own, all in one write.
+	oneSlot bool
+}
+
+// encode returns cmd over channels as the bytes to write: one command, or
+// one per channel for commands of one slot.
+func (c commands) encode(cmd string, channels []string) []byte {
+	if !c.oneSlot {
+		return appendCommand(nil, append([]string{cmd}, channels...))
+	}
+	var b []byte
+	for _, ch := range channels {
+		b = appendCommand(b, []string{cmd, ch})
+	}
+	return b
 }
 
 var (
-	plainCommands   = commands{"SUBSCRIBE", "UNSUBSCRIBE", "subscribe", "unsubscribe", "message"}
-	shardedCommands = commands{"SSUBSCRIBE", "SUNSUBSCRIBE", "ssubscribe", "sunsubscribe", "smessage"}
+	plainCommands = commands{subscribe: "SUBSCRIBE", unsubscribe: "UNSUBSCRIBE",
+		subscribed: "subscribe", unsubscribed: "unsubscribe", message: "message"}
+	shardedCommands = commands{subscribe: "SSUBSCRIBE", unsubscribe: "SUNSUBSCRIBE",
+		subscribed: "ssubscribe", unsubscribed: "sunsubscribe", message: "smessage", oneSlot: true}
 )
 
 // seedOptions returns the options of a connection to one node of a
@@ -245,11 +264,17 @@ func (l *listener) change(ctx context.Context, cmd string, want bool, channels [
 	if conn == nil {
 		return nil // sent when the connection is up
 	}
-	return l.write(ctx, conn, append([]string{cmd}, channels...))
+	return l.writeBytes(ctx, conn, l.cmds.encode(cmd, channels))
 }
 
 // write sends one command on conn, by ctx's deadline or writeTimeout.
 func (l *listener) write(ctx context.Context, conn net.Conn, args []string) error {
+	return l.writeBytes(ctx, conn, appendCommand(nil, args))
+}
+
+// writeBytes sends encoded commands on conn, by ctx's deadline or
+// writeTimeout.
+func (l *listener) writeBytes(ctx context.Context, conn net.Conn, b []byte) error {
 	deadline := time.Now().Add(writeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -257,7 +282,7 @@ func (l *listener) write(ctx context.Context, conn net.Conn, args []string) erro
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	_ = conn.SetWriteDeadline(deadline)
-	_, err := conn.Write(appendCommand(nil, args))
+	_, err := conn.Write(b)
 	if err != nil {
 		conn.Close() // the reader notices and reconnects
 	}
@@ -373,7 +398,7 @@ func (l *listener) publish(conn net.Conn) bool {
 	}
 	l.mu.Unlock()
 	if len(channels) > 0 {
-		_ = l.write(l.ctx, conn, append([]string{l.cmds.subscribe}, channels...))
+		_ = l.writeBytes(l.ctx, conn, l.cmds.encode(l.cmds.subscribe, channels))
 	}
 	return true
 }
