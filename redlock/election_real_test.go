@@ -384,3 +384,48 @@ func TestRealObserveStopsOnClose(t *testing.T) {
 	_, ok = <-c.Observe(bg(), "e9")
 	assert.False(t, ok, "Observe after Close is closed at once")
 }
+
+// Observe stays timely and correct with a minority of the nodes silent
+// (SIGSTOPped): each change (a new leader, a proclaimed value, a lapse)
+// still arrives within 1s, in term order, and the channel closes within 1s
+// of ctx's end.
+func TestRealObserveWithTwoNodesSilent(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	for _, s := range servers[3:] {
+		s.Pause()
+		t.Cleanup(s.Resume)
+	}
+	opt := redlock.WithNodeTimeout(250 * time.Millisecond)
+	a := newClient(t, pools, opt)
+	b := newClient(t, pools, opt)
+	ctx, cancel := context.WithCancel(bg())
+	defer cancel()
+	ch := b.Observe(ctx, "e-silent")
+
+	la, err := a.Campaign(bg(), "e-silent", "a1", 5*time.Second)
+	require.NoError(t, err)
+	ld := next(t, ch, time.Second)
+	assert.Equal(t, "a1", ld.Value)
+	assert.Equal(t, la.Term(), ld.Term)
+
+	require.NoError(t, la.Proclaim(bg(), "a2"))
+	ld = next(t, ch, time.Second)
+	assert.Equal(t, "a2", ld.Value)
+	assert.Equal(t, la.Term(), ld.Term, "a proclamation keeps the term")
+
+	require.NoError(t, la.Resign(bg()))
+	assert.Equal(t, redlock.Leader{}, next(t, ch, time.Second), "a lapse is the zero Leader")
+
+	lb, err := a.Campaign(bg(), "e-silent", "b1", 5*time.Second)
+	require.NoError(t, err)
+	ld = next(t, ch, time.Second)
+	assert.Equal(t, "b1", ld.Value)
+	assert.Greater(t, ld.Term, la.Term())
+
+	cancel()
+	start := time.Now()
+	for range ch {
+	}
+	assert.Less(t, time.Since(start), time.Second, "the channel closes within 1s of ctx's end")
+	require.NoError(t, lb.Resign(bg()))
+}
