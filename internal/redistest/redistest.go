@@ -221,7 +221,7 @@ func (s *Server) start(bin string) error {
 	s.mu.Lock()
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
-	if err := waitReady(s.Addr(), exited); err != nil {
+	if err := waitReady(s.Addr(), cmd.Process.Pid, exited); err != nil {
 		s.Kill()
 		log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
 		return fmt.Errorf("%w; log:\n%s", err, log)
@@ -229,9 +229,15 @@ func (s *Server) start(bin string) error {
 	return nil
 }
 
-func waitReady(addr string, exited <-chan struct{}) error {
+// waitReady waits until the server of process pid answers on addr. It asks
+// the answering server its process_id: the port was picked free, but
+// another test binary running at the same time (go test runs packages in
+// parallel) can bind it first, and then our server exits while theirs
+// answers our ping, to vanish when that test ends.
+func waitReady(addr string, pid int, exited <-chan struct{}) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer c.Close()
+	want := "process_id:" + strconv.Itoa(pid)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -240,10 +246,19 @@ func waitReady(addr string, exited <-chan struct{}) error {
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
+		info, err := c.Info(ctx, "server").Result()
 		cancel()
 		if err == nil {
-			return nil
+			for line := range strings.Lines(info) {
+				if strings.TrimSpace(line) == want {
+					return nil
+				}
+			}
+			// Another process's server: ours exits when it fails to bind.
+		}
+		var refused redis.Error
+		if errors.As(err, &refused) && !strings.HasPrefix(refused.Error(), "LOADING") {
+			return nil // INFO renamed away (a test's own option): no other server here does that
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
