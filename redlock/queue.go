@@ -235,6 +235,9 @@ func (c *Client) granted(ctx context.Context, q *queueing, w *waiter, until time
 // waitError is the error of a wait that failed with err.
 func (c *Client) waitError(w *waiter, err error, ctx context.Context) error {
 	qe := c.quorumError("lock", ErrNotObtained, w.result())
+	if qe.Agreed >= c.quorum {
+		qe.Reason = "validity used up" // the grants came too late to leave any
+	}
 	switch {
 	case errors.Is(err, ErrClosed):
 		return errors.Join(qe, ErrClosed)

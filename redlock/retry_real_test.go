@@ -25,17 +25,21 @@ func oneRetryAfter(d time.Duration, asked *atomic.Int32) redlock.RetryStrategy {
 // strategy that allows one retry after 60ms. The holder's key expires
 // before that retry is due, so Lock gets the lock: the rounds that keep a
 // short lock's waiter in the queue (every third of its TTL) are not the
-// strategy's retries, and do not use up its only one.
+// strategy's retries, and do not use up its only one. The locks are 40ms
+// and 90ms rather than bsm's 20ms: a majority's round trip under -race on
+// a loaded machine can use up 20ms of validity. The waiter's heartbeat
+// round (every 30ms) still comes before the holder's key expires, and the
+// old code counted it as the only retry.
 func TestRealRetryStrategyOneRetryAfterExpiry(t *testing.T) {
 	_, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
 	for range 3 {
-		_, err := a.TryLock(bg(), "bsm", 20*time.Millisecond)
+		_, err := a.TryLock(bg(), "bsm", 40*time.Millisecond)
 		require.NoError(t, err)
 		var asked atomic.Int32
-		l, err := b.Lock(bg(), "bsm", 20*time.Millisecond, redlock.WithRetry(oneRetryAfter(60*time.Millisecond, &asked)))
-		require.NoError(t, err, "the holder's 20ms lock expired before the only retry was due")
+		l, err := b.Lock(bg(), "bsm", 90*time.Millisecond, redlock.WithRetry(oneRetryAfter(60*time.Millisecond, &asked)))
+		require.NoError(t, err, "the holder's 40ms lock expired before the only retry was due")
 		require.NoError(t, l.Unlock(bg()))
 		b.WaitIdle()
 	}

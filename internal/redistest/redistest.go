@@ -104,8 +104,17 @@ func StartWith(t testing.TB, p Persistence, extra ...string) *Server {
 func (s *Server) startFresh(t testing.TB, cluster bool) {
 	t.Helper()
 	bin := Binary(t)
+	t.Cleanup(s.Kill)
+	if err := s.launch(bin, cluster); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+}
+
+// launch starts s on free ports: a port picked free can be taken before
+// redis binds it, so it tries five times.
+func (s *Server) launch(bin string, cluster bool) error {
 	var err error
-	for range 5 { // a port picked free can be taken before redis binds it
+	for range 5 {
 		if s.Port, err = FreePort(); err != nil {
 			continue
 		}
@@ -115,13 +124,10 @@ func (s *Server) startFresh(t testing.TB, cluster bool) {
 			}
 		}
 		if err = s.start(bin); err == nil {
-			break
+			return nil
 		}
 	}
-	if err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(s.Kill)
+	return err
 }
 
 // FreshStartKey is pool.FreshStartKey (a test in package redistest checks
@@ -135,6 +141,12 @@ const FreshStartKey = "redlock:fresh-start"
 // On a server that refuses INFO it does nothing.
 func (s *Server) MarkFresh(t testing.TB) {
 	t.Helper()
+	if err := s.markFresh(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *Server) markFresh() error {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -142,7 +154,7 @@ func (s *Server) MarkFresh(t testing.TB) {
 	info, err := c.Info(ctx, "server").Result()
 	var refused redis.Error
 	if errors.As(err, &refused) {
-		return // INFO renamed away: the node's age is unknown, and so is its run
+		return nil // INFO renamed away: the node's age is unknown, and so is its run
 	}
 	if err == nil {
 		err = errors.New("INFO server has no run_id")
@@ -154,14 +166,34 @@ func (s *Server) MarkFresh(t testing.TB) {
 		}
 	}
 	if err != nil {
-		t.Fatalf("mark redis-server on %s fresh: %v", s.Addr(), err)
+		return fmt.Errorf("mark redis-server on %s fresh: %w", s.Addr(), err)
 	}
+	return nil
 }
 
-// StartN runs n redis-servers with the same persistence.
+// StartN runs n redis-servers with the same persistence, started at the
+// same time (each is Start's: fresh, stopped when t ends).
 func StartN(t testing.TB, n int, p Persistence) []*Server {
 	t.Helper()
-	return StartMany(t, n, func(t testing.TB) *Server { t.Helper(); return Start(t, p) })
+	bin := Binary(t)
+	out := make([]*Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range out {
+		s := &Server{Dir: t.TempDir(), Persistence: p}
+		out[i] = s
+		t.Cleanup(s.Kill)
+		wg.Go(func() {
+			if errs[i] = s.launch(bin, false); errs[i] == nil {
+				errs[i] = s.markFresh()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	return out
 }
 
 // StartMany calls start n times, one server after the other, and returns the
@@ -245,6 +277,14 @@ func waitReady(addr string, pid int, exited <-chan struct{}) error {
 			return fmt.Errorf("redis-server on %s exited at start", addr)
 		default:
 		}
+		// A plain dial first: a server starts in about 10ms, and go-redis
+		// backs off after failed dials (a tenth of a second per server).
+		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
+		_ = conn.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		info, err := c.Info(ctx, "server").Result()
 		cancel()
@@ -260,7 +300,7 @@ func waitReady(addr string, pid int, exited <-chan struct{}) error {
 		if errors.As(err, &refused) && !strings.HasPrefix(refused.Error(), "LOADING") {
 			return nil // INFO renamed away (a test's own option): no other server here does that
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 	return fmt.Errorf("redis-server on %s not ready after 10s", addr)
 }
