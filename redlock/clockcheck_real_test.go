@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -95,6 +96,7 @@ func clockNodes(t *testing.T) ([]*redistest.Server, []pool.Pool) {
 // node 2 while A's lock is valid. TestRealClockFaultsWithoutCheck is the
 // same without the check.
 func TestRealClockCheck(t *testing.T) {
+	t.Parallel()
 	for _, f := range clockFaults {
 		t.Run(f.name, func(t *testing.T) {
 			servers, pools := clockNodes(t)
@@ -138,9 +140,20 @@ func TestRealClockCheck(t *testing.T) {
 			assert.Greater(t, rate, 1.01, "node 0's clock ran ahead of ours beyond the bound: %v", e.Err)
 			t.Log(e.Err)
 
-			_, err = b.TryLock(bg(), "res", 8*time.Second)
-			require.ErrorIs(t, err, redlock.ErrNotObtained)
-			require.ErrorIs(t, err, redlock.ErrNodeClock, "node 0 does not count")
+			// Node 1 refuses at once, and the attempt then waits only the
+			// contended grace for node 0: on a loaded machine its answer can
+			// come after the decision, and the refusal cannot name it. Every
+			// attempt is refused; one of a few names the clock fault.
+			named := false
+			for range 5 {
+				_, err = b.TryLock(bg(), "res", 8*time.Second)
+				require.ErrorIs(t, err, redlock.ErrNotObtained)
+				if named = errors.Is(err, redlock.ErrNodeClock); named {
+					break
+				}
+				b.WaitIdle()
+			}
+			require.True(t, named, "node 0 does not count: %v", err)
 			require.True(t, time.Now().Before(la.Until()), "refused while A's lock is valid")
 			// A's lock is left on node 1 alone: node 0's clock dropped its key.
 			require.ErrorIs(t, la.Unlock(bg()), redlock.ErrNotHeld)
@@ -152,6 +165,7 @@ func TestRealClockCheck(t *testing.T) {
 // builds a majority on node 0, whose clock dropped A's key, and node 2,
 // while A's lock is still valid.
 func TestRealClockFaultsWithoutCheck(t *testing.T) {
+	t.Parallel()
 	for _, f := range clockFaults {
 		t.Run(f.name, func(t *testing.T) {
 			servers, pools := clockNodes(t)

@@ -98,6 +98,7 @@ func TestRealElectionOneLeaderAtATime(t *testing.T) {
 // A leadership and its record survive the restart of every node with
 // appendfsync always, and the next term, from another Client, is higher.
 func TestRealElectionAcrossRestartsWithAOFAlways(t *testing.T) {
+	t.Parallel()
 	servers, pools := persistentNodes(t, 5, redistest.AOFAlways)
 	a := newClient(t, pools, redlock.WithNodeTimeout(500*time.Millisecond))
 	la, err := a.Campaign(bg(), "e11", "a", 20*time.Second)
@@ -170,6 +171,7 @@ func TestRealElectionResignHandsOverWithTwoNodesStopped(t *testing.T) {
 }
 
 func TestRealElectionVanishedLeaderSucceededAfterValidity(t *testing.T) {
+	t.Parallel()
 	servers, pools := realNodes(t, 5)
 	a, err := redlock.New(pools, redlock.WithNodeTimeout(100*time.Millisecond))
 	require.NoError(t, err)
@@ -194,6 +196,7 @@ func TestRealElectionVanishedLeaderSucceededAfterValidity(t *testing.T) {
 }
 
 func TestRealElectionLoss(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		lose func(t *testing.T, servers []*redistest.Server)

@@ -92,10 +92,12 @@ var delayCases = []delayCase{
 // out, with ErrLockDelay; the blocking calls wait it out and then get the
 // key; a released hold passes on at once.
 func TestRealLockDelayEveryKind(t *testing.T) {
+	t.Parallel()
 	const ttl, delay = 300 * time.Millisecond, 1500 * time.Millisecond
 	_, pools := realNodes(t, 3)
 	for k, dc := range delayCases {
 		t.Run(dc.name, func(t *testing.T) {
+			t.Parallel() // each case waits out its own delay, on its own key
 			key := fmt.Sprintf("delay:%d", k)
 			vanished := newClient(t, pools, redlock.WithLockDelay(delay))
 			l, err := dc.hold(vanished, key, ttl)

@@ -2,7 +2,9 @@ package redlock_test
 
 import (
 	"context"
+	"flag"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +22,28 @@ func TestMain(m *testing.M) {
 	if urls := os.Getenv(childEnv); urls != "" {
 		os.Exit(runChild(urls))
 	}
+	waitBoundParallel()
 	goleak.VerifyTestMain(m)
+}
+
+// parallelWaits is how many tests that call t.Parallel run at once when
+// -parallel is not given. Those tests spend most of their time waiting on
+// real Redis (TTLs running out, lock-delays, quarantines, expiries): one
+// run of the package uses about a third of one core. The default,
+// GOMAXPROCS, would run two at a time here. Tests with a latency bound
+// (a call returns within 1s while nodes are silent) do not call
+// t.Parallel: they run first, alone.
+const parallelWaits = 4
+
+// waitBoundParallel sets -test.parallel to parallelWaits unless the
+// command line set it.
+func waitBoundParallel() {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(parallelWaits))
+	}
 }
 
 // fakeNodes is a set of in-memory Redis nodes behind fault injectors.

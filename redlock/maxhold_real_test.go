@@ -37,7 +37,7 @@ func TestRealMaxHoldEndsEveryKind(t *testing.T) {
 		keys []string
 		lock func(keys []string) (*redlock.Lock, error)
 	}{
-		{"exclusive", []string{"ex"}, func(k []string) (*redlock.Lock, error) { return c.TryLock(bg(), k[0], realHoldTTL, opts...) }},
+		{"exclusive", []string{"ex"}, func(k []string) (*redlock.Lock, error) { return c.Lock(bg(), k[0], realHoldTTL, opts...) }},
 		{"reader", []string{"rd"}, func(k []string) (*redlock.Lock, error) { return c.RLock(bg(), k[0], realHoldTTL, opts...) }},
 		{"permit", []string{"pm"}, func(k []string) (*redlock.Lock, error) {
 			return c.AcquirePermit(bg(), k[0], 2, realHoldTTL, opts...)

@@ -96,6 +96,7 @@ func TestRealFailedMultiLockLeavesNothingOnAnyNode(t *testing.T) {
 }
 
 func TestRealMultiLockOfDeadHolderExpires(t *testing.T) {
+	t.Parallel()
 	_, pools := realNodes(t, 5)
 	dead := newClient(t, pools)
 	_, err := dead.TryLockAll(bg(), []string{"p", "q"}, 300*time.Millisecond)
@@ -133,6 +134,7 @@ func TestRealMultiLockWithMinorityDownOrPaused(t *testing.T) {
 }
 
 func TestRealMultiLockExtendUnlockAndAutoExtend(t *testing.T) {
+	t.Parallel()
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools) // a node timeout of a second: every node answers
 	keys := []string{"e1", "e2", "e3"}
@@ -217,6 +219,7 @@ func TestRealMultiLockFencesIncrease(t *testing.T) {
 }
 
 func TestRealConcurrentOverlappingLockAllExclusion(t *testing.T) {
+	t.Parallel()
 	_, pools := realNodes(t, 5)
 	keys := []string{"k0", "k1", "k2", "k3"}
 	var mu sync.Mutex
@@ -278,6 +281,7 @@ func BenchmarkTryLockAllUnlock4(b *testing.B) {
 }
 
 func TestRealDoAllKeepsEveryKeyAndCancelsOnLoss(t *testing.T) {
+	t.Parallel()
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
 	// The rival's calls get a long node timeout: a SET of its probes cut

@@ -125,6 +125,7 @@ func TestRealPausedNodeDoesNotSlowLockOrUnlock(t *testing.T) {
 }
 
 func TestRealMutualExclusion(t *testing.T) {
+	t.Parallel()
 	_, pools := realNodes(t, 5)
 	clients := []*redlock.Client{newClient(t, pools), newClient(t, pools), newClient(t, pools)}
 	var (
@@ -163,6 +164,7 @@ func TestRealMutualExclusion(t *testing.T) {
 }
 
 func TestRealExtendBeforeAndAfterExpiry(t *testing.T) {
+	t.Parallel()
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
 	l, err := c.TryLock(bg(), "res", 300*time.Millisecond)

@@ -238,6 +238,7 @@ func TestRealSixteenContendersAllGetTheLock(t *testing.T) {
 // An expiry hands nothing over: the waiter's next round takes the free key,
 // within the backoff's bound after the key expired.
 func TestRealExpiryWithoutReleaseStillEndsInAcquisition(t *testing.T) {
+	t.Parallel()
 	_, pools := realNodes(t, 5)
 	holder := newClient(t, pools)
 	waiter := newClient(t, pools)

@@ -210,6 +210,7 @@ func TestRealAcquirePermitWokenByReleaseInAnotherClient(t *testing.T) {
 }
 
 func TestRealDeadWatcherExpires(t *testing.T) {
+	t.Parallel()
 	servers, pools := realNodes(t, 5)
 	nodes := inspectors(t, servers)
 	holder := newClient(t, pools)
