@@ -33,22 +33,22 @@ func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
 		take = "1"
 	}
 	c := q.c
-	s := c.order.take(q.key, w.token, false, i, len(c.pools))
-	c.wg.Add(1) // inside the waiter's registered operation: safe against Close
+	s := c.nodes.Take(q.key, w.token, false, i)
+	c.life.wg.Add(1) // inside the waiter's registered operation: safe against Close
 	go func() {
-		defer c.wg.Done()
+		defer c.life.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 		defer cancel()
 		r := reply{node: i, seq: seq}
-		_, r.err = s.run(ctx, func(ctx context.Context) (bool, error) {
-			v, err := c.pools[i].Eval(ctx, scripts.Enqueue, q.keys[i], c.withDelay([]any{w.token, w.ttl.Milliseconds(),
+		_, r.err = s.Run(ctx, func(ctx context.Context) (bool, error) {
+			v, err := c.nodes.Pool(i).Eval(ctx, scripts.Enqueue, q.keys[i], c.withDelay([]any{w.token, w.ttl.Milliseconds(),
 				w.ticket, w.lease().Milliseconds(), seq, q.channel(i), take})...)
 			if err != nil {
 				return false, err
 			}
 			return true, parseEnqueue(v, &r)
 		})
-		c.silence.note(i, r.err)
+		c.nodes.Note(i, r.err)
 		if r.err == nil && (r.code == scripts.EnqueueSet || r.code == scripts.EnqueueGranted) {
 			r.err = c.health(ctx, i) // the node holds our token, but must not count
 		}
@@ -101,11 +101,11 @@ func (q *queueing) channel(i int) string {
 	if i < len(q.channels) {
 		return q.channels[i]
 	}
-	return q.c.grants.channel
+	return q.c.waits.grants.channel
 }
 
 // listening implements queueNodes.
-func (q *queueing) listening(i int) bool { return q.c.grants.listening(i, q.channel(i)) }
+func (q *queueing) listening(i int) bool { return q.c.waits.grants.listening(i, q.channel(i)) }
 
 // giveBack implements queueNodes: the keys nodes granted the waiter pass
 // to the next waiters, in the background; the waiter stays queued.
@@ -117,14 +117,14 @@ func (q *queueing) giveBack(w *waiter, nodes []int) {
 // to it, in the background. Its rounds still on their way cannot queue it
 // again for a lease.
 func (q *queueing) leave(w *waiter) {
-	q.c.undo(q.kind, w.token, w.lease().Milliseconds(), q.c.allNodes(), q.timeout)
+	q.c.undo(q.kind, w.token, w.lease().Milliseconds(), q.c.nodes.All(), q.timeout)
 }
 
 // releaseArgs appends to buf Release's arguments for token: keep is how long, in
 // ms, the token may not queue again ("": it stays queued). They are built
 // once per release, for every node.
 func (c *Client) releaseArgs(buf []any, token string, keep any) []any {
-	return c.withDelay(append(buf, token, keep, c.grants.channel))
+	return c.withDelay(append(buf, token, keep, c.waits.grants.channel))
 }
 
 // releaseOn runs Release on node i with its keys (releaseKeys) and args
@@ -132,8 +132,8 @@ func (c *Client) releaseArgs(buf []any, token string, keep any) []any {
 // node handed the key on to a waiter of this Client, that waiter hears of
 // it from the reply, at once, and the node publishes nothing.
 func (c *Client) releaseOn(ctx context.Context, i int, keys []string, args []any) (bool, error) {
-	v, err := c.pools[i].Eval(ctx, scripts.Release, keys, args...)
-	c.silence.note(i, err)
+	v, err := c.nodes.Pool(i).Eval(ctx, scripts.Release, keys, args...)
+	c.nodes.Note(i, err)
 	if err != nil {
 		return false, err
 	}
@@ -143,19 +143,10 @@ func (c *Client) releaseOn(ctx context.Context, i int, keys []string, args []any
 	}
 	if len(arr) >= 3 {
 		if next, ok := arr[1].(string); ok {
-			c.grants.deliver(next, i, int(asInt(arr[2])))
+			c.waits.grants.deliver(next, i, int(asInt(arr[2])))
 		}
 	}
 	return asInt(arr[0]) == 1, nil
-}
-
-// allNodes returns 0..n-1.
-func (c *Client) allNodes() []int {
-	nodes := make([]int, len(c.pools))
-	for i := range nodes {
-		nodes[i] = i
-	}
-	return nodes
 }
 
 // wait is Lock after its first attempt (none WithFairness): the caller
@@ -165,22 +156,22 @@ func (c *Client) allNodes() []int {
 // first retry. It returns the lock, or the error, and the number of retries.
 func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc lockConfig, delay time.Duration, retry bool) (*Lock, int, error) {
 	q := c.queueing(key, ttl, lc)
-	w := newWaiter(q, c.cfg.clock, len(c.pools), c.quorum, newToken(), ttl, c.drift(ttl), lc.retry, q.timeout)
+	w := newWaiter(q, c.cfg.clock, c.nodes.Len(), c.nodes.Quorum(), newToken(), ttl, c.drift(ttl), lc.retry, q.timeout)
 	for i := range w.view {
-		if c.silence.silent(i) {
+		if c.nodes.Silent(i) {
 			w.view[i].err = ErrNodeTimeout // until the node answers this waiter
 		}
 	}
-	c.grants.register(w)
-	defer c.grants.unregister(w)
-	c.grants.start(c.pools, c.nodeTimeout(0))
-	channels, release := c.grants.hold(key, len(c.pools))
+	c.waits.grants.register(w)
+	defer c.waits.grants.unregister(w)
+	c.waits.grants.start(c.nodes.Pools(), c.nodeTimeout(0))
+	channels, release := c.waits.grants.hold(key, c.nodes.Len())
 	defer release()
 	q.channels = channels
 	for {
-		until, err := w.wait(ctx, c.closing, delay, retry)
+		until, err := w.wait(ctx, c.life.closing, delay, retry)
 		if w.waited {
-			c.busy.mark(key, c.cfg.clock.Now())
+			c.waits.busy.mark(key, c.cfg.clock.Now())
 		}
 		if err != nil {
 			q.leave(w)
@@ -192,7 +183,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 		}
 		// The grants could not be confirmed (fence, extension): give them
 		// back and wait on.
-		q.giveBack(w, c.allNodes())
+		q.giveBack(w, c.nodes.All())
 		for i := range w.view {
 			w.view[i].granted, w.view[i].floor = false, w.seq+1
 		}
@@ -226,7 +217,7 @@ func (c *Client) granted(ctx context.Context, q *queueing, w *waiter, until time
 		l.fence = fence
 	}
 	if !c.cfg.clock.Now().Before(l.Until()) {
-		return nil, &QuorumError{Op: "lock", Agreed: w.granted(), Needed: c.quorum, Total: len(c.pools),
+		return nil, &QuorumError{Op: "lock", Agreed: w.granted(), Needed: c.nodes.Quorum(), Total: c.nodes.Len(),
 			Reason: "validity used up", sentinel: ErrNotObtained}
 	}
 	return l, nil

@@ -76,7 +76,7 @@ func (c *Client) watching(channels []string, retry bool, delay, ttl time.Duratio
 		return nil
 	}
 	lease := min(max(delay, 0), maxWatchPause) + 2*c.nodeTimeout(ttl) + time.Second
-	return &watching{channels: channels, lease: lease, heard: make([]atomic.Int32, len(c.pools))}
+	return &watching{channels: channels, lease: lease, heard: make([]atomic.Int32, c.nodes.Len())}
 }
 
 // nodeWatch is what an attempt's script on one node needs to register w:
@@ -95,14 +95,14 @@ func (w *watching) on(c *Client, i int, kind leaseKind) nodeWatch {
 	if w == nil {
 		return nodeWatch{}
 	}
-	if _, ok := c.pools[i].(pool.Notifier); !ok {
+	if _, ok := c.nodes.Pool(i).(pool.Notifier); !ok {
 		w.heard[i].Store(heardYes)
 		return nodeWatch{}
 	}
 	ch := w.channel(c, i)
 	// Asked before the script is sent: a release that the node runs after
 	// a confirmed subscription is heard.
-	if c.grants.listening(i, ch) {
+	if c.waits.grants.listening(i, ch) {
 		w.heard[i].Store(heardYes)
 	} else {
 		w.heard[i].Store(heardDeaf)
@@ -115,7 +115,7 @@ func (w *watching) channel(c *Client, i int) string {
 	if i < len(w.channels) {
 		return w.channels[i]
 	}
-	return c.grants.channel
+	return c.waits.grants.channel
 }
 
 // anyDeaf reports whether w registered on a node before the Client's
@@ -139,7 +139,7 @@ func (w *watching) caughtUp(c *Client) bool {
 		return false
 	}
 	for i := range w.heard {
-		if w.heard[i].Load() == heardDeaf && c.grants.listening(i, w.channel(c, i)) {
+		if w.heard[i].Load() == heardDeaf && c.waits.grants.listening(i, w.channel(c, i)) {
 			return true
 		}
 	}
@@ -207,9 +207,9 @@ func (d *deafTimer) stop() {
 // share a slot, as the call's scripts need anyway) and the function that
 // stops watching.
 func (c *Client) startWatching(keys []string) (<-chan struct{}, []string, func()) {
-	c.grants.start(c.pools, c.nodeTimeout(0))
-	channels, release := c.grants.hold(keys[0], len(c.pools))
-	woken, stop := c.released.watch(keys)
+	c.waits.grants.start(c.nodes.Pools(), c.nodeTimeout(0))
+	channels, release := c.waits.grants.hold(keys[0], c.nodes.Len())
+	woken, stop := c.waits.released.watch(keys)
 	return woken, channels, func() {
 		stop()
 		release()
