@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/internal/wait"
 )
 
 // queueing is a Client's side of the waiters' node calls: it implements
-// queueNodes for the waiters of one key.
+// wait.Nodes for the waiters of one key.
 type queueing struct {
 	c       *Client
 	key     string
@@ -26,58 +27,59 @@ func (c *Client) queueing(key string, ttl time.Duration, lc lockConfig) *queuein
 	return &queueing{c: c, key: key, kind: &kind, keys: c.releaseKeys(key), timeout: c.nodeTimeout(ttl)}
 }
 
-// round implements queueNodes.
-func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
+// Round implements wait.Nodes.
+func (q *queueing) Round(w *wait.Waiter, i, seq int, mayTake bool) {
 	take := "0"
 	if mayTake {
 		take = "1"
 	}
 	c := q.c
-	s := c.nodes.Take(q.key, w.token, false, i)
+	s := c.nodes.Take(q.key, w.Token(), false, i)
 	c.life.wg.Add(1) // inside the waiter's registered operation: safe against Close
 	go func() {
 		defer c.life.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 		defer cancel()
-		r := reply{node: i, seq: seq}
-		_, r.err = s.Run(ctx, func(ctx context.Context) (bool, error) {
-			v, err := c.nodes.Pool(i).Eval(ctx, scripts.Enqueue, q.keys[i], c.withDelay([]any{w.token, w.ttl.Milliseconds(),
-				w.ticket, w.lease().Milliseconds(), seq, q.channel(i), take})...)
+		r := wait.Reply{Node: i, Seq: seq}
+		_, r.Err = s.Run(ctx, func(ctx context.Context) (bool, error) {
+			v, err := c.nodes.Pool(i).Eval(ctx, scripts.Enqueue, q.keys[i], c.withDelay([]any{w.Token(), w.TTL().Milliseconds(),
+				w.Ticket(), w.Lease().Milliseconds(), seq, q.channel(i), take})...)
 			if err != nil {
 				return false, err
 			}
 			return true, parseEnqueue(v, &r)
 		})
-		c.nodes.Note(i, r.err)
-		if r.err == nil && (r.code == scripts.EnqueueSet || r.code == scripts.EnqueueGranted) {
-			r.err = c.health(ctx, i) // the node holds our token, but must not count
+		c.nodes.Note(i, r.Err)
+		if r.Err == nil && (r.Code == scripts.EnqueueSet || r.Code == scripts.EnqueueGranted) {
+			r.Err = c.health(ctx, i) // the node holds our token, but must not count
 		}
-		w.replies <- r // one slot per node, and one round in flight per node
+		r.Final = errors.Is(r.Err, ErrWrongKind) // no round can change what the key holds
+		w.Reply(r)                               // one slot per node, and one round in flight per node
 	}()
 }
 
 // parseEnqueue reads Enqueue's reply into r.
-func parseEnqueue(v any, r *reply) error {
+func parseEnqueue(v any, r *wait.Reply) error {
 	arr, _ := v.([]any)
 	if len(arr) == 0 {
 		return errMalformed
 	}
-	r.code = asInt(arr[0])
-	switch r.code {
+	r.Code = asInt(arr[0])
+	switch r.Code {
 	case scripts.EnqueueSet:
 	case scripts.EnqueueGranted:
 		if len(arr) < 2 {
 			return errMalformed
 		}
-		r.grantSeq = int(asInt(arr[1]))
+		r.GrantSeq = int(asInt(arr[1]))
 	case scripts.EnqueueQueued:
 		if len(arr) > 1 {
-			r.holder, _ = arr[1].(string)
+			r.Holder, _ = arr[1].(string)
 		}
 		if len(arr) > 2 {
-			r.holderTTL = time.Duration(max(asInt(arr[2]), 0)) * time.Millisecond
+			r.HolderTTL = time.Duration(max(asInt(arr[2]), 0)) * time.Millisecond
 		}
-		r.delayed = len(arr) > 3 && asInt(arr[3]) == 1
+		r.Delayed = len(arr) > 3 && asInt(arr[3]) == 1
 	case scripts.EnqueueLeft:
 		return errLeft
 	case scripts.OtherKind:
@@ -104,20 +106,20 @@ func (q *queueing) channel(i int) string {
 	return q.c.waits.grants.channel
 }
 
-// listening implements queueNodes.
-func (q *queueing) listening(i int) bool { return q.c.waits.grants.listening(i, q.channel(i)) }
+// Listening implements wait.Nodes.
+func (q *queueing) Listening(i int) bool { return q.c.waits.grants.listening(i, q.channel(i)) }
 
-// giveBack implements queueNodes: the keys nodes granted the waiter pass
+// GiveBack implements wait.Nodes: the keys nodes granted the waiter pass
 // to the next waiters, in the background; the waiter stays queued.
-func (q *queueing) giveBack(w *waiter, nodes []int) {
-	q.c.undo(q.kind, w.token, "", nodes, q.timeout)
+func (q *queueing) GiveBack(w *wait.Waiter, nodes []int) {
+	q.c.undo(q.kind, w.Token(), "", nodes, q.timeout)
 }
 
 // leave takes the waiter out of every queue, and gives back any key granted
 // to it, in the background. Its rounds still on their way cannot queue it
 // again for a lease.
-func (q *queueing) leave(w *waiter) {
-	q.c.undo(q.kind, w.token, w.lease().Milliseconds(), q.c.nodes.All(), q.timeout)
+func (q *queueing) leave(w *wait.Waiter) {
+	q.c.undo(q.kind, w.Token(), w.Lease().Milliseconds(), q.c.nodes.All(), q.timeout)
 }
 
 // releaseArgs appends to buf Release's arguments for token: keep is how long, in
@@ -156,10 +158,11 @@ func (c *Client) releaseOn(ctx context.Context, i int, keys []string, args []any
 // first retry. It returns the lock, or the error, and the number of retries.
 func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc lockConfig, delay time.Duration, retry bool) (*Lock, int, error) {
 	q := c.queueing(key, ttl, lc)
-	w := newWaiter(q, c.cfg.clock, c.nodes.Len(), c.nodes.Quorum(), newToken(), ttl, c.drift(ttl), lc.retry, q.timeout)
-	for i := range w.view {
+	w := wait.New(q, wait.Config{Clock: c.cfg.clock, N: c.nodes.Len(), Quorum: c.nodes.Quorum(), Token: newToken(),
+		TTL: ttl, Drift: c.drift(ttl), Retry: lc.retry, Check: contendedGrace(q.timeout), Delayed: delayError})
+	for i := range c.nodes.Len() {
 		if c.nodes.Silent(i) {
-			w.view[i].err = ErrNodeTimeout // until the node answers this waiter
+			w.Silent(i) // until the node answers this waiter
 		}
 	}
 	c.waits.grants.register(w)
@@ -169,28 +172,26 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 	defer release()
 	q.channels = channels
 	for {
-		until, err := w.wait(ctx, c.life.closing, delay, retry)
-		if w.waited {
+		until, err := w.Wait(ctx, c.life.closing, delay, retry)
+		if w.Waited() {
 			c.waits.busy.mark(key, c.cfg.clock.Now())
 		}
 		if err != nil {
 			q.leave(w)
-			return nil, w.retries, c.waitError(w, err, ctx)
+			return nil, w.Retries(), c.waitError(w, err, ctx)
 		}
 		l, err := c.granted(ctx, q, w, until, lc)
 		if err == nil {
-			return l, w.retries, nil
+			return l, w.Retries(), nil
 		}
 		// The grants could not be confirmed (fence, extension): give them
 		// back and wait on.
-		q.giveBack(w, c.nodes.All())
-		for i := range w.view {
-			w.view[i].granted, w.view[i].floor = false, w.seq+1
-		}
+		q.GiveBack(w, c.nodes.All())
+		w.Restart()
 		if ctx.Err() != nil {
-			return nil, w.retries, withContext(err, ctx.Err())
+			return nil, w.Retries(), withContext(err, ctx.Err())
 		}
-		delay, retry = w.retry.NextDelay(w.retries + 1)
+		delay, retry = w.NextDelay()
 	}
 }
 
@@ -198,14 +199,15 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 // left with less than half its TTL of validity (the waiter's rounds were
 // far apart) is extended once before it is returned; a fenced one gets its
 // fence.
-func (c *Client) granted(ctx context.Context, q *queueing, w *waiter, until time.Time, lc lockConfig) (*Lock, error) {
-	l := c.newLock(q.key, w.token, w.ttl, lc.heal)
+func (c *Client) granted(ctx context.Context, q *queueing, w *wait.Waiter, until time.Time, lc lockConfig) (*Lock, error) {
+	ttl := w.TTL()
+	l := c.newLock(q.key, w.Token(), ttl, lc.heal)
 	l.ex = *q.kind
 	l.kind = &l.ex
 	l.until = until
-	l.leave = w.lease().Milliseconds()
-	if until.Sub(c.cfg.clock.Now()) < w.ttl/2 {
-		if err := l.extendOnce(ctx, w.ttl, c.nodeTimeout(w.ttl)); err != nil {
+	l.leave = w.Lease().Milliseconds()
+	if until.Sub(c.cfg.clock.Now()) < ttl/2 {
+		if err := l.extendOnce(ctx, ttl, c.nodeTimeout(ttl)); err != nil {
 			return nil, err
 		}
 	}
@@ -217,17 +219,17 @@ func (c *Client) granted(ctx context.Context, q *queueing, w *waiter, until time
 		l.fence = fence
 	}
 	if !c.cfg.clock.Now().Before(l.Until()) {
-		return nil, &QuorumError{Op: "lock", Agreed: w.granted(), Needed: c.nodes.Quorum(), Total: c.nodes.Len(),
+		return nil, &QuorumError{Op: "lock", Agreed: w.Granted(), Needed: c.nodes.Quorum(), Total: c.nodes.Len(),
 			Reason: "validity used up", sentinel: ErrNotObtained}
 	}
 	return l, nil
 }
 
 // waitError is the error of a wait that failed with err.
-func (c *Client) waitError(w *waiter, err error, ctx context.Context) error {
-	qe := c.quorumError("lock", ErrNotObtained, w.result())
+func (c *Client) waitError(w *wait.Waiter, err error, ctx context.Context) error {
+	qe := c.quorumError("lock", ErrNotObtained, w.Result())
 	switch {
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, wait.ErrClosed):
 		return errors.Join(qe, ErrClosed)
 	case ctx.Err() != nil:
 		return withContext(qe, ctx.Err())

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/clock"
+	"github.com/redlockgo/redlock/internal/wait"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -24,7 +25,7 @@ import (
 // subscribes in the background (grants.start): a registration made before
 // (a new Client's first blocked call, a listener reconnecting) leaves a
 // window in which a release is announced to nobody. As for Lock's waiter
-// (waiter.go, Deaf nodes), the pause after such an attempt looks, without
+// (internal/wait, Deaf nodes), the pause after such an attempt looks, without
 // I/O, at growing intervals, for such a node that listens now, and then
 // tries again at once: that attempt finds the key freed in the window, or
 // registers where it will be heard. A wake-up is otherwise lost only with
@@ -147,11 +148,11 @@ func (w *watching) caughtUp(c *Client) bool {
 }
 
 // deafTimer is a pause's look for w's deaf nodes catching up (see
-// caughtUp), at growing intervals from minDeafPoll to maxDeafPoll, as
+// caughtUp), at growing intervals from wait.MinDeafPoll to wait.MaxDeafPoll, as
 // Lock's waiter does: no I/O, and no timer at all once every node's take
 // was sent while its subscription was confirmed. A node that never
 // confirms (a listener that cannot connect) costs one timer every
-// maxDeafPoll while the pause lasts.
+// wait.MaxDeafPoll while the pause lasts.
 type deafTimer struct {
 	c    *Client
 	w    *watching
@@ -161,7 +162,7 @@ type deafTimer struct {
 
 // listenFor returns the deaf timer of a pause after w's attempt.
 func (c *Client) listenFor(w *watching) *deafTimer {
-	d := &deafTimer{c: c, w: w, poll: minDeafPoll}
+	d := &deafTimer{c: c, w: w, poll: wait.MinDeafPoll}
 	d.arm()
 	return d
 }
@@ -188,7 +189,7 @@ func (d *deafTimer) caughtUp() bool {
 	if d.w.caughtUp(d.c) {
 		return true
 	}
-	d.poll = min(2*d.poll, maxDeafPoll)
+	d.poll = min(2*d.poll, wait.MaxDeafPoll)
 	d.arm()
 	return false
 }
