@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redlockgo/redlock/internal/fanout"
 	"github.com/redlockgo/redlock/internal/node"
 )
 
@@ -241,4 +242,39 @@ func withContext(err error, ctxErr error) error {
 		return &cp
 	}
 	return errors.Join(err, ctxErr)
+}
+
+// quorumError builds the error of an operation from its votes, with one
+// NodeError per node that did not vote yes, in node order. A plain no is
+// reported as ErrTaken for a lock and as ErrNotHeld otherwise; a node with
+// no vote (a straggler) as ErrPending.
+func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *QuorumError {
+	qe := &QuorumError{Op: op, Agreed: res.Yes, Needed: c.nodes.Quorum(), Total: c.nodes.Len(), sentinel: sentinel}
+	causes := make([]error, c.nodes.Len())
+	for i := range causes {
+		causes[i] = ErrPending
+	}
+	for _, v := range res.Votes {
+		switch {
+		case v.OK:
+			causes[v.Node] = nil
+		case v.Err != nil:
+			causes[v.Node] = nodeCause(v.Err)
+		case op == "lock":
+			causes[v.Node] = ErrTaken
+		default:
+			causes[v.Node] = ErrNotHeld
+		}
+	}
+	for i, cause := range causes {
+		if cause != nil {
+			qe.Nodes = append(qe.Nodes, &NodeError{Node: i, Addr: c.nodes.Pool(i).Addr(), Err: cause})
+		}
+	}
+	return qe
+}
+
+func asInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
 }
