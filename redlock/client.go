@@ -11,6 +11,7 @@ import (
 
 	"github.com/redlockgo/redlock/clock"
 	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/node"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -22,33 +23,34 @@ import (
 // its waiters' grants. Close ends them. The pools stay the caller's: Close
 // does not close them.
 type Client struct {
-	pools  []pool.Pool
-	quorum int
+	nodes  *node.Set // the nodes: pools, naming, health, order, silence; built once in New
 	cfg    config
 	minTTL time.Duration // the shortest TTL with validity after drift
+	judge  fanout.Judge  // judgeVote, bound once (vote.go)
+	life   lifecycle     // Close, Shutdown and the operations they wait for
+	waits  waiting       // what waiting calls share: grants, contended keys, wake-ups
+}
 
-	cluster    []bool        // which pools are Redis Clusters: see releaseKeys
-	quarantine time.Duration // see WithQuarantine; 0: off
-	trust      trust         // what was reported of each node (quarantine.go)
-	silence    silence       // which nodes' latest call timed out (silent.go)
-	judge      fanout.Judge  // judgeVote, bound once (vote.go)
-	clocks     *clockWatch   // nil without WithClockCheck
-
+// lifecycle is what Close and Shutdown stop and wait for.
+type lifecycle struct {
 	mu      sync.RWMutex // guards closed, and orders wg.Add before wg.Wait
 	closed  bool
 	closing chan struct{} // closed by Close: stops waiters and auto-extensions
 	wg      sync.WaitGroup
-	done    func()    // c.wg.Done, bound once
-	order   order     // this Client's node calls per key, in order
-	grants  grants    // grants heard for this Client's waiters
-	busy    contended // keys its Lock calls recently found held
-	// released wakes LockAll, RLock and AcquirePermit calls when one of their
-	// keys is released here, or elsewhere and heard by grants (watch.go)
-	released releases
+	done    func() // wg.Done, bound once
 
 	closeMu  sync.Mutex  // serialises Close and Shutdown
 	draining atomic.Bool // set by Shutdown: acquisitions are refused
 	held     heldLocks   // locks handed out and not unlocked, for Shutdown
+}
+
+// waiting is what a Client's waiting calls share.
+type waiting struct {
+	grants grants    // grants heard for this Client's waiters
+	busy   contended // keys its Lock calls recently found held
+	// released wakes LockAll, RLock and AcquirePermit calls when one of their
+	// keys is released here, or elsewhere and heard by grants (watch.go)
+	released releases
 }
 
 // New returns a Client over pools, one per independent Redis master. A lock
@@ -87,23 +89,23 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	if !ok {
 		return nil, fmt.Errorf("redlock: drift factor %v leaves no validity to any ttl up to %v", cfg.driftFactor, MaxTTL)
 	}
-	c := &Client{
-		pools:   append([]pool.Pool(nil), pools...),
-		cluster: clusterNodes(pools),
-		silence: make(silence, len(pools)),
-		quorum:  len(pools)/2 + 1,
-		cfg:     cfg,
-		minTTL:  lo,
-		closing: make(chan struct{}),
-
-		quarantine: quarantineFor(cfg),
-	}
-	c.grants.health = c.grantHealth
+	c := &Client{cfg: cfg, minTTL: lo}
+	c.nodes = node.New(pools, node.Config{
+		Quarantine:  quarantineFor(cfg),
+		ClockEvery:  cfg.clockEvery,
+		ClockHold:   clockHold(cfg),
+		DriftFactor: cfg.driftFactor,
+		Timeout:     c.nodeTimeout(0),
+		Clock:       cfg.clock,
+		Report:      c.reportNode,
+	})
 	c.judge = c.judgeVote
-	c.grants.woken = &c.released
-	c.startClockCheck()
-	c.grants.channel = grantChannelPrefix + newToken()
-	c.done = c.wg.Done
+	c.life.closing = make(chan struct{})
+	c.life.done = c.life.wg.Done
+	c.waits.grants.health = c.grantHealth
+	c.waits.grants.woken = &c.waits.released
+	c.waits.grants.channel = grantChannelPrefix + newToken()
+	c.nodes.StartClocks(c.life.closing)
 	return c, nil
 }
 
@@ -131,7 +133,7 @@ func (c *Client) Quorum() int {
 	if c == nil {
 		return 0
 	}
-	return c.quorum
+	return c.nodes.Quorum()
 }
 
 // Close stops new operations, waiting Lock calls (they return ErrClosed) and
@@ -145,8 +147,8 @@ func (c *Client) Close() error {
 	if c == nil {
 		return errNilClient
 	}
-	c.closeMu.Lock()
-	defer c.closeMu.Unlock()
+	c.life.closeMu.Lock()
+	defer c.life.closeMu.Unlock()
 	c.stop()
 	return nil
 }
@@ -154,17 +156,17 @@ func (c *Client) Close() error {
 // stop refuses new operations, ends waits and auto-extensions, and waits
 // for every operation and background call of the Client to end.
 func (c *Client) stop() {
-	c.mu.Lock()
-	c.closed = true
+	c.life.mu.Lock()
+	c.life.closed = true
 	select {
-	case <-c.closing: // Shutdown stops twice
+	case <-c.life.closing: // Shutdown stops twice
 	default:
-		close(c.closing)
+		close(c.life.closing)
 	}
-	c.mu.Unlock()
-	c.grants.close()
-	c.clocks.stop()
-	c.wg.Wait()
+	c.life.mu.Unlock()
+	c.waits.grants.close()
+	c.nodes.StopClocks()
+	c.life.wg.Wait()
 }
 
 // begin registers an operation so that Close waits for it. The returned
@@ -173,13 +175,13 @@ func (c *Client) begin() (func(), error) {
 	if c == nil {
 		return nil, errNilClient
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.closed {
+	c.life.mu.RLock()
+	defer c.life.mu.RUnlock()
+	if c.life.closed {
 		return nil, ErrClosed
 	}
-	c.wg.Add(1)
-	return c.done, nil
+	c.life.wg.Add(1)
+	return c.life.done, nil
 }
 
 // TryLock makes one attempt to take the lock on key for ttl. It returns the
@@ -260,12 +262,12 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	ttl = ttl.Truncate(time.Millisecond)
 	// NextDelay(1) is asked once, before the first attempt's end is known.
 	delay, retry := lc.retry.NextDelay(1)
-	if !lc.fair && (!retry || !c.busy.is(key, start)) {
+	if !lc.fair && (!retry || !c.waits.busy.is(key, start)) {
 		l, err := c.acquire(ctx, key, ttl, lc)
 		if err, end := afterAttempt(ctx, err, nil, retry); end {
 			return c.obtained(ctx, key, l, err, start, 1, lc)
 		}
-		c.busy.mark(key, start)
+		c.waits.busy.mark(key, start)
 	}
 	l, retries, err := c.wait(ctx, key, ttl, lc, delay, retry)
 	return c.obtained(ctx, key, l, err, start, 1+retries, lc)
@@ -281,7 +283,7 @@ func (c *Client) obtained(ctx context.Context, key string, l *Lock, err error, s
 		return nil, err
 	}
 	l.acquiredAt = c.cfg.clock.Now()
-	c.held.add(l, l.acquiredAt)
+	c.life.held.add(l, l.acquiredAt)
 	e.Fence = l.fence
 	c.emit(ctx, e)
 	if lc.autoExtend {
@@ -314,7 +316,7 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 	if key == "" {
 		return lockConfig{}, errors.New("redlock: empty key")
 	}
-	if c.draining.Load() {
+	if c.life.draining.Load() {
 		return lockConfig{}, ErrClosed // Shutdown has begun
 	}
 	if err := c.checkTTL(ttl); err != nil {
@@ -345,39 +347,4 @@ func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc 
 	l := c.newLock(key, newToken(), ttl, lc.heal)
 	l.ex = c.exclusiveKind(key, lc)
 	return c.attempt(ctx, l, &l.ex, lc, nil)
-}
-
-// quorumError builds the error of an operation from its votes, with one
-// NodeError per node that did not vote yes, in node order. A plain no is
-// reported as ErrTaken for a lock and as ErrNotHeld otherwise; a node with
-// no vote (a straggler) as ErrPending.
-func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *QuorumError {
-	qe := &QuorumError{Op: op, Agreed: res.Yes, Needed: c.quorum, Total: len(c.pools), sentinel: sentinel}
-	causes := make([]error, len(c.pools))
-	for i := range causes {
-		causes[i] = ErrPending
-	}
-	for _, v := range res.Votes {
-		switch {
-		case v.OK:
-			causes[v.Node] = nil
-		case v.Err != nil:
-			causes[v.Node] = nodeCause(v.Err)
-		case op == "lock":
-			causes[v.Node] = ErrTaken
-		default:
-			causes[v.Node] = ErrNotHeld
-		}
-	}
-	for i, cause := range causes {
-		if cause != nil {
-			qe.Nodes = append(qe.Nodes, &NodeError{Node: i, Addr: c.pools[i].Addr(), Err: cause})
-		}
-	}
-	return qe
-}
-
-func asInt(v any) int64 {
-	n, _ := v.(int64)
-	return n
 }

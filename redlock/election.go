@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/fanout"
-	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -49,10 +48,7 @@ func electionKey(election string) string { return "election:" + election }
 // key on node i: key + ":leader" on a standalone node, as the queue and
 // fence counter are named, and a name in key's slot on a Redis Cluster.
 func (c *Client) leaderKey(i int, key string) string {
-	if c.cluster[i] {
-		return keyslot.Companion(key, "leader")
-	}
-	return key + ":leader"
+	return c.nodes.Names(i).Leader(key)
 }
 
 // checkElection validates the election name and the leader's value.
@@ -147,11 +143,11 @@ func (ls *Leadership) record(ctx context.Context, value string, rev uint64) erro
 	}
 	defer done()
 	term, r := strconv.FormatUint(l.Fence(), 10), strconv.FormatUint(rev, 10)
-	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
+	slots := c.nodes.TakeAll(l.key, l.token, false, nil)
 	res := c.decide(ctx, c.nodeTimeout(l.ttl), 0,
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				v, err := c.pools[i].Eval(ctx, leaderSet, []string{l.key, c.leaderKey(i, l.key)}, l.token, value, term, r)
+			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
+				v, err := c.nodes.Pool(i).Eval(ctx, leaderSet, []string{l.key, c.leaderKey(i, l.key)}, l.token, value, term, r)
 				return asInt(v) == 1, err
 			})
 		}, nil, nil)
@@ -159,7 +155,7 @@ func (ls *Leadership) record(ctx context.Context, value string, rev uint64) erro
 		return nil
 	}
 	sentinel := ErrNotProclaimed
-	if refusals(res) > len(c.pools)-c.quorum {
+	if refusals(res) > c.nodes.Len()-c.nodes.Quorum() {
 		sentinel = ErrNotHeld // a majority no longer holds our token
 	}
 	return withContext(c.quorumError("proclaim", sentinel, res), ctx.Err())
@@ -311,8 +307,8 @@ func (ls *Leadership) forget(ctx context.Context) {
 		return // closed: the record stays unread, as above
 	}
 	defer done()
-	fanout.Each(context.WithoutCancel(ctx), &c.wg, c.allNodes(), c.nodeTimeout(l.ttl), func(ctx context.Context, i int) (bool, error) {
-		v, err := c.pools[i].Eval(ctx, leaderDel, []string{c.leaderKey(i, l.key)}, l.token)
+	fanout.Each(context.WithoutCancel(ctx), &c.life.wg, c.nodes.All(), c.nodeTimeout(l.ttl), func(ctx context.Context, i int) (bool, error) {
+		v, err := c.nodes.Pool(i).Eval(ctx, leaderDel, []string{c.leaderKey(i, l.key)}, l.token)
 		return asInt(v) == 1, err
 	})
 }

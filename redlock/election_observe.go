@@ -66,7 +66,7 @@ func (o *observer) run(ctx context.Context) {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-o.c.closing:
+		case <-o.c.life.closing:
 			t.Stop()
 			return
 		case <-t.C():
@@ -106,7 +106,7 @@ func (o *observer) send(ctx context.Context, ld Leader, leading bool) bool {
 	case o.out <- ld:
 	case <-ctx.Done():
 		return false
-	case <-o.c.closing:
+	case <-o.c.life.closing:
 		return false
 	}
 	if leading {

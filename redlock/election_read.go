@@ -62,9 +62,9 @@ func (c *Client) Leader(ctx context.Context, election string) (Leader, error) {
 		return Leader{}, err
 	}
 	key := electionKey(election)
-	views := make([]leaderView, len(c.pools))
-	votes := fanout.Each(ctx, &c.wg, c.allNodes(), c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
-		reply, err := c.pools[i].Eval(ctx, leaderGet, []string{key, c.leaderKey(i, key)})
+	views := make([]leaderView, c.nodes.Len())
+	votes := fanout.Each(ctx, &c.life.wg, c.nodes.All(), c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
+		reply, err := c.nodes.Pool(i).Eval(ctx, leaderGet, []string{key, c.leaderKey(i, key)})
 		if err == nil {
 			err = views[i].parse(reply) // each goroutine writes its own node
 		}
@@ -76,10 +76,10 @@ func (c *Client) Leader(ctx context.Context, election string) (Leader, error) {
 			res.Yes++
 		}
 	}
-	if res.Yes < c.quorum {
+	if res.Yes < c.nodes.Quorum() {
 		return Leader{}, withContext(c.quorumError("leader", ErrNoMajority, res), ctx.Err())
 	}
-	return tallyLeader(election, views, votes, c.quorum)
+	return tallyLeader(election, views, votes, c.nodes.Quorum())
 }
 
 // leaderView is one node's view of an election: the token on its key and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/node"
 )
 
 // The engine: one acquisition, one background release and one Unlock for
@@ -23,7 +24,7 @@ import (
 type leaseKind interface {
 	// enter takes the places, in the Client's order, of one write per node
 	// of nodes (nil: all) for token. The caller runs each slot once.
-	enter(c *Client, token string, nodes []int) []slot
+	enter(c *Client, token string, nodes []int) []node.Slot
 	// take acquires the lease for token on node i of c: it reports whether
 	// it did and records in t the place taken and the fence counter read in
 	// the same step. heal asks for exactly the lease's place, ignoring
@@ -82,7 +83,7 @@ func (c *Client) attempt(ctx context.Context, l *Lock, k leaseKind, lc lockConfi
 	k = k.attempt()
 	timeout := c.nodeTimeout(l.ttl)
 	st := &attemptState{decided: make(chan struct{})}
-	takes := st.takesFor(len(c.pools))
+	takes := st.takesFor(c.nodes.Len())
 	var placeOf func(int) string
 	if k.places() {
 		placeOf = func(i int) string { return takes[i].place }
@@ -92,7 +93,7 @@ func (c *Client) attempt(ctx context.Context, l *Lock, k leaseKind, lc lockConfi
 	slots := k.enter(c, l.token, nil)
 	res := c.decide(ctx, timeout, contendedGrace(timeout),
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
 				return k.take(ctx, c, i, l.token, l.ttl, false, w.on(c, i, k), &takes[i])
 			})
 		},
@@ -108,7 +109,7 @@ func (c *Client) attempt(ctx context.Context, l *Lock, k leaseKind, lc lockConfi
 	place, agreed := agreedPlace(res, takes)
 	l.kind = k.placed(place)
 	votes := agreedVotes(res, takes, place)
-	held, fenceErr := c.holds(ctx, l, res.Reached && agreed >= c.quorum, votes, takes, lc, start, timeout)
+	held, fenceErr := c.holds(ctx, l, res.Reached && agreed >= c.nodes.Quorum(), votes, takes, lc, start, timeout)
 	st.place, st.failed = place, !held
 	close(st.decided)
 
@@ -185,8 +186,8 @@ func (c *Client) holds(ctx context.Context, l *Lock, reached bool, votes fanout.
 // of the agreed place) and, when a majority agreed, the validity it used
 // up; a node that found a key held names it.
 func (c *Client) refused(res, votes fanout.Result, agreed int, takes []nodeTake, start time.Time) *QuorumError {
-	qe := c.notObtained(votes, agreed >= c.quorum, start)
-	if agreed < c.quorum && res.Yes >= c.quorum {
+	qe := c.notObtained(votes, agreed >= c.nodes.Quorum(), start)
+	if agreed < c.nodes.Quorum() && res.Yes >= c.nodes.Quorum() {
 		qe.Reason = "nodes took different permits"
 	}
 	for _, n := range qe.Nodes {
@@ -279,11 +280,11 @@ func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout 
 	}
 	slots := k.enter(c, token, nodes)
 	release := k.releaser(c, token, keep, false)
-	c.wg.Add(1) // callers run inside a registered operation
+	c.life.wg.Add(1) // callers run inside a registered operation
 	go func() {
-		defer c.wg.Done()
-		fanout.Each(context.Background(), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) { return release.release(ctx, i) })
+		defer c.life.wg.Done()
+		fanout.Each(context.Background(), &c.life.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) { return release.release(ctx, i) })
 		})
 	}()
 }
@@ -294,12 +295,12 @@ func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout 
 func (l *Lock) release(ctx context.Context) fanout.Result {
 	c := l.c
 	keys := l.kind.watched()
-	defer c.released.wake(keys)
+	defer c.waits.released.wake(keys)
 	slots := l.kind.enter(c, l.token, nil)
 	release := l.kind.releaser(c, l.token, l.leave, true)
 	return c.confirm(context.WithoutCancel(ctx), releaseTimeout(c.nodeTimeout(l.ttl), len(keys)),
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) { return release.release(ctx, i) })
+			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) { return release.release(ctx, i) })
 		})
 }
 

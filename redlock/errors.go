@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/node"
 )
 
 // Sentinel errors, for errors.Is. Errors returned by this package wrap them;
@@ -34,7 +36,7 @@ var (
 	// the node timeout (WithNodeTimeout). It does not match
 	// context.DeadlineExceeded: an operation's error matches that only when
 	// the caller's own context ended the call.
-	ErrNodeTimeout = errors.New("redlock: no answer within the node timeout")
+	ErrNodeTimeout = node.ErrTimeout
 	// ErrPending is the per-node cause when a node had not answered yet when
 	// the operation decided without it (a majority had already refused, or
 	// agreed too late). Its outcome is unknown; the Client cleans up after
@@ -44,15 +46,15 @@ var (
 	// restarted less than the quarantine ago without persisting every
 	// write (WithQuarantine): it may have forgotten a lock that is still
 	// valid, so its yes does not count.
-	ErrNodeQuarantined = errors.New("redlock: node quarantined after a restart")
+	ErrNodeQuarantined = node.ErrQuarantined
 	// ErrNodeUnverified is the cause reported (in a NodeUnverified event,
 	// never in an operation's error) for a node whose age the Client
 	// cannot read, so that it cannot quarantine it: the node counts.
-	ErrNodeUnverified = errors.New("redlock: node age unknown")
+	ErrNodeUnverified = node.ErrUnverified
 	// ErrNodeClock is the per-node cause when a node said yes but its
 	// clock was seen running fast or jumping forward beyond the drift
 	// allowance (WithClockCheck): it may expire keys early.
-	ErrNodeClock = errors.New("redlock: node clock beyond the drift bound")
+	ErrNodeClock = node.ErrClock
 	// ErrLockDelay is the per-node cause when a node refused a key whose
 	// last holder's lock expired without a release less than the lock-delay
 	// ago (WithLockDelay). The node set nothing; the NodeError names the
@@ -190,12 +192,7 @@ func (e *QuorumError) Unwrap() []error {
 // is this package's bound, not the caller's, and must not make the
 // operation's error match context.DeadlineExceeded. (When the caller's
 // context ended the call, withContext adds its error to the operation's.)
-func nodeCause(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-		return ErrNodeTimeout
-	}
-	return err
-}
+func nodeCause(err error) error { return node.Cause(err) }
 
 // unprefixed is err's message without this package's "redlock: " prefix,
 // for an error quoted inside another of ours.
@@ -245,4 +242,39 @@ func withContext(err error, ctxErr error) error {
 		return &cp
 	}
 	return errors.Join(err, ctxErr)
+}
+
+// quorumError builds the error of an operation from its votes, with one
+// NodeError per node that did not vote yes, in node order. A plain no is
+// reported as ErrTaken for a lock and as ErrNotHeld otherwise; a node with
+// no vote (a straggler) as ErrPending.
+func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *QuorumError {
+	qe := &QuorumError{Op: op, Agreed: res.Yes, Needed: c.nodes.Quorum(), Total: c.nodes.Len(), sentinel: sentinel}
+	causes := make([]error, c.nodes.Len())
+	for i := range causes {
+		causes[i] = ErrPending
+	}
+	for _, v := range res.Votes {
+		switch {
+		case v.OK:
+			causes[v.Node] = nil
+		case v.Err != nil:
+			causes[v.Node] = nodeCause(v.Err)
+		case op == "lock":
+			causes[v.Node] = ErrTaken
+		default:
+			causes[v.Node] = ErrNotHeld
+		}
+	}
+	for i, cause := range causes {
+		if cause != nil {
+			qe.Nodes = append(qe.Nodes, &NodeError{Node: i, Addr: c.nodes.Pool(i).Addr(), Err: cause})
+		}
+	}
+	return qe
+}
+
+func asInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/node"
 	"github.com/redlockgo/redlock/internal/scripts"
 )
 
@@ -34,7 +35,7 @@ func WithFencing() LockOption {
 
 // fenceKey returns the Redis key of the fence counter of the lock key, as
 // WithFencing documents it.
-func fenceKey(key string) string { return key + ":fence" }
+func fenceKey(key string) string { return node.FenceKey(key) }
 
 // Fence returns the lock's fencing token, or 0 for a lock taken without
 // WithFencing (and for a nil Lock).
@@ -49,7 +50,7 @@ func (l *Lock) Fence() uint64 {
 // the counter in *counter.
 func (c *Client) setFenced(ctx context.Context, i int, key, token string, ttl time.Duration, counter *uint64) (bool, error) {
 	keys := c.withHeld([]string{key, c.fenceKey(i, key)}, i, key)
-	r, err := c.pools[i].Eval(ctx, scripts.AcquireFenced, keys, c.withDelay([]any{token, ttl.Milliseconds()})...)
+	r, err := c.nodes.Pool(i).Eval(ctx, scripts.AcquireFenced, keys, c.withDelay([]any{token, ttl.Milliseconds()})...)
 	if err != nil {
 		return false, err
 	}
@@ -89,10 +90,10 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, tak
 	}
 	fence := top + 1
 	arg := strconv.FormatUint(fence, 10)
-	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
+	slots := c.nodes.TakeAll(l.key, l.token, false, nil)
 	res2 := c.decide(ctx, timeout, 0,
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
 				return l.raiseFenceOn(ctx, i, arg)
 			})
 		}, nil, nil)
@@ -120,12 +121,12 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 // holds l's token, and returns the votes and counters once a majority
 // answered; otherwise an error wrapping ErrNotObtained.
 func (c *Client) readFences(ctx context.Context, l *Lock) (fanout.Result, []nodeTake, error) {
-	takes := make([]nodeTake, len(c.pools))
-	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
+	takes := make([]nodeTake, c.nodes.Len())
+	slots := c.nodes.TakeAll(l.key, l.token, false, nil)
 	res := c.decide(ctx, c.nodeTimeout(l.ttl), 0,
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
-				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, c.fenceKey(i, l.key)}, l.token)
+			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
+				r, err := c.nodes.Pool(i).Eval(ctx, scripts.FenceRead, []string{l.key, c.fenceKey(i, l.key)}, l.token)
 				if err != nil || r == nil {
 					return false, err
 				}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/wait"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -34,7 +35,7 @@ type grants struct {
 	woken   *releases         // the Client's calls waiting for a key to be free
 
 	mu      sync.Mutex
-	inbox   map[string]*waiter // by token
+	inbox   map[string]*wait.Waiter // by token
 	started bool
 	closed  bool
 	cancel  context.CancelFunc
@@ -50,20 +51,20 @@ type grants struct {
 const grantChannelPrefix = "redlock:grant:"
 
 // register makes w reachable by the grants for its token.
-func (g *grants) register(w *waiter) {
+func (g *grants) register(w *wait.Waiter) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.inbox == nil {
-		g.inbox = make(map[string]*waiter)
+		g.inbox = make(map[string]*wait.Waiter)
 	}
-	g.inbox[w.token] = w
+	g.inbox[w.Token()] = w
 }
 
 // unregister forgets w.
-func (g *grants) unregister(w *waiter) {
+func (g *grants) unregister(w *wait.Waiter) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.inbox, w.token)
+	delete(g.inbox, w.Token())
 }
 
 // deliver passes a grant of node i, after round seq, to the waiter with
@@ -79,7 +80,7 @@ func (g *grants) deliver(token string, i, seq int) {
 	if g.health != nil {
 		err = g.health(i)
 	}
-	w.deliver(grant{node: i, seq: seq, err: err})
+	w.Deliver(wait.Grant{Node: i, Seq: seq, Err: err})
 }
 
 // start opens the listeners, once: one goroutine per node that supports

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redlockgo/redlock/internal/node"
 	"github.com/redlockgo/redlock/internal/scripts"
 )
 
@@ -40,8 +41,8 @@ func (c *Client) exclusiveKind(key string, lc lockConfig) exclusive {
 	return exclusive{key: key, mode: plainSet}
 }
 
-func (e *exclusive) enter(c *Client, token string, nodes []int) []slot {
-	return c.order.takeAll(e.key, token, true, nodes, len(c.pools))
+func (e *exclusive) enter(c *Client, token string, nodes []int) []node.Slot {
+	return c.nodes.TakeAll(e.key, token, true, nodes)
 }
 
 func (e *exclusive) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, _ nodeWatch, t *nodeTake) (bool, error) {
@@ -51,12 +52,12 @@ func (e *exclusive) take(ctx context.Context, c *Client, i int, token string, tt
 	case e.mode != plainSet && c.cfg.lockDelay > 0:
 		return c.setDelayed(ctx, i, e.key, token, ttl) // our own marker does not refuse
 	}
-	return c.pools[i].SetNX(ctx, e.key, token, ttl)
+	return c.nodes.Pool(i).SetNX(ctx, e.key, token, ttl)
 }
 
 func (e *exclusive) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
 	keys := c.withHeld([]string{e.key}, i, e.key)
-	r, err := c.pools[i].Eval(ctx, scripts.Extend, keys, c.withDelay([]any{token, ttl.Milliseconds()})...)
+	r, err := c.nodes.Pool(i).Eval(ctx, scripts.Extend, keys, c.withDelay([]any{token, ttl.Milliseconds()})...)
 	return asInt(r), err
 }
 
@@ -84,7 +85,7 @@ func (r *exclusiveRelease) release(ctx context.Context, i int) (bool, error) {
 }
 
 func (e *exclusive) raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error) {
-	r, err := c.pools[i].Eval(ctx, scripts.FenceRaise, []string{e.key, c.fenceKey(i, e.key)}, token, fence)
+	r, err := c.nodes.Pool(i).Eval(ctx, scripts.FenceRaise, []string{e.key, c.fenceKey(i, e.key)}, token, fence)
 	return asInt(r) == 1, err
 }
 
@@ -102,8 +103,8 @@ type multi struct {
 	fencing bool
 }
 
-func (m multi) enter(c *Client, token string, nodes []int) []slot {
-	return c.order.takeKeys(m.keys, token, nodes, len(c.pools))
+func (m multi) enter(c *Client, token string, nodes []int) []node.Slot {
+	return c.nodes.TakeKeys(m.keys, token, nodes)
 }
 
 // take runs AcquireAll on node i; with fencing it records the largest of
@@ -118,22 +119,22 @@ func (m multi) take(ctx context.Context, c *Client, i int, token string, ttl tim
 		ks = make([]string, 0, 4*len(m.keys))
 		ks = append(ks, m.keys...)
 	}
-	n := c.names(i)
+	n := c.nodes.Names(i)
 	if delay {
 		for _, k := range m.keys {
-			ks = append(ks, n.held(k))
+			ks = append(ks, n.Held(k))
 		}
 	}
 	if fencing {
 		for _, k := range m.keys {
-			ks = append(ks, n.fence(k))
+			ks = append(ks, n.Fence(k))
 		}
 	}
 	if w.keys != nil {
 		ks = append(ks, w.keys...)
 		args = append(args, w.channel, w.lease)
 	}
-	r, err := c.pools[i].Eval(ctx, scripts.AcquireAll, ks, args...)
+	r, err := c.nodes.Pool(i).Eval(ctx, scripts.AcquireAll, ks, args...)
 	if err != nil {
 		return false, err
 	}
@@ -186,14 +187,14 @@ func (m multi) take(ctx context.Context, c *Client, i int, token string, ttl tim
 func (m multi) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
 	ks := m.keys
 	if c.cfg.lockDelay > 0 {
-		n := c.names(i)
+		n := c.nodes.Names(i)
 		ks = make([]string, 0, 2*len(m.keys))
 		ks = append(ks, m.keys...)
 		for _, k := range m.keys {
-			ks = append(ks, n.held(k))
+			ks = append(ks, n.Held(k))
 		}
 	}
-	r, err := c.pools[i].Eval(ctx, scripts.ExtendAll, ks, token, ttl.Milliseconds(), c.cfg.lockDelay.Milliseconds())
+	r, err := c.nodes.Pool(i).Eval(ctx, scripts.ExtendAll, ks, token, ttl.Milliseconds(), c.cfg.lockDelay.Milliseconds())
 	return asInt(r), err
 }
 
@@ -213,11 +214,11 @@ func (m multi) releaser(c *Client, token string, _ any, wake bool) releaseCall {
 func (m multi) raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error) {
 	ks := make([]string, 0, 2*len(m.keys))
 	ks = append(ks, m.keys...)
-	n := c.names(i)
+	n := c.nodes.Names(i)
 	for _, k := range m.keys {
-		ks = append(ks, n.fence(k))
+		ks = append(ks, n.Fence(k))
 	}
-	r, err := c.pools[i].Eval(ctx, scripts.FenceRaiseAll, ks, token, fence, len(m.keys))
+	r, err := c.nodes.Pool(i).Eval(ctx, scripts.FenceRaiseAll, ks, token, fence, len(m.keys))
 	return asInt(r) == 1, err
 }
 

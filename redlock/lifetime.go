@@ -157,7 +157,7 @@ func (l *Lock) startKeeper(lc lockConfig) {
 	if lc.maxHold > 0 {
 		l.keeper.capAt = l.acquiredAt.Add(lc.maxHold)
 	}
-	l.c.wg.Add(1)
+	l.c.life.wg.Add(1)
 	go l.keep()
 }
 
@@ -178,7 +178,7 @@ func (l *Lock) stopKeeper() {
 
 func (l *Lock) keep() {
 	k := l.keeper
-	defer l.c.wg.Done()
+	defer l.c.life.wg.Done()
 	defer close(k.exited)
 	defer k.cancel()
 	clk := l.c.cfg.clock
@@ -239,7 +239,7 @@ func (l *Lock) sleep(at time.Time) bool {
 	case <-k.stop:
 		k.finish(errUnlocked, false)
 		return false
-	case <-l.c.closing:
+	case <-l.c.life.closing:
 		l.lose(lostBecause(ErrClosed))
 		return false
 	case <-t.C():

@@ -149,13 +149,13 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 		return fmt.Errorf("%w: validity ended %v ago", ErrNotHeld, start.Sub(old))
 	}
 
-	absent := make([]bool, len(c.pools)) // each written only by its node's goroutine
-	decided := make(chan struct{})       // closed once extended is final
+	absent := make([]bool, c.nodes.Len()) // each written only by its node's goroutine
+	decided := make(chan struct{})        // closed once extended is final
 	extended := false
-	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
+	slots := c.nodes.TakeAll(l.key, l.token, false, nil)
 	res := c.decide(ctx, timeout, 0,
 		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := l.extendOn(ctx, i, ttl)
 				if err != nil {
 					return false, err
@@ -198,7 +198,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 // there (not absent) reports ErrTaken.
 func (c *Client) extendError(res fanout.Result, absent []bool, expired bool) *QuorumError {
 	sentinel := ErrNotExtended
-	if expired || refusals(res) > len(c.pools)-c.quorum {
+	if expired || refusals(res) > c.nodes.Len()-c.nodes.Quorum() {
 		sentinel = ErrNotHeld
 	}
 	qe := c.quorumError("extend", sentinel, res)
@@ -237,13 +237,13 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if l.released.Swap(true) {
 		return fmt.Errorf("%w: already unlocked", ErrNotHeld)
 	}
-	c.held.remove(l)
+	c.life.held.remove(l)
 	start := c.cfg.clock.Now()
 	res := l.release(ctx)
 	e := Event{Kind: Released, Key: l.key, Start: start, Duration: c.cfg.clock.Since(start), Held: start.Sub(l.acquiredAt), Fence: l.fence}
 	if !res.Reached {
 		sentinel := ErrNotReleased
-		if !c.cfg.clock.Now().Before(l.Until()) || refusals(res) > len(c.pools)-c.quorum {
+		if !c.cfg.clock.Now().Before(l.Until()) || refusals(res) > c.nodes.Len()-c.nodes.Quorum() {
 			sentinel = ErrNotHeld
 		}
 		e.Kind, e.Err = ReleaseFailed, c.quorumError("unlock", sentinel, res)
@@ -261,9 +261,9 @@ func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Dur
 		return
 	}
 	c := l.c
-	slots := c.order.takeAll(l.key, l.token, false, nodes, len(c.pools))
-	fanout.Each(context.WithoutCancel(ctx), &c.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
-		return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
+	slots := c.nodes.TakeAll(l.key, l.token, false, nodes)
+	fanout.Each(context.WithoutCancel(ctx), &c.life.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+		return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
 			return l.healOn(ctx, i, ttl)
 		})
 	})

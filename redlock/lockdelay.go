@@ -69,7 +69,7 @@ func (c *Client) withDelay(args []any) []any {
 // setDelayed is the lock-delay's SET NX PX on node i: it sets key and its
 // holder marker, or refuses with an error wrapping ErrLockDelay.
 func (c *Client) setDelayed(ctx context.Context, i int, key, token string, ttl time.Duration) (bool, error) {
-	r, err := c.pools[i].Eval(ctx, scripts.AcquireDelay, []string{key, c.heldKey(i, key)},
+	r, err := c.nodes.Pool(i).Eval(ctx, scripts.AcquireDelay, []string{key, c.heldKey(i, key)},
 		token, ttl.Milliseconds(), c.cfg.lockDelay.Milliseconds())
 	if err != nil {
 		return false, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/node"
 )
 
 // TryLockAll makes one attempt to take the locks on every key of keys at
@@ -105,7 +106,7 @@ func (c *Client) pause(ctx context.Context, delay time.Duration, woken <-chan st
 			}
 		case <-ctx.Done():
 			return withContext(last, ctx.Err())
-		case <-c.closing:
+		case <-c.life.closing:
 			return errors.Join(last, ErrClosed)
 		}
 	}
@@ -124,8 +125,8 @@ func (l *Lock) Keys() []string {
 // checkAll validates the arguments of a multi-lock and returns its keys
 // sorted, without duplicates.
 func (c *Client) checkAll(ctx context.Context, keys []string, ttl time.Duration, opts []LockOption) ([]string, lockConfig, error) {
-	keys, err := normalKeys(keys, c.kinds())
-	if err == nil && slices.Contains(c.cluster, true) {
+	keys, err := normalKeys(keys, c.nodes.Namings())
+	if err == nil && c.nodes.AnyCluster() {
 		err = oneSlot(keys)
 	}
 	if err != nil {
@@ -168,7 +169,7 @@ const MaxKeys = 1000
 // MaxKeys, an empty key, and a key that is another key's companion (its
 // fence counter or one of its queue's keys) under one of kinds, the namings
 // of the nodes: the lock would overwrite what that key keeps there.
-func normalKeys(keys []string, kinds []names) ([]string, error) {
+func normalKeys(keys []string, kinds []node.Names) ([]string, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("redlock: no keys")
 	}
@@ -184,11 +185,11 @@ func normalKeys(keys []string, kinds []names) ([]string, error) {
 	companions := make(map[string]string, 6*len(keys)*len(kinds))
 	for _, n := range kinds {
 		for _, k := range keys {
-			companions[n.fence(k)] = k
-			for _, q := range n.queue(k)[1:] {
+			companions[n.Fence(k)] = k
+			for _, q := range n.Queue(k)[1:] {
 				companions[q] = k
 			}
-			companions[n.watch(k)] = k
+			companions[n.Watch(k)] = k
 		}
 	}
 	for _, k := range keys {

@@ -15,7 +15,7 @@ func (c *Client) releaseAllOn(ctx context.Context, i int, keys []string, token s
 	if wake {
 		ks = append(ks, c.watchKeys(i, keys)...)
 	}
-	v, err := c.pools[i].Eval(ctx, scripts.ReleaseAll, ks, args...)
+	v, err := c.nodes.Pool(i).Eval(ctx, scripts.ReleaseAll, ks, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -25,40 +25,10 @@ func (c *Client) releaseAllOn(ctx context.Context, i int, keys []string, token s
 	}
 	for j := 1; j+1 < len(arr); j += 2 {
 		if next, ok := arr[j].(string); ok {
-			c.grants.deliver(next, i, int(asInt(arr[j+1])))
+			c.waits.grants.deliver(next, i, int(asInt(arr[j+1])))
 		}
 	}
 	return int(asInt(arr[0])), nil
-}
-
-// takeKeys takes the places of one write per node of nodes (nil: all n)
-// for keys and token: in token's chain and in every key's. Each call enters
-// every chain at once, under one lock, so two calls are in the same order in
-// every chain they share and never wait for each other in a cycle.
-func (o *order) takeKeys(keys []string, token string, nodes []int, n int) []slot {
-	if nodes == nil {
-		nodes = make([]int, n)
-		for i := range nodes {
-			nodes[i] = i
-		}
-	}
-	slots := make([]slot, n)
-	places := make([]pending, len(nodes)*(1+len(keys)))
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, i := range nodes {
-		s := slot{t: o.enterLocked(chainID{name: token}, i, n, &places[0]), write: true}
-		s.k = o.enterLocked(chainID{write: true, name: keys[0]}, i, n, &places[1])
-		if len(keys) > 1 {
-			s.more = make([]turn, len(keys)-1)
-			for j, k := range keys[1:] {
-				s.more[j] = o.enterLocked(chainID{write: true, name: k}, i, n, &places[2+j])
-			}
-		}
-		places = places[1+len(keys):]
-		slots[i] = s
-	}
-	return slots
 }
 
 // releases wakes a Client's LockAll, RLock and AcquirePermit calls when one

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/clock"
+	"github.com/redlockgo/redlock/internal/node"
 )
 
 // Defaults used when an option is not given.
@@ -23,7 +24,7 @@ const (
 	// mistake than an intent: keep long work alive with WithAutoExtend.
 	MaxTTL = 24 * time.Hour
 	// driftConstant is added to the drift for the granularity of Redis expiry.
-	driftConstant = 2 * time.Millisecond
+	driftConstant = node.DriftConstant
 )
 
 // Option configures a Client. Options are applied in order; New reports the

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redlockgo/redlock/internal/node"
 	"github.com/redlockgo/redlock/internal/scripts"
 )
 
@@ -84,8 +85,8 @@ type permitLease struct {
 	slot  string
 }
 
-func (p permitLease) enter(c *Client, token string, nodes []int) []slot {
-	return c.order.takeAll(p.key, token, true, nodes, len(c.pools))
+func (p permitLease) enter(c *Client, token string, nodes []int) []node.Slot {
+	return c.nodes.TakeAll(p.key, token, true, nodes)
 }
 
 func (p permitLease) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch, t *nodeTake) (bool, error) {
@@ -99,7 +100,7 @@ func (p permitLease) take(ctx context.Context, c *Client, i int, token string, t
 		keys = append(keys, w.keys[0])
 		args = append(args, w.channel, w.lease)
 	}
-	v, err := c.pools[i].Eval(ctx, scripts.PermitAcquire, keys, args...)
+	v, err := c.nodes.Pool(i).Eval(ctx, scripts.PermitAcquire, keys, args...)
 	if err != nil {
 		return false, err
 	}
@@ -107,7 +108,7 @@ func (p permitLease) take(ctx context.Context, c *Client, i int, token string, t
 }
 
 func (p permitLease) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
-	v, err := c.pools[i].Eval(ctx, scripts.PermitExtend, []string{p.key}, token, ttl.Milliseconds(), p.slot, c.cfg.lockDelay.Milliseconds())
+	v, err := c.nodes.Pool(i).Eval(ctx, scripts.PermitExtend, []string{p.key}, token, ttl.Milliseconds(), p.slot, c.cfg.lockDelay.Milliseconds())
 	return asInt(v), err
 }
 
@@ -117,14 +118,14 @@ func (p permitLease) releaser(c *Client, token string, _ any, wake bool) release
 		if wake {
 			keys = append(keys, c.watchKeys(i, keys)...)
 		}
-		v, err := c.pools[i].Eval(ctx, scripts.PermitRelease, keys, token, c.cfg.lockDelay.Milliseconds())
+		v, err := c.nodes.Pool(i).Eval(ctx, scripts.PermitRelease, keys, token, c.cfg.lockDelay.Milliseconds())
 		return asInt(v) == 1, err
 	})
 }
 
 func (p permitLease) raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error) {
 	keys := []string{p.key, c.fenceKey(i, p.key)}
-	v, err := c.pools[i].Eval(ctx, scripts.PermitFence, keys, token, p.slot, fence)
+	v, err := c.nodes.Pool(i).Eval(ctx, scripts.PermitFence, keys, token, p.slot, fence)
 	return asInt(v) == 1, err
 }
 

@@ -2,11 +2,9 @@ package redlock
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"time"
 
-	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/internal/node"
 )
 
 // DefaultQuarantine is the quarantine of a Client with the default drift
@@ -57,77 +55,24 @@ func quarantineFor(cfg config) time.Duration {
 	return MaxTTL + driftOf(cfg.driftFactor, MaxTTL)
 }
 
-// trust is what a Client last reported about each node, so that each state
-// of each server run is reported once.
-type trust struct {
-	mu       sync.Mutex
-	reported []trustNote
+// clockHold is how long a node out for a clock fault stays out: the
+// quarantine, or MaxTTL and its drift when the quarantine is off.
+func clockHold(cfg config) time.Duration {
+	if hold := quarantineFor(cfg); hold > 0 {
+		return hold
+	}
+	return MaxTTL + driftOf(cfg.driftFactor, MaxTTL)
 }
 
-type trustNote struct {
-	kind  EventKind
-	runID string
-}
-
-// startClockCheck starts the clock readings of WithClockCheck; Close stops
-// them. A node out for a clock fault stays out for the quarantine, or
-// MaxTTL and its drift when the quarantine is off.
-func (c *Client) startClockCheck() {
-	if c.cfg.clockEvery == 0 {
-		return
+// reportNode is the node layer's Reporter: what a node's health check
+// found, as an event naming the node.
+func (c *Client) reportNode(ctx context.Context, i int, r node.Report, err error) {
+	kind := NodeQuarantined
+	switch r {
+	case node.Unverified:
+		kind = NodeUnverified
+	case node.ClockFault:
+		kind = NodeClockFault
 	}
-	hold := c.quarantine
-	if hold == 0 {
-		hold = MaxTTL + c.drift(MaxTTL)
-	}
-	c.clocks = newClockWatch(len(c.pools), c.cfg.driftFactor, hold)
-	c.clocks.running.Add(1)
-	go c.watchClocks()
-}
-
-// quarantined returns an error wrapping ErrNodeQuarantined when node i may
-// have lost its data less than the quarantine ago, and nil when it counts.
-// It reports the first time a server run is found quarantined or
-// unverifiable.
-func (c *Client) quarantined(ctx context.Context, i int) error {
-	if c.quarantine == 0 {
-		return nil
-	}
-	idr, ok := c.pools[i].(pool.Identifier)
-	if !ok {
-		return nil // documented on WithQuarantine: outside the check
-	}
-	id, ok := idr.Identity()
-	switch {
-	case !ok:
-		return nil // a Pool that answered without connecting: nothing to learn
-	case id.Started.IsZero():
-		c.note(ctx, i, NodeUnverified, id.RunID, fmt.Errorf("%w: uptime unknown: %w", ErrNodeUnverified, id.Err))
-		return nil
-	case id.Persistence == pool.PersistenceAlways || id.FreshStart:
-		return nil
-	}
-	age := c.cfg.clock.Now().Sub(id.Started)
-	if age >= c.quarantine {
-		return nil
-	}
-	err := fmt.Errorf("%w: run %s started %v ago, persistence %s; counts in %v",
-		ErrNodeQuarantined, id.RunID, age.Truncate(time.Second), id.Persistence, (c.quarantine - age).Truncate(time.Second))
-	c.note(ctx, i, NodeQuarantined, id.RunID, err)
-	return err
-}
-
-// note reports kind for node i's run runID, unless already reported.
-func (c *Client) note(ctx context.Context, i int, kind EventKind, runID string, err error) {
-	c.trust.mu.Lock()
-	if c.trust.reported == nil {
-		c.trust.reported = make([]trustNote, len(c.pools))
-	}
-	n := trustNote{kind: kind, runID: runID}
-	seen := c.trust.reported[i] == n
-	c.trust.reported[i] = n
-	c.trust.mu.Unlock()
-	if !seen {
-		c.emit(ctx, Event{Kind: kind, Err: &NodeError{Node: i, Addr: c.pools[i].Addr(), Err: err}})
-	}
+	c.emit(ctx, Event{Kind: kind, Err: &NodeError{Node: i, Addr: c.nodes.Addr(i), Err: err}})
 }

@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/internal/wait"
 )
 
 // queueing is a Client's side of the waiters' node calls: it implements
-// queueNodes for the waiters of one key.
+// wait.Nodes for the waiters of one key.
 type queueing struct {
 	c       *Client
 	key     string
@@ -26,58 +27,59 @@ func (c *Client) queueing(key string, ttl time.Duration, lc lockConfig) *queuein
 	return &queueing{c: c, key: key, kind: &kind, keys: c.releaseKeys(key), timeout: c.nodeTimeout(ttl)}
 }
 
-// round implements queueNodes.
-func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
+// Round implements wait.Nodes.
+func (q *queueing) Round(w *wait.Waiter, i, seq int, mayTake bool) {
 	take := "0"
 	if mayTake {
 		take = "1"
 	}
 	c := q.c
-	s := c.order.take(q.key, w.token, false, i, len(c.pools))
-	c.wg.Add(1) // inside the waiter's registered operation: safe against Close
+	s := c.nodes.Take(q.key, w.Token(), false, i)
+	c.life.wg.Add(1) // inside the waiter's registered operation: safe against Close
 	go func() {
-		defer c.wg.Done()
+		defer c.life.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 		defer cancel()
-		r := reply{node: i, seq: seq}
-		_, r.err = s.run(ctx, func(ctx context.Context) (bool, error) {
-			v, err := c.pools[i].Eval(ctx, scripts.Enqueue, q.keys[i], c.withDelay([]any{w.token, w.ttl.Milliseconds(),
-				w.ticket, w.lease().Milliseconds(), seq, q.channel(i), take})...)
+		r := wait.Reply{Node: i, Seq: seq}
+		_, r.Err = s.Run(ctx, func(ctx context.Context) (bool, error) {
+			v, err := c.nodes.Pool(i).Eval(ctx, scripts.Enqueue, q.keys[i], c.withDelay([]any{w.Token(), w.TTL().Milliseconds(),
+				w.Ticket(), w.Lease().Milliseconds(), seq, q.channel(i), take})...)
 			if err != nil {
 				return false, err
 			}
 			return true, parseEnqueue(v, &r)
 		})
-		c.silence.note(i, r.err)
-		if r.err == nil && (r.code == scripts.EnqueueSet || r.code == scripts.EnqueueGranted) {
-			r.err = c.health(ctx, i) // the node holds our token, but must not count
+		c.nodes.Note(i, r.Err)
+		if r.Err == nil && (r.Code == scripts.EnqueueSet || r.Code == scripts.EnqueueGranted) {
+			r.Err = c.health(ctx, i) // the node holds our token, but must not count
 		}
-		w.replies <- r // one slot per node, and one round in flight per node
+		r.Final = errors.Is(r.Err, ErrWrongKind) // no round can change what the key holds
+		w.Reply(r)                               // one slot per node, and one round in flight per node
 	}()
 }
 
 // parseEnqueue reads Enqueue's reply into r.
-func parseEnqueue(v any, r *reply) error {
+func parseEnqueue(v any, r *wait.Reply) error {
 	arr, _ := v.([]any)
 	if len(arr) == 0 {
 		return errMalformed
 	}
-	r.code = asInt(arr[0])
-	switch r.code {
+	r.Code = asInt(arr[0])
+	switch r.Code {
 	case scripts.EnqueueSet:
 	case scripts.EnqueueGranted:
 		if len(arr) < 2 {
 			return errMalformed
 		}
-		r.grantSeq = int(asInt(arr[1]))
+		r.GrantSeq = int(asInt(arr[1]))
 	case scripts.EnqueueQueued:
 		if len(arr) > 1 {
-			r.holder, _ = arr[1].(string)
+			r.Holder, _ = arr[1].(string)
 		}
 		if len(arr) > 2 {
-			r.holderTTL = time.Duration(max(asInt(arr[2]), 0)) * time.Millisecond
+			r.HolderTTL = time.Duration(max(asInt(arr[2]), 0)) * time.Millisecond
 		}
-		r.delayed = len(arr) > 3 && asInt(arr[3]) == 1
+		r.Delayed = len(arr) > 3 && asInt(arr[3]) == 1
 	case scripts.EnqueueLeft:
 		return errLeft
 	case scripts.OtherKind:
@@ -101,30 +103,30 @@ func (q *queueing) channel(i int) string {
 	if i < len(q.channels) {
 		return q.channels[i]
 	}
-	return q.c.grants.channel
+	return q.c.waits.grants.channel
 }
 
-// listening implements queueNodes.
-func (q *queueing) listening(i int) bool { return q.c.grants.listening(i, q.channel(i)) }
+// Listening implements wait.Nodes.
+func (q *queueing) Listening(i int) bool { return q.c.waits.grants.listening(i, q.channel(i)) }
 
-// giveBack implements queueNodes: the keys nodes granted the waiter pass
+// GiveBack implements wait.Nodes: the keys nodes granted the waiter pass
 // to the next waiters, in the background; the waiter stays queued.
-func (q *queueing) giveBack(w *waiter, nodes []int) {
-	q.c.undo(q.kind, w.token, "", nodes, q.timeout)
+func (q *queueing) GiveBack(w *wait.Waiter, nodes []int) {
+	q.c.undo(q.kind, w.Token(), "", nodes, q.timeout)
 }
 
 // leave takes the waiter out of every queue, and gives back any key granted
 // to it, in the background. Its rounds still on their way cannot queue it
 // again for a lease.
-func (q *queueing) leave(w *waiter) {
-	q.c.undo(q.kind, w.token, w.lease().Milliseconds(), q.c.allNodes(), q.timeout)
+func (q *queueing) leave(w *wait.Waiter) {
+	q.c.undo(q.kind, w.Token(), w.Lease().Milliseconds(), q.c.nodes.All(), q.timeout)
 }
 
 // releaseArgs appends to buf Release's arguments for token: keep is how long, in
 // ms, the token may not queue again ("": it stays queued). They are built
 // once per release, for every node.
 func (c *Client) releaseArgs(buf []any, token string, keep any) []any {
-	return c.withDelay(append(buf, token, keep, c.grants.channel))
+	return c.withDelay(append(buf, token, keep, c.waits.grants.channel))
 }
 
 // releaseOn runs Release on node i with its keys (releaseKeys) and args
@@ -132,8 +134,8 @@ func (c *Client) releaseArgs(buf []any, token string, keep any) []any {
 // node handed the key on to a waiter of this Client, that waiter hears of
 // it from the reply, at once, and the node publishes nothing.
 func (c *Client) releaseOn(ctx context.Context, i int, keys []string, args []any) (bool, error) {
-	v, err := c.pools[i].Eval(ctx, scripts.Release, keys, args...)
-	c.silence.note(i, err)
+	v, err := c.nodes.Pool(i).Eval(ctx, scripts.Release, keys, args...)
+	c.nodes.Note(i, err)
 	if err != nil {
 		return false, err
 	}
@@ -143,19 +145,10 @@ func (c *Client) releaseOn(ctx context.Context, i int, keys []string, args []any
 	}
 	if len(arr) >= 3 {
 		if next, ok := arr[1].(string); ok {
-			c.grants.deliver(next, i, int(asInt(arr[2])))
+			c.waits.grants.deliver(next, i, int(asInt(arr[2])))
 		}
 	}
 	return asInt(arr[0]) == 1, nil
-}
-
-// allNodes returns 0..n-1.
-func (c *Client) allNodes() []int {
-	nodes := make([]int, len(c.pools))
-	for i := range nodes {
-		nodes[i] = i
-	}
-	return nodes
 }
 
 // wait is Lock after its first attempt (none WithFairness): the caller
@@ -165,41 +158,40 @@ func (c *Client) allNodes() []int {
 // first retry. It returns the lock, or the error, and the number of retries.
 func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc lockConfig, delay time.Duration, retry bool) (*Lock, int, error) {
 	q := c.queueing(key, ttl, lc)
-	w := newWaiter(q, c.cfg.clock, len(c.pools), c.quorum, newToken(), ttl, c.drift(ttl), lc.retry, q.timeout)
-	for i := range w.view {
-		if c.silence.silent(i) {
-			w.view[i].err = ErrNodeTimeout // until the node answers this waiter
+	w := wait.New(q, wait.Config{Clock: c.cfg.clock, N: c.nodes.Len(), Quorum: c.nodes.Quorum(), Token: newToken(),
+		TTL: ttl, Drift: c.drift(ttl), Retry: lc.retry, Check: contendedGrace(q.timeout), Delayed: delayError})
+	for i := range c.nodes.Len() {
+		if c.nodes.Silent(i) {
+			w.Silent(i) // until the node answers this waiter
 		}
 	}
-	c.grants.register(w)
-	defer c.grants.unregister(w)
-	c.grants.start(c.pools, c.nodeTimeout(0))
-	channels, release := c.grants.hold(key, len(c.pools))
+	c.waits.grants.register(w)
+	defer c.waits.grants.unregister(w)
+	c.waits.grants.start(c.nodes.Pools(), c.nodeTimeout(0))
+	channels, release := c.waits.grants.hold(key, c.nodes.Len())
 	defer release()
 	q.channels = channels
 	for {
-		until, err := w.wait(ctx, c.closing, delay, retry)
-		if w.waited {
-			c.busy.mark(key, c.cfg.clock.Now())
+		until, err := w.Wait(ctx, c.life.closing, delay, retry)
+		if w.Waited() {
+			c.waits.busy.mark(key, c.cfg.clock.Now())
 		}
 		if err != nil {
 			q.leave(w)
-			return nil, w.retries, c.waitError(w, err, ctx)
+			return nil, w.Retries(), c.waitError(w, err, ctx)
 		}
 		l, err := c.granted(ctx, q, w, until, lc)
 		if err == nil {
-			return l, w.retries, nil
+			return l, w.Retries(), nil
 		}
 		// The grants could not be confirmed (fence, extension): give them
 		// back and wait on.
-		q.giveBack(w, c.allNodes())
-		for i := range w.view {
-			w.view[i].granted, w.view[i].floor = false, w.seq+1
-		}
+		q.GiveBack(w, c.nodes.All())
+		w.Restart()
 		if ctx.Err() != nil {
-			return nil, w.retries, withContext(err, ctx.Err())
+			return nil, w.Retries(), withContext(err, ctx.Err())
 		}
-		delay, retry = w.retry.NextDelay(w.retries + 1)
+		delay, retry = w.NextDelay()
 	}
 }
 
@@ -207,14 +199,15 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 // left with less than half its TTL of validity (the waiter's rounds were
 // far apart) is extended once before it is returned; a fenced one gets its
 // fence.
-func (c *Client) granted(ctx context.Context, q *queueing, w *waiter, until time.Time, lc lockConfig) (*Lock, error) {
-	l := c.newLock(q.key, w.token, w.ttl, lc.heal)
+func (c *Client) granted(ctx context.Context, q *queueing, w *wait.Waiter, until time.Time, lc lockConfig) (*Lock, error) {
+	ttl := w.TTL()
+	l := c.newLock(q.key, w.Token(), ttl, lc.heal)
 	l.ex = *q.kind
 	l.kind = &l.ex
 	l.until = until
-	l.leave = w.lease().Milliseconds()
-	if until.Sub(c.cfg.clock.Now()) < w.ttl/2 {
-		if err := l.extendOnce(ctx, w.ttl, c.nodeTimeout(w.ttl)); err != nil {
+	l.leave = w.Lease().Milliseconds()
+	if until.Sub(c.cfg.clock.Now()) < ttl/2 {
+		if err := l.extendOnce(ctx, ttl, c.nodeTimeout(ttl)); err != nil {
 			return nil, err
 		}
 	}
@@ -226,20 +219,20 @@ func (c *Client) granted(ctx context.Context, q *queueing, w *waiter, until time
 		l.fence = fence
 	}
 	if !c.cfg.clock.Now().Before(l.Until()) {
-		return nil, &QuorumError{Op: "lock", Agreed: w.granted(), Needed: c.quorum, Total: len(c.pools),
+		return nil, &QuorumError{Op: "lock", Agreed: w.Granted(), Needed: c.nodes.Quorum(), Total: c.nodes.Len(),
 			Reason: "validity used up", sentinel: ErrNotObtained}
 	}
 	return l, nil
 }
 
 // waitError is the error of a wait that failed with err.
-func (c *Client) waitError(w *waiter, err error, ctx context.Context) error {
-	qe := c.quorumError("lock", ErrNotObtained, w.result())
-	if qe.Agreed >= c.quorum {
+func (c *Client) waitError(w *wait.Waiter, err error, ctx context.Context) error {
+	qe := c.quorumError("lock", ErrNotObtained, w.Result())
+	if qe.Agreed >= c.nodes.Quorum() {
 		qe.Reason = "validity used up" // the grants came too late to leave any
 	}
 	switch {
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, wait.ErrClosed):
 		return errors.Join(qe, ErrClosed)
 	case ctx.Err() != nil:
 		return withContext(qe, ctx.Err())

@@ -1,8 +1,9 @@
 package redlock
 
 import (
-	"math/rand/v2"
 	"time"
+
+	"github.com/redlockgo/redlock/internal/wait"
 )
 
 // RetryStrategy decides how long the blocking calls (Lock, RLock,
@@ -17,7 +18,7 @@ type RetryStrategy interface {
 }
 
 // minRetryDelay is the floor under every delay a RetryStrategy returns.
-const minRetryDelay = time.Millisecond
+const minRetryDelay = wait.MinDelay
 
 // RetryFunc adapts a function to a RetryStrategy.
 type RetryFunc func(attempt int) (time.Duration, bool)
@@ -34,30 +35,11 @@ var defaultRetry = ExponentialBackoff(25*time.Millisecond, 250*time.Millisecond)
 // A waiting Lock is handed the lock by the release it waits for; its rounds
 // at these delays only refresh its place in the queues and cover a lost
 // message or an expired holder, so hi bounds how long those take to notice.
-func ExponentialBackoff(lo, hi time.Duration) RetryStrategy {
-	lo = max(lo, time.Millisecond)
-	return exponential{lo: lo, hi: max(hi, lo)}
-}
-
-type exponential struct{ lo, hi time.Duration }
-
-func (e exponential) NextDelay(attempt int) (time.Duration, bool) {
-	d := e.hi
-	if attempt < 32 {
-		d = min(e.lo<<max(attempt-1, 0), e.hi)
-	}
-	return jitter(d), true
-}
+func ExponentialBackoff(lo, hi time.Duration) RetryStrategy { return wait.Exponential(lo, hi) }
 
 // ConstantBackoff waits d, picked at random in its upper half, between
 // attempts. d is at least 1ms.
-func ConstantBackoff(d time.Duration) RetryStrategy {
-	return constant(max(d, time.Millisecond))
-}
-
-type constant time.Duration
-
-func (c constant) NextDelay(int) (time.Duration, bool) { return jitter(time.Duration(c)), true }
+func ConstantBackoff(d time.Duration) RetryStrategy { return wait.Constant(d) }
 
 // NoRetry makes Lock behave like TryLock: one attempt.
 func NoRetry() RetryStrategy {
@@ -66,16 +48,5 @@ func NoRetry() RetryStrategy {
 
 // LimitRetry stops s after n retries (n+1 attempts in all).
 func LimitRetry(s RetryStrategy, n int) RetryStrategy {
-	return RetryFunc(func(attempt int) (time.Duration, bool) {
-		if attempt > n || s == nil {
-			return 0, false
-		}
-		return s.NextDelay(attempt)
-	})
-}
-
-// jitter returns a random duration in [d/2, d].
-func jitter(d time.Duration) time.Duration {
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return RetryFunc(wait.Limit(s, n).NextDelay) // a nil s stays nil: no retry
 }

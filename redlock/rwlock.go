@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/redlockgo/redlock/internal/node"
 	"github.com/redlockgo/redlock/internal/scripts"
 )
 
@@ -70,8 +71,8 @@ func (c *Client) rlock(ctx context.Context, key string, ttl time.Duration, opts 
 // its own on the key, excluding writers.
 type readLease struct{ key string }
 
-func (r readLease) enter(c *Client, token string, nodes []int) []slot {
-	return c.order.takeAll(r.key, token, true, nodes, len(c.pools))
+func (r readLease) enter(c *Client, token string, nodes []int) []node.Slot {
+	return c.nodes.TakeAll(r.key, token, true, nodes)
 }
 
 func (r readLease) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch, t *nodeTake) (bool, error) {
@@ -79,14 +80,14 @@ func (r readLease) take(ctx context.Context, c *Client, i int, token string, ttl
 	if heal {
 		flag = "1"
 	}
-	n := c.names(i)
-	keys := []string{r.key, n.readers(r.key), n.queue(r.key)[2], n.fence(r.key), n.held(r.key)}
+	n := c.nodes.Names(i)
+	keys := []string{r.key, n.Readers(r.key), n.Queue(r.key)[2], n.Fence(r.key), n.Held(r.key)}
 	args := []any{token, ttl.Milliseconds(), flag, c.cfg.lockDelay.Milliseconds()}
 	if w.keys != nil {
 		keys = append(keys, w.keys[0])
 		args = append(args, w.channel, w.lease)
 	}
-	v, err := c.pools[i].Eval(ctx, scripts.RLockAcquire, keys, args...)
+	v, err := c.nodes.Pool(i).Eval(ctx, scripts.RLockAcquire, keys, args...)
 	if err != nil {
 		return false, err
 	}
@@ -94,9 +95,9 @@ func (r readLease) take(ctx context.Context, c *Client, i int, token string, ttl
 }
 
 func (r readLease) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
-	n := c.names(i)
-	keys := []string{r.key, n.readers(r.key), n.held(r.key)}
-	v, err := c.pools[i].Eval(ctx, scripts.RLockExtend, keys, token, ttl.Milliseconds(), c.cfg.lockDelay.Milliseconds())
+	n := c.nodes.Names(i)
+	keys := []string{r.key, n.Readers(r.key), n.Held(r.key)}
+	v, err := c.nodes.Pool(i).Eval(ctx, scripts.RLockExtend, keys, token, ttl.Milliseconds(), c.cfg.lockDelay.Milliseconds())
 	return asInt(v), err
 }
 
@@ -105,13 +106,13 @@ func (r readLease) releaser(c *Client, token string, _ any, wake bool) releaseCa
 }
 
 func (r readLease) release(ctx context.Context, c *Client, i int, token string, wake bool) (bool, error) {
-	n := c.names(i)
-	q := n.queue(r.key)
-	keys := []string{r.key, n.readers(r.key), q[1], q[2], q[3], n.held(r.key)}
+	n := c.nodes.Names(i)
+	q := n.Queue(r.key)
+	keys := []string{r.key, n.Readers(r.key), q[1], q[2], q[3], n.Held(r.key)}
 	if wake {
-		keys = append(keys, n.watch(r.key))
+		keys = append(keys, n.Watch(r.key))
 	}
-	v, err := c.pools[i].Eval(ctx, scripts.RLockRelease, keys, token, c.cfg.lockDelay.Milliseconds())
+	v, err := c.nodes.Pool(i).Eval(ctx, scripts.RLockRelease, keys, token, c.cfg.lockDelay.Milliseconds())
 	if err != nil {
 		return false, err
 	}
@@ -121,16 +122,16 @@ func (r readLease) release(ctx context.Context, c *Client, i int, token string, 
 	}
 	if len(arr) >= 3 { // the last reader handed the key to a waiting writer
 		if next, ok := arr[1].(string); ok {
-			c.grants.deliver(next, i, int(asInt(arr[2])))
+			c.waits.grants.deliver(next, i, int(asInt(arr[2])))
 		}
 	}
 	return asInt(arr[0]) == 1, nil
 }
 
 func (r readLease) raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error) {
-	n := c.names(i)
-	keys := []string{r.key, n.readers(r.key), n.fence(r.key)}
-	v, err := c.pools[i].Eval(ctx, scripts.RLockFence, keys, token, fence)
+	n := c.nodes.Names(i)
+	keys := []string{r.key, n.Readers(r.key), n.Fence(r.key)}
+	v, err := c.nodes.Pool(i).Eval(ctx, scripts.RLockFence, keys, token, fence)
 	return asInt(v) == 1, err
 }
 

@@ -36,16 +36,16 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background() // as Unlock: the release must still happen
 	}
-	c.closeMu.Lock()
-	defer c.closeMu.Unlock()
-	c.draining.Store(true)
+	c.life.closeMu.Lock()
+	defer c.life.closeMu.Unlock()
+	c.life.draining.Store(true)
 	c.stop() // no operation runs now, so the set of held locks is final
-	locks := c.held.list()
+	locks := c.life.held.list()
 
 	// Open again for the releases alone: acquisitions stay refused.
-	c.mu.Lock()
-	c.closed = false
-	c.mu.Unlock()
+	c.life.mu.Lock()
+	c.life.closed = false
+	c.life.mu.Unlock()
 	errs := make([]error, len(locks))
 	var wg sync.WaitGroup
 	for i, l := range locks {

@@ -90,20 +90,20 @@ func (c *Client) Status(ctx context.Context, key string) (KeyStatus, error) {
 	if key == "" {
 		return KeyStatus{}, errors.New("redlock: empty key")
 	}
-	st := KeyStatus{Key: key, Needed: c.quorum, Total: len(c.pools), Nodes: make([]NodeStatus, len(c.pools))}
-	nodes := make([]int, len(c.pools))
+	st := KeyStatus{Key: key, Needed: c.nodes.Quorum(), Total: c.nodes.Len(), Nodes: make([]NodeStatus, c.nodes.Len())}
+	nodes := make([]int, c.nodes.Len())
 	for i := range nodes {
 		nodes[i] = i
-		st.Nodes[i] = NodeStatus{Node: i, Addr: c.pools[i].Addr()}
+		st.Nodes[i] = NodeStatus{Node: i, Addr: c.nodes.Pool(i).Addr()}
 	}
-	votes := fanout.Each(ctx, &c.wg, nodes, c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
+	votes := fanout.Each(ctx, &c.life.wg, nodes, c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
 		n := &st.Nodes[i] // each goroutine writes its own node
 		err := c.readStatus(ctx, i, key, n)
 		if err == nil && n.Kind == "readers" && n.Leases < 0 {
 			// Readers: count them, with the readers' key.
 			*n = NodeStatus{Node: i, Addr: n.Addr}
 			var reply any
-			if reply, err = c.pools[i].Eval(ctx, scripts.Status, []string{key, c.names(i).readers(key)}); err == nil {
+			if reply, err = c.nodes.Pool(i).Eval(ctx, scripts.Status, []string{key, c.nodes.Names(i).Readers(key)}); err == nil {
 				err = n.parse(reply)
 			}
 		}
@@ -128,7 +128,7 @@ func (c *Client) Status(ctx context.Context, key string) (KeyStatus, error) {
 // readStatus reads key on node i into n with scripts.Status on the key
 // alone (a readers key reports Leases -1).
 func (c *Client) readStatus(ctx context.Context, i int, key string, n *NodeStatus) error {
-	reply, err := c.pools[i].Eval(ctx, scripts.Status, []string{key})
+	reply, err := c.nodes.Pool(i).Eval(ctx, scripts.Status, []string{key})
 	if err != nil {
 		return err
 	}

@@ -20,13 +20,13 @@ import (
 // and judged (vote) before it counts; late receives stragglers' judged
 // votes.
 func (c *Client) decide(ctx context.Context, timeout, grace time.Duration, op fanout.Op, late fanout.Late, place func(int) string) fanout.Result {
-	return fanout.Decide(ctx, &c.wg, len(c.pools), c.quorum, timeout, grace, op, c.judge, late, place)
+	return fanout.Decide(ctx, &c.life.wg, c.nodes.Len(), c.nodes.Quorum(), timeout, grace, op, c.judge, late, place)
 }
 
 // judgeVote is decide's fanout.Judge (Client.judge, bound once in New):
 // it notes node i's silence and judges its answer (vote).
 func (c *Client) judgeVote(ctx context.Context, i int, ok bool, err error) (bool, error) {
-	c.silence.note(i, err)
+	c.nodes.Note(i, err)
 	return c.vote(ctx, i, ok, err)
 }
 
@@ -35,7 +35,7 @@ func (c *Client) judgeVote(ctx context.Context, i int, ok bool, err error) (bool
 // on any node, and an unhealthy node that released our token holds
 // nothing of ours any more.
 func (c *Client) confirm(ctx context.Context, timeout time.Duration, op fanout.Op) fanout.Result {
-	return fanout.Quorum(ctx, &c.wg, len(c.pools), c.quorum, timeout, op, nil)
+	return fanout.Quorum(ctx, &c.life.wg, c.nodes.Len(), c.nodes.Quorum(), timeout, op, nil)
 }
 
 // vote turns node i's yes into an error when the node must not count (see
@@ -53,12 +53,10 @@ func (c *Client) vote(ctx context.Context, i int, ok bool, err error) (bool, err
 }
 
 // health returns why node i must not count now (a quarantine, a clock
-// fault), or nil when it counts.
+// fault), or nil when it counts: the node's checks, chosen once at New
+// (node.Set.Health).
 func (c *Client) health(ctx context.Context, i int) error {
-	if err := c.quarantined(ctx, i); err != nil {
-		return err
-	}
-	return c.clocks.suspect(i, c.cfg.clock.Now())
+	return c.nodes.Health(ctx, i)
 }
 
 // grantHealth is health for a grant message from node i. A node that

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/clock"
+	"github.com/redlockgo/redlock/internal/wait"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -24,7 +25,7 @@ import (
 // subscribes in the background (grants.start): a registration made before
 // (a new Client's first blocked call, a listener reconnecting) leaves a
 // window in which a release is announced to nobody. As for Lock's waiter
-// (waiter.go, Deaf nodes), the pause after such an attempt looks, without
+// (internal/wait, Deaf nodes), the pause after such an attempt looks, without
 // I/O, at growing intervals, for such a node that listens now, and then
 // tries again at once: that attempt finds the key freed in the window, or
 // registers where it will be heard. A wake-up is otherwise lost only with
@@ -76,7 +77,7 @@ func (c *Client) watching(channels []string, retry bool, delay, ttl time.Duratio
 		return nil
 	}
 	lease := min(max(delay, 0), maxWatchPause) + 2*c.nodeTimeout(ttl) + time.Second
-	return &watching{channels: channels, lease: lease, heard: make([]atomic.Int32, len(c.pools))}
+	return &watching{channels: channels, lease: lease, heard: make([]atomic.Int32, c.nodes.Len())}
 }
 
 // nodeWatch is what an attempt's script on one node needs to register w:
@@ -95,14 +96,14 @@ func (w *watching) on(c *Client, i int, kind leaseKind) nodeWatch {
 	if w == nil {
 		return nodeWatch{}
 	}
-	if _, ok := c.pools[i].(pool.Notifier); !ok {
+	if _, ok := c.nodes.Pool(i).(pool.Notifier); !ok {
 		w.heard[i].Store(heardYes)
 		return nodeWatch{}
 	}
 	ch := w.channel(c, i)
 	// Asked before the script is sent: a release that the node runs after
 	// a confirmed subscription is heard.
-	if c.grants.listening(i, ch) {
+	if c.waits.grants.listening(i, ch) {
 		w.heard[i].Store(heardYes)
 	} else {
 		w.heard[i].Store(heardDeaf)
@@ -115,7 +116,7 @@ func (w *watching) channel(c *Client, i int) string {
 	if i < len(w.channels) {
 		return w.channels[i]
 	}
-	return c.grants.channel
+	return c.waits.grants.channel
 }
 
 // anyDeaf reports whether w registered on a node before the Client's
@@ -139,7 +140,7 @@ func (w *watching) caughtUp(c *Client) bool {
 		return false
 	}
 	for i := range w.heard {
-		if w.heard[i].Load() == heardDeaf && c.grants.listening(i, w.channel(c, i)) {
+		if w.heard[i].Load() == heardDeaf && c.waits.grants.listening(i, w.channel(c, i)) {
 			return true
 		}
 	}
@@ -147,11 +148,11 @@ func (w *watching) caughtUp(c *Client) bool {
 }
 
 // deafTimer is a pause's look for w's deaf nodes catching up (see
-// caughtUp), at growing intervals from minDeafPoll to maxDeafPoll, as
+// caughtUp), at growing intervals from wait.MinDeafPoll to wait.MaxDeafPoll, as
 // Lock's waiter does: no I/O, and no timer at all once every node's take
 // was sent while its subscription was confirmed. A node that never
 // confirms (a listener that cannot connect) costs one timer every
-// maxDeafPoll while the pause lasts.
+// wait.MaxDeafPoll while the pause lasts.
 type deafTimer struct {
 	c    *Client
 	w    *watching
@@ -161,7 +162,7 @@ type deafTimer struct {
 
 // listenFor returns the deaf timer of a pause after w's attempt.
 func (c *Client) listenFor(w *watching) *deafTimer {
-	d := &deafTimer{c: c, w: w, poll: minDeafPoll}
+	d := &deafTimer{c: c, w: w, poll: wait.MinDeafPoll}
 	d.arm()
 	return d
 }
@@ -188,7 +189,7 @@ func (d *deafTimer) caughtUp() bool {
 	if d.w.caughtUp(d.c) {
 		return true
 	}
-	d.poll = min(2*d.poll, maxDeafPoll)
+	d.poll = min(2*d.poll, wait.MaxDeafPoll)
 	d.arm()
 	return false
 }
@@ -207,9 +208,9 @@ func (d *deafTimer) stop() {
 // share a slot, as the call's scripts need anyway) and the function that
 // stops watching.
 func (c *Client) startWatching(keys []string) (<-chan struct{}, []string, func()) {
-	c.grants.start(c.pools, c.nodeTimeout(0))
-	channels, release := c.grants.hold(keys[0], len(c.pools))
-	woken, stop := c.released.watch(keys)
+	c.waits.grants.start(c.nodes.Pools(), c.nodeTimeout(0))
+	channels, release := c.waits.grants.hold(keys[0], c.nodes.Len())
+	woken, stop := c.waits.released.watch(keys)
 	return woken, channels, func() {
 		stop()
 		release()

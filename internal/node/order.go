@@ -1,11 +1,11 @@
-package redlock
+package node
 
 import (
 	"context"
 	"sync"
 )
 
-// order keeps a Client's own calls on one key in the order they were made,
+// Order keeps a Client's own calls on one key in the order they were made,
 // node by node, where the order matters:
 //
 //   - a write (SET NX, and a release) is sent to a node only once this
@@ -27,7 +27,7 @@ import (
 //
 // The lock is held only to read and swap the tail of a chain, never across
 // I/O.
-type order struct {
+type Order struct {
 	mu     sync.Mutex
 	chains map[chainID]*chain
 }
@@ -55,7 +55,7 @@ type pending struct {
 
 // turn is one call's place in a chain.
 type turn struct {
-	o    *order
+	o    *Order
 	id   chainID
 	prev *pending // nil when no earlier call is in flight
 	mine *pending
@@ -66,7 +66,7 @@ type turn struct {
 // in two chains in opposite orders. mine holds the call's two places. The
 // caller must call done on each turn taken once the node has answered or
 // timed out.
-func (o *order) enter(i, n int, token, key string, mine *[2]pending) (t, k turn) {
+func (o *Order) enter(i, n int, token, key string, mine *[2]pending) (t, k turn) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	t = o.enterLocked(chainID{name: token}, i, n, &mine[0])
@@ -76,7 +76,7 @@ func (o *order) enter(i, n int, token, key string, mine *[2]pending) (t, k turn)
 	return t, k
 }
 
-func (o *order) enterLocked(id chainID, i, n int, mine *pending) turn {
+func (o *Order) enterLocked(id chainID, i, n int, mine *pending) turn {
 	if o.chains == nil {
 		o.chains = make(map[chainID]*chain)
 	}
@@ -129,36 +129,36 @@ func (t turn) done() {
 	}
 }
 
-// slot is one call's places in the chains of order, taken by the goroutine
+// Slot is one call's places in the chains of an Order, taken by the goroutine
 // that makes the call, before it starts the goroutine that sends it: the
 // order of calls is the order in which they were made, whatever the order
 // in which their goroutines run.
-type slot struct {
+type Slot struct {
 	t, k  turn
-	more  []turn // a multi-lock's further keys (takeKeys), after k
+	more  []turn // a multi-lock's further keys (TakeKeys), after k
 	write bool
 }
 
-// take takes the places of a call on node i of n for key and token: in
-// token's chain, and for a write in key's chain too. The caller must run
+// Take takes the places of a call on node i of n for key and token: in
+// token's chain, and for a write in key's chain too. The caller must Run
 // the slot, exactly once.
-func (o *order) take(key, token string, write bool, i, n int) slot {
+func (o *Order) Take(key, token string, write bool, i, n int) Slot {
 	return o.takeInto(key, token, write, i, n, new([2]pending))
 }
 
-func (o *order) takeInto(key, token string, write bool, i, n int, mine *[2]pending) slot {
+func (o *Order) takeInto(key, token string, write bool, i, n int, mine *[2]pending) Slot {
 	var keyChain string
 	if write {
 		keyChain = key
 	}
 	t, k := o.enter(i, n, token, keyChain, mine)
-	return slot{t: t, k: k, write: write}
+	return Slot{t: t, k: k, write: write}
 }
 
-// takeAll takes the places of one call per node of nodes (nil: all n
-// nodes), indexed by node.
-func (o *order) takeAll(key, token string, write bool, nodes []int, n int) []slot {
-	slots := make([]slot, n)
+// TakeAll takes the places of one call per node of nodes (nil: all n
+// nodes), indexed by node. The caller must Run each of them, exactly once.
+func (o *Order) TakeAll(key, token string, write bool, nodes []int, n int) []Slot {
+	slots := make([]Slot, n)
 	places := make([][2]pending, n)
 	if nodes == nil {
 		for i := range n {
@@ -172,9 +172,9 @@ func (o *order) takeAll(key, token string, write bool, nodes []int, n int) []slo
 	return slots
 }
 
-// run sends the call: it waits for the calls before it in its chains (or
+// Run sends the call: it waits for the calls before it in its chains (or
 // for ctx to end), runs op, and frees its places.
-func (s slot) run(ctx context.Context, op func(context.Context) (bool, error)) (bool, error) {
+func (s Slot) Run(ctx context.Context, op func(context.Context) (bool, error)) (bool, error) {
 	defer s.t.done()
 	if s.write {
 		defer s.k.done()
@@ -194,4 +194,35 @@ func (s slot) run(ctx context.Context, op func(context.Context) (bool, error)) (
 		return false, err
 	}
 	return op(ctx)
+}
+
+// TakeKeys takes the places of one write per node of nodes (nil: all n)
+// for keys and token: in token's chain and in every key's. Each call enters
+// every chain at once, under one lock, so two calls are in the same order in
+// every chain they share and never wait for each other in a cycle. The
+// caller must Run each slot, exactly once.
+func (o *Order) TakeKeys(keys []string, token string, nodes []int, n int) []Slot {
+	if nodes == nil {
+		nodes = make([]int, n)
+		for i := range nodes {
+			nodes[i] = i
+		}
+	}
+	slots := make([]Slot, n)
+	places := make([]pending, len(nodes)*(1+len(keys)))
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, i := range nodes {
+		s := Slot{t: o.enterLocked(chainID{name: token}, i, n, &places[0]), write: true}
+		s.k = o.enterLocked(chainID{write: true, name: keys[0]}, i, n, &places[1])
+		if len(keys) > 1 {
+			s.more = make([]turn, len(keys)-1)
+			for j, k := range keys[1:] {
+				s.more[j] = o.enterLocked(chainID{write: true, name: k}, i, n, &places[2+j])
+			}
+		}
+		places = places[1+len(keys):]
+		slots[i] = s
+	}
+	return slots
 }

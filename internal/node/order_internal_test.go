@@ -1,4 +1,4 @@
-package redlock
+package node
 
 import (
 	"context"
@@ -9,19 +9,19 @@ import (
 
 func TestOrderRunsCallsOfOneTokenAndOneKeyInTheOrderTaken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var o order
-		first := o.take("k", "tok", true, 0, 3)
-		second := o.take("k", "tok", false, 0, 3)       // same token
-		third := o.take("k", "other", true, 0, 3)       // same key, a write
-		elsewhere := o.take("k", "tok", true, 1, 3)     // another node: its own order
-		unrelated := o.take("k2", "other2", true, 0, 3) // nothing in common
+		var o Order
+		first := o.Take("k", "tok", true, 0, 3)
+		second := o.Take("k", "tok", false, 0, 3)       // same token
+		third := o.Take("k", "other", true, 0, 3)       // same key, a write
+		elsewhere := o.Take("k", "tok", true, 1, 3)     // another node: its own order
+		unrelated := o.Take("k2", "other2", true, 0, 3) // nothing in common
 		var mu sync.Mutex
 		var ran []string
-		run := func(name string, s slot) chan struct{} {
+		run := func(name string, s Slot) chan struct{} {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				_, _ = s.run(t.Context(), func(context.Context) (bool, error) {
+				_, _ = s.Run(t.Context(), func(context.Context) (bool, error) {
 					mu.Lock()
 					ran = append(ran, name)
 					mu.Unlock()
@@ -52,13 +52,13 @@ func TestOrderRunsCallsOfOneTokenAndOneKeyInTheOrderTaken(t *testing.T) {
 
 func TestOrderWaitEndsWithTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var o order
-		first := o.take("k", "tok", true, 0, 1)
-		second := o.take("k", "tok", true, 0, 1)
+		var o Order
+		first := o.Take("k", "tok", true, 0, 1)
+		second := o.Take("k", "tok", true, 0, 1)
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() {
-			_, err := second.run(ctx, func(context.Context) (bool, error) { return true, nil })
+			_, err := second.Run(ctx, func(context.Context) (bool, error) { return true, nil })
 			errc <- err
 		}()
 		synctest.Wait()
@@ -66,7 +66,7 @@ func TestOrderWaitEndsWithTheContext(t *testing.T) {
 		if err := <-errc; err != context.Canceled {
 			t.Fatalf("err %v, want context.Canceled", err)
 		}
-		_, _ = first.run(t.Context(), func(context.Context) (bool, error) { return true, nil })
+		_, _ = first.Run(t.Context(), func(context.Context) (bool, error) { return true, nil })
 		if len(o.chains) != 0 {
 			t.Fatalf("%d chains left", len(o.chains))
 		}

@@ -1,4 +1,4 @@
-package redlock
+package node
 
 import (
 	"context"
@@ -18,7 +18,7 @@ func TestSilenceMarksTimeoutsAndClearsOnAnyOtherOutcome(t *testing.T) {
 		{nil, false},
 		{fmt.Errorf("read: %w", os.ErrDeadlineExceeded), true},
 		{errors.New("connection refused"), false}, // refusing is not silent: a round learns it at once
-		{ErrNodeTimeout, true},
+		{ErrTimeout, true},
 	} {
 		s.note(1, step.err)
 		if got := s.silent(1); got != step.silent {

@@ -1,4 +1,4 @@
-package redlock
+package node
 
 import (
 	"errors"
@@ -52,8 +52,8 @@ func TestClockWatch(t *testing.T) {
 				t.Fatalf("faults = %v, want %d", faults, tc.faults)
 			}
 			for _, f := range faults {
-				if !errors.Is(f, ErrNodeClock) {
-					t.Errorf("%v does not wrap ErrNodeClock", f)
+				if !errors.Is(f, ErrClock) {
+					t.Errorf("%v does not wrap ErrClock", f)
 				}
 			}
 		})
@@ -72,7 +72,7 @@ func TestClockWatchHoldsTheNodeOut(t *testing.T) {
 	}
 	node += 3 * time.Second // a jump of 2s within one second
 	err := add(time.Second)
-	if !errors.Is(err, ErrNodeClock) {
+	if !errors.Is(err, ErrClock) {
 		t.Fatalf("jump not reported: %v", err)
 	}
 	t.Log(err)

@@ -1,0 +1,177 @@
+// Package node is what a Client knows of each of its Redis nodes, decided
+// once when the Client is built: the node's Pool, its key naming
+// (standalone or Redis Cluster companions), its health checks (restart
+// quarantine, clock check), the order of the Client's calls on it and its
+// silence. No call asks again: a call site takes a node's Names, runs its
+// Health, takes its place in the Order, and notes its outcome.
+//
+// The package sits below the lock engine and imports nothing of it; what
+// it reports goes up through the Reporter it is given.
+//
+//	s := node.New(pools, node.Config{Clock: clock.Real{}, Report: report, Timeout: time.Second})
+//	keys := s.Names(i).Queue(key)
+//	slots := s.TakeAll(key, token, true, nil)
+//	ok, err := slots[i].Run(ctx, call)
+//	s.Note(i, err)
+//	if ok && err == nil { err = s.Health(ctx, i) }
+package node
+
+import (
+	"slices"
+	"time"
+
+	"github.com/redlockgo/redlock/clock"
+	"github.com/redlockgo/redlock/pool"
+)
+
+// Config is what a Set is built with. Its zero value is not usable: Clock
+// and Report are required.
+type Config struct {
+	// Quarantine is how long a node that restarted without persisting
+	// every write stays out (0: the check is off).
+	Quarantine time.Duration
+	// ClockEvery is the interval of the clock readings (0: off).
+	ClockEvery time.Duration
+	// ClockHold is how long a node stays out after a clock fault.
+	ClockHold time.Duration
+	// DriftFactor is the clock drift allowed, as a fraction of the time.
+	DriftFactor float64
+	// Timeout bounds each clock reading.
+	Timeout time.Duration
+	// Clock is the Client's clock.
+	Clock clock.Clock
+	// Report receives what the health checks find.
+	Report Reporter
+}
+
+// Set is a Client's nodes. It is safe for concurrent use.
+type Set struct {
+	cfg     Config
+	pools   []pool.Pool
+	names   []Names
+	sameAs  []int // sameAs[i]: the first node with node i's naming
+	checks  [][]check
+	quorum  int
+	silence silence
+	order   Order
+	clocks  *clockWatch // nil without the clock check
+}
+
+// New builds the Set of pools: each node's naming from whether its Pool is
+// a Redis Cluster (pool.Cluster), and its health checks from cfg and what
+// its Pool can tell (a quarantine needs a pool.Identifier). It does no I/O;
+// StartClocks starts the clock readings.
+func New(pools []pool.Pool, cfg Config) *Set {
+	n := len(pools)
+	s := &Set{
+		cfg:     cfg,
+		pools:   slices.Clone(pools),
+		names:   make([]Names, n),
+		sameAs:  make([]int, n),
+		checks:  make([][]check, n),
+		quorum:  n/2 + 1,
+		silence: make(silence, n),
+	}
+	if cfg.ClockEvery > 0 {
+		s.clocks = newClockWatch(n, cfg.DriftFactor, cfg.ClockHold)
+	}
+	for i, p := range s.pools {
+		s.names[i] = Names(Standalone{})
+		if cp, ok := p.(pool.Cluster); ok && cp.IsCluster() {
+			s.names[i] = Cluster{}
+		}
+		s.sameAs[i] = slices.Index(s.names, s.names[i])
+		if idr, ok := p.(pool.Identifier); ok && cfg.Quarantine > 0 {
+			s.checks[i] = append(s.checks[i], &quarantine{id: idr, set: s})
+		}
+		if s.clocks != nil {
+			s.checks[i] = append(s.checks[i], clockCheck{w: s.clocks, set: s})
+		}
+	}
+	return s
+}
+
+// Len returns the number of nodes.
+func (s *Set) Len() int { return len(s.pools) }
+
+// Quorum returns the number of nodes a decision needs: Len()/2+1.
+func (s *Set) Quorum() int { return s.quorum }
+
+// Pool returns node i's Pool.
+func (s *Set) Pool(i int) pool.Pool { return s.pools[i] }
+
+// Pools returns every node's Pool, in node order. The caller must not
+// change the slice.
+func (s *Set) Pools() []pool.Pool { return s.pools }
+
+// Addr returns node i's address.
+func (s *Set) Addr(i int) string { return s.pools[i].Addr() }
+
+// Names returns node i's naming.
+func (s *Set) Names(i int) Names { return s.names[i] }
+
+// SameNames returns the first node whose naming is node i's: names built
+// for it serve node i too.
+func (s *Set) SameNames(i int) int { return s.sameAs[i] }
+
+// Namings returns the namings of the nodes, each once.
+func (s *Set) Namings() []Names {
+	var out []Names
+	for i, n := range s.names {
+		if s.sameAs[i] == i {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// AnyCluster reports whether any node is a Redis Cluster.
+func (s *Set) AnyCluster() bool { return slices.Contains(s.names, Names(Cluster{})) }
+
+// All returns 0..Len()-1, in a new slice.
+func (s *Set) All() []int {
+	nodes := make([]int, len(s.pools))
+	for i := range nodes {
+		nodes[i] = i
+	}
+	return nodes
+}
+
+// Note records how the latest call to node i ended (err nil: it answered):
+// a call cut by the node timeout makes the node silent until it answers.
+func (s *Set) Note(i int, err error) { s.silence.note(i, err) }
+
+// Silent reports whether the latest call to node i that ended timed out.
+func (s *Set) Silent(i int) bool { return s.silence.silent(i) }
+
+// Take takes the places of a call on node i for key and token in the
+// Client's order (Order.Take).
+func (s *Set) Take(key, token string, write bool, i int) Slot {
+	return s.order.Take(key, token, write, i, len(s.pools))
+}
+
+// TakeAll takes the places of one call per node of nodes (nil: all), in
+// the Client's order (Order.TakeAll).
+func (s *Set) TakeAll(key, token string, write bool, nodes []int) []Slot {
+	return s.order.TakeAll(key, token, write, nodes, len(s.pools))
+}
+
+// TakeKeys takes the places of one write of keys per node of nodes (nil:
+// all), in the Client's order (Order.TakeKeys).
+func (s *Set) TakeKeys(keys []string, token string, nodes []int) []Slot {
+	return s.order.TakeKeys(keys, token, nodes, len(s.pools))
+}
+
+// StartClocks starts the clock readings, when the check is on, until stop
+// is closed; StopClocks waits for them to end.
+func (s *Set) StartClocks(stop <-chan struct{}) {
+	if s.clocks == nil {
+		return
+	}
+	s.clocks.running.Add(1)
+	go s.watchClocks(stop)
+}
+
+// StopClocks waits for the clock readings to end, once the channel given
+// to StartClocks is closed.
+func (s *Set) StopClocks() { s.clocks.stop() }

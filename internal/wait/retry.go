@@ -1,0 +1,73 @@
+package wait
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Strategy decides how long a blocking call waits before each new
+// attempt; redlock.RetryStrategy is the same interface. Implementations
+// must be safe for concurrent use.
+type Strategy interface {
+	// NextDelay returns the wait before retry number attempt (1 for the first
+	// retry). ok false stops retrying.
+	NextDelay(attempt int) (delay time.Duration, ok bool)
+}
+
+// MinDelay is the floor under every delay a Strategy returns: a delay
+// below it, zero or negative included, counts as MinDelay, so that no
+// strategy makes a call spin on the nodes.
+const MinDelay = time.Millisecond
+
+// Func adapts a function to a Strategy.
+type Func func(attempt int) (time.Duration, bool)
+
+// NextDelay calls f.
+func (f Func) NextDelay(attempt int) (time.Duration, bool) { return f(attempt) }
+
+// Exponential doubles the delay from lo up to hi, and picks each delay at
+// random in its upper half. Bad bounds are corrected: lo at least 1ms, hi
+// at least lo.
+func Exponential(lo, hi time.Duration) Strategy {
+	lo = max(lo, time.Millisecond)
+	return exponential{lo: lo, hi: max(hi, lo)}
+}
+
+type exponential struct{ lo, hi time.Duration }
+
+// NextDelay implements Strategy.
+func (e exponential) NextDelay(attempt int) (time.Duration, bool) {
+	d := e.hi
+	if attempt < 32 {
+		d = min(e.lo<<max(attempt-1, 0), e.hi)
+	}
+	return jitter(d), true
+}
+
+// Constant waits d, picked at random in its upper half, between attempts.
+// d is at least 1ms.
+func Constant(d time.Duration) Strategy {
+	return constant(max(d, time.Millisecond))
+}
+
+type constant time.Duration
+
+// NextDelay implements Strategy.
+func (c constant) NextDelay(int) (time.Duration, bool) { return jitter(time.Duration(c)), true }
+
+// Limit stops s after n retries (n+1 attempts in all); a nil s stops at
+// once.
+func Limit(s Strategy, n int) Strategy {
+	return Func(func(attempt int) (time.Duration, bool) {
+		if attempt > n || s == nil {
+			return 0, false
+		}
+		return s.NextDelay(attempt)
+	})
+}
+
+// jitter returns a random duration in [d/2, d].
+func jitter(d time.Duration) time.Duration {
+	half := d / 2
+	return half + rand.N(d-half+1)
+}

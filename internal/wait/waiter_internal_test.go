@@ -1,0 +1,278 @@
+package wait
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redlockgo/redlock/clock"
+	"github.com/redlockgo/redlock/internal/scripts"
+)
+
+// fakeQueue records a waiter's node calls; the test answers them. It runs
+// inside a synctest bubble, where time is virtual and synctest.Wait tells
+// when the waiter is blocked.
+type fakeQueue struct {
+	mu     sync.Mutex
+	rounds []sentRound
+	given  [][]int
+	deaf   map[int]bool // nodes whose grants would not be announced
+}
+
+type sentRound struct {
+	node, seq int
+	mayTake   bool
+}
+
+func (f *fakeQueue) Round(w *Waiter, i, seq int, mayTake bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rounds = append(f.rounds, sentRound{i, seq, mayTake})
+}
+
+func (f *fakeQueue) GiveBack(w *Waiter, nodes []int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.given = append(f.given, nodes)
+}
+
+func (f *fakeQueue) Listening(i int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.deaf[i]
+}
+
+func (f *fakeQueue) take() []sentRound {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.rounds
+	f.rounds = nil
+	return r
+}
+
+const testTTL = 10 * time.Second
+
+// newWaiter builds a Waiter as the redlock package does, with the check
+// timer's bound at the engine's contended grace for nodeTimeout: a quarter
+// of it, at most 50ms.
+func newWaiter(nodes Nodes, clk clock.Clock, n, quorum int, token string, ttl, drift time.Duration, retry Strategy, nodeTimeout time.Duration) *Waiter {
+	return New(nodes, Config{Clock: clk, N: n, Quorum: quorum, Token: token, TTL: ttl, Drift: drift, Retry: retry,
+		Check:   max(min(nodeTimeout/4, 50*time.Millisecond), time.Millisecond),
+		Delayed: func(left time.Duration) error { return fmt.Errorf("lock-delay: %v left", left) }})
+}
+
+func newTestWaiter(f *fakeQueue, retry Strategy) *Waiter {
+	return newWaiter(f, clock.Real{}, 3, 2, "me", testTTL, 100*time.Millisecond+2*time.Millisecond, retry, 500*time.Millisecond)
+}
+
+type waitResult struct {
+	until time.Time
+	err   error
+}
+
+// start runs w.wait in the bubble and returns its outcome channel.
+func start(w *Waiter, ctx context.Context, delay time.Duration, retry bool) <-chan waitResult {
+	out := make(chan waitResult, 1)
+	go func() {
+		until, err := w.Wait(ctx, nil, delay, retry)
+		out <- waitResult{until, err}
+	}()
+	return out
+}
+
+func answer(w *Waiter, r sentRound, code int64, grantSeq int, holder string) {
+	w.replies <- Reply{Node: r.node, Seq: r.seq, Code: code, GrantSeq: grantSeq, Holder: holder}
+}
+
+func TestWaiterWinsOnAMajorityOfGrantsCountedFromTheRoundsSendTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		w := newTestWaiter(f, Constant(time.Hour))
+		sent := time.Now()
+		out := start(w, t.Context(), time.Hour, true)
+		synctest.Wait()
+		rounds := f.take()
+		if len(rounds) != 3 {
+			t.Fatalf("the first round goes to every node at once, got %v", rounds)
+		}
+		for _, r := range rounds {
+			answer(w, r, scripts.EnqueueQueued, 0, "")
+		}
+		time.Sleep(3 * time.Second) // the holder works; grants come later
+		w.Deliver(Grant{Node: 0, Seq: 1})
+		synctest.Wait()
+		select {
+		case r := <-out:
+			t.Fatalf("won on one grant of three: %v", r)
+		default:
+		}
+		w.Deliver(Grant{Node: 2, Seq: 1})
+		r := <-out
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		want := sent.Add(testTTL - w.drift)
+		if !r.until.Equal(want) {
+			t.Fatalf("until %v, want the round's send time plus ttl less drift %v", r.until, want)
+		}
+	})
+}
+
+func TestWaiterDropsStaleGrantsAndKeepsNewerOnes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		w := newTestWaiter(f, Exponential(time.Millisecond, 10*time.Millisecond))
+		out := start(w, t.Context(), time.Millisecond, true)
+		synctest.Wait()
+		first := f.take()
+		// Node 0 granted after round 1, and says so before round 1's reply
+		// "queued" arrives: the grant stands.
+		w.Deliver(Grant{Node: 0, Seq: 1})
+		synctest.Wait()
+		answer(w, first[0], scripts.EnqueueQueued, 0, "")
+		answer(w, first[1], scripts.EnqueueQueued, 0, "")
+		answer(w, first[2], scripts.EnqueueQueued, 0, "")
+		time.Sleep(2 * time.Millisecond) // retry 1
+		synctest.Wait()
+		for _, r := range f.take() {
+			if r.node == 0 {
+				t.Fatalf("node 0's grant was lost: it got round %v", r)
+			}
+			if r.node == 1 {
+				answer(w, r, scripts.EnqueueQueued, 0, "") // round 2: queued
+			}
+		}
+		synctest.Wait()
+		// A grant of node 1 naming round 1 came from before round 2 found
+		// it queued: stale.
+		w.Deliver(Grant{Node: 1, Seq: 1})
+		synctest.Wait()
+		select {
+		case r := <-out:
+			t.Fatalf("counted a stale grant: %v", r)
+		default:
+		}
+		w.Deliver(Grant{Node: 1, Seq: 2})
+		if r := <-out; r.err != nil {
+			t.Fatal(r.err)
+		}
+	})
+}
+
+func TestWaiterYieldsToAnEarlierTicketHoldingAMajority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		w := newTestWaiter(f, Exponential(time.Millisecond, 10*time.Millisecond))
+		ctx, cancel := context.WithCancel(t.Context())
+		out := start(w, ctx, time.Millisecond, true)
+		synctest.Wait()
+		first := f.take()
+		answer(w, first[0], scripts.EnqueueSet, 0, "") // node 0 was free: ours
+		earlier := "1"                                 // a ticket before ours
+		answer(w, first[1], scripts.EnqueueQueued, 0, earlier)
+		answer(w, first[2], scripts.EnqueueQueued, 0, earlier)
+		synctest.Wait()
+		if len(f.given) != 0 {
+			t.Fatalf("yielded on answers older than its grant: %v", f.given)
+		}
+		// The check asks nodes 1 and 2 again: both held by the earlier one.
+		time.Sleep(w.check)
+		synctest.Wait()
+		for _, r := range f.take() {
+			answer(w, r, scripts.EnqueueQueued, 0, earlier)
+		}
+		synctest.Wait()
+		if len(f.given) != 1 || len(f.given[0]) != 1 || f.given[0][0] != 0 {
+			t.Fatalf("gave back %v, want node 0", f.given)
+		}
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		for _, r := range f.take() {
+			if r.mayTake {
+				t.Fatalf("a yielding waiter takes no free key: %v", r)
+			}
+		}
+		cancel()
+		if r := <-out; r.err != context.Canceled {
+			t.Fatalf("got %v", r.err)
+		}
+	})
+}
+
+func TestWaiterFollowsTheStrategyAndStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		var asked []int
+		s := Limit(Func(func(n int) (time.Duration, bool) {
+			asked = append(asked, n)
+			return time.Duration(n) * time.Second, true
+		}), 2)
+		w := newTestWaiter(f, s)
+		d, ok := s.NextDelay(1)
+		began := time.Now()
+		out := start(w, t.Context(), d, ok)
+		var times []time.Duration
+		for {
+			synctest.Wait()
+			rounds := f.take()
+			if len(rounds) > 0 {
+				times = append(times, time.Since(began))
+			}
+			for _, r := range rounds {
+				answer(w, r, scripts.EnqueueQueued, 0, "")
+			}
+			select {
+			case r := <-out:
+				if r.err != ErrGaveUp {
+					t.Fatalf("got %v", r.err)
+				}
+				want := []time.Duration{0, time.Second, 3 * time.Second}
+				if len(times) != len(want) {
+					t.Fatalf("rounds at %v, want %v", times, want)
+				}
+				for i := range want {
+					if times[i] != want[i] {
+						t.Fatalf("rounds at %v, want %v", times, want)
+					}
+				}
+				if len(asked) != 2 || asked[0] != 1 || asked[1] != 2 {
+					t.Fatalf("asked %v", asked)
+				}
+				return
+			default:
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+}
+
+func TestWaiterReturnsAtOnceWhenItsContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		w := newTestWaiter(f, Constant(time.Hour))
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		began := time.Now()
+		out := start(w, ctx, time.Hour, true) // no node ever answers
+		r := <-out
+		if r.err != context.DeadlineExceeded || time.Since(began) != 100*time.Millisecond {
+			t.Fatalf("got %v after %v", r.err, time.Since(began))
+		}
+	})
+}
+
+// every retries after exactly d, for tests that count time.
+func every(d time.Duration) Strategy {
+	return Func(func(int) (time.Duration, bool) { return d, true })
+}
+
+func nodesOf(rounds []sentRound) []int {
+	var out []int
+	for _, r := range rounds {
+		out = append(out, r.node)
+	}
+	return out
+}
