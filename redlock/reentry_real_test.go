@@ -298,3 +298,26 @@ func TestRealReentryWrongKind(t *testing.T) {
 	require.NoError(t, p.Unlock(bg()))
 	require.NoError(t, r.Unlock(bg()))
 }
+
+// Under a lock-delay an owner's key that ran out without a release keeps
+// another owner out for the delay, while the owner itself may take it again
+// (its own marker does not refuse it); a released key is free at once.
+func TestRealReentryLockDelay(t *testing.T) {
+	_, pools := realNodes(t, 3)
+	a := newClient(t, pools, redlock.WithLockDelay(10*time.Second))
+	job := redlock.WithOwner("job")
+	l, err := a.TryLock(bg(), "ld", 100*time.Millisecond, job)
+	require.NoError(t, err)
+	inner, err := a.TryLock(bg(), "ld", 100*time.Millisecond, job)
+	require.NoError(t, err)
+	require.NoError(t, inner.Unlock(bg()))
+	time.Sleep(time.Until(l.Until()) + 150*time.Millisecond)
+	_, err = a.TryLock(bg(), "ld", time.Second, redlock.WithOwner("other"))
+	require.ErrorIs(t, err, redlock.ErrLockDelay)
+	again, err := a.TryLock(bg(), "ld", time.Second, job)
+	require.NoError(t, err, "the owner's own marker")
+	require.NoError(t, again.Unlock(bg()))
+	other, err := a.TryLock(bg(), "ld", time.Second, redlock.WithOwner("other"))
+	require.NoError(t, err, "released: no delay")
+	require.NoError(t, other.Unlock(bg()))
+}
