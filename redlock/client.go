@@ -212,6 +212,9 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 		return nil, err
 	}
 	defer done()
+	if lc.owner != "" {
+		return c.lockOwned(ctx, key, ttl, lc, false) // reentry.go
+	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
 	var l *Lock
@@ -258,6 +261,9 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		return nil, err
 	}
 	defer done()
+	if lc.owner != "" {
+		return c.lockOwned(ctx, key, ttl, lc, true) // reentry.go
+	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
 	// NextDelay(1) is asked once, before the first attempt's end is known.

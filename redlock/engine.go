@@ -188,7 +188,7 @@ func (c *Client) holds(ctx context.Context, l *Lock, reached bool, votes fanout.
 func (c *Client) refused(res, votes fanout.Result, agreed int, takes []nodeTake, start time.Time) *QuorumError {
 	qe := c.notObtained(votes, agreed >= c.nodes.Quorum(), start)
 	if agreed < c.nodes.Quorum() && res.Yes >= c.nodes.Quorum() {
-		qe.Reason = "nodes took different permits"
+		qe.Reason = "nodes took different permits (for an owner: a first hold on some, a re-entry on others)"
 	}
 	for _, n := range qe.Nodes {
 		// Only a node that answered no is read: a straggler still writes

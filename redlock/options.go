@@ -98,6 +98,7 @@ type lockConfig struct {
 	autoExtend  bool
 	extendEvery time.Duration
 	maxHold     time.Duration // WithMaxHold; 0: no cap
+	owner       string        // WithOwner; "": no owner (reentry.go)
 	onLost      func(error)
 	err         error
 }
