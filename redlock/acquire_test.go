@@ -17,6 +17,7 @@ import (
 var errDown = errors.New("connection refused (injected)")
 
 func TestQuorumMath(t *testing.T) {
+	t.Parallel()
 	for n := 1; n <= 7; n++ {
 		quorum := n/2 + 1
 		for down := 0; down <= n; down++ {

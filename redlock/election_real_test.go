@@ -126,6 +126,7 @@ func TestRealElectionAcrossRestartsWithAOFAlways(t *testing.T) {
 }
 
 func TestRealCampaignContextEnds(t *testing.T) {
+	t.Parallel()
 	_, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
@@ -298,6 +299,7 @@ func TestRealLeaderNone(t *testing.T) {
 }
 
 func TestRealLeaderCannotTell(t *testing.T) {
+	t.Parallel()
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(250*time.Millisecond))
 	for _, s := range servers[3:] {

@@ -65,6 +65,7 @@ func TestRealOverlappingMultiLocksExcludeEachOther(t *testing.T) {
 }
 
 func TestRealFailedMultiLockLeavesNothingOnAnyNode(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		heldOn int

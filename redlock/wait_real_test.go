@@ -194,6 +194,7 @@ func requireQueued(t *testing.T, live []*redistest.Server, key, holder string) {
 }
 
 func TestRealSixteenContendersAllGetTheLock(t *testing.T) {
+	t.Parallel()
 	_, pools := realNodes(t, 5)
 	clients := []*redlock.Client{newClient(t, pools), newClient(t, pools), newClient(t, pools), newClient(t, pools)}
 	var (
