@@ -138,11 +138,15 @@ func (c *Client) Quorum() int {
 
 // Close stops new operations, waiting Lock calls (they return ErrClosed) and
 // auto-extensions (their locks report ErrLockLost), closes the listeners,
-// and waits for the Client's background node calls to end; each is bounded
-// by the node timeout, so Close returns within two node timeouts. Locks
-// still held expire by their TTL: to release them, call Shutdown instead.
-// Close does not close the pools. It is
-// safe to call twice; on a nil Client it returns an error.
+// and waits for the Client's background node calls to end. A node call
+// runs for up to four node timeouts (see WithNodeTimeout: the decision does
+// not wait for it, but the call is not cut, so that its connection is
+// kept), and the cleanup of a failed attempt may follow it as long again,
+// so Close returns within eight node timeouts (4s at the default 500ms for
+// a TTL of 10s or more), at once when no call is in flight. Locks still
+// held expire by their TTL: to release them, call Shutdown instead. Close
+// does not close the pools. It is safe to call twice; on a nil Client it
+// returns an error.
 func (c *Client) Close() error {
 	if c == nil {
 		return errNilClient
