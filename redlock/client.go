@@ -98,7 +98,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 
 		quarantine: quarantineFor(cfg),
 	}
-	c.grants.health = c.grantHealth
+	c.grants.health, c.grants.slow = c.grantHealth, c.grantJudgedSlowly
 	c.judge = c.judgeVote
 	c.grants.woken = &c.released
 	c.startClockCheck()

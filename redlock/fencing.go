@@ -90,7 +90,7 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, tak
 	fence := top + 1
 	arg := strconv.FormatUint(fence, 10)
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
-	res2 := c.decide(ctx, timeout, 0,
+	res2 := c.decide(ctx, l.key, timeout, 0,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				return l.raiseFenceOn(ctx, i, arg)
@@ -122,7 +122,7 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 func (c *Client) readFences(ctx context.Context, l *Lock) (fanout.Result, []nodeTake, error) {
 	takes := make([]nodeTake, len(c.pools))
 	slots := c.order.takeAll(l.key, l.token, false, nil, len(c.pools))
-	res := c.decide(ctx, c.nodeTimeout(l.ttl), 0,
+	res := c.decide(ctx, l.key, c.nodeTimeout(l.ttl), 0,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := c.pools[i].Eval(ctx, scripts.FenceRead, []string{l.key, c.fenceKey(i, l.key)}, l.token)

@@ -50,7 +50,7 @@ func (q *queueing) round(w *waiter, i, seq int, mayTake bool) {
 		})
 		c.silence.note(i, r.err)
 		if r.err == nil && (r.code == scripts.EnqueueSet || r.code == scripts.EnqueueGranted) {
-			r.err = c.health(ctx, i) // the node holds our token, but must not count
+			r.err = c.health(ctx, i, q.key) // the node holds our token, but must not count
 		}
 		w.replies <- r // one slot per node, and one round in flight per node
 	}()
@@ -171,7 +171,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			w.view[i].err = ErrNodeTimeout // until the node answers this waiter
 		}
 	}
-	c.grants.register(w)
+	c.grants.register(w, key)
 	defer c.grants.unregister(w)
 	c.grants.start(c.pools, c.nodeTimeout(0))
 	channels, release := c.grants.hold(key, len(c.pools))

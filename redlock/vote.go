@@ -18,16 +18,19 @@ import (
 // decide runs op on every node (fanout.QuorumOn: timeout, grace and place as
 // there) and returns at the decision. Each node's answer is noted (silence)
 // and judged (vote) before it counts; late receives stragglers' judged
-// votes.
-func (c *Client) decide(ctx context.Context, timeout, grace time.Duration, op fanout.Op, late fanout.Late, place func(int) string) fanout.Result {
-	return fanout.Decide(ctx, &c.wg, len(c.pools), c.quorum, timeout, grace, op, c.judge, late, place)
+// votes. key is the decision's lock key (a multi-lock's first: on a
+// cluster node its keys share a slot), whose shard health judges on a
+// cluster node.
+func (c *Client) decide(ctx context.Context, key string, timeout, grace time.Duration, op fanout.Op, late fanout.Late, place func(int) string) fanout.Result {
+	return fanout.Decide(ctx, &c.wg, len(c.pools), c.quorum, timeout, grace, op, c.judgeFor(key), late, place)
 }
 
 // judgeVote is decide's fanout.Judge (Client.judge, bound once in New):
-// it notes node i's silence and judges its answer (vote).
+// it notes node i's silence and judges its answer (vote). It serves
+// Clients without cluster nodes under the quarantine (judgeFor).
 func (c *Client) judgeVote(ctx context.Context, i int, ok bool, err error) (bool, error) {
 	c.silence.note(i, err)
-	return c.vote(ctx, i, ok, err)
+	return c.vote(ctx, i, "", ok, err)
 }
 
 // confirm runs a release on every node and returns at the majority. Its
@@ -42,20 +45,25 @@ func (c *Client) confirm(ctx context.Context, timeout time.Duration, op fanout.O
 // health); any other answer stands. It is called after the node's answer
 // arrived, so that the identity health reads is the one the answer was
 // given under.
-func (c *Client) vote(ctx context.Context, i int, ok bool, err error) (bool, error) {
+func (c *Client) vote(ctx context.Context, i int, key string, ok bool, err error) (bool, error) {
 	if !ok || err != nil {
 		return ok, err
 	}
-	if herr := c.health(ctx, i); herr != nil {
+	if herr := c.health(ctx, i, key); herr != nil {
 		return false, herr
 	}
 	return true, nil
 }
 
-// health returns why node i must not count now (a quarantine, a clock
-// fault), or nil when it counts.
-func (c *Client) health(ctx context.Context, i int) error {
+// health returns why node i must not count now for key (a quarantine, a
+// clock fault), or nil when it counts. On a node that is a Redis Cluster
+// it reads the reign of key's shard (failover.go), bounded by ctx; on any
+// other node it does no I/O.
+func (c *Client) health(ctx context.Context, i int, key string) error {
 	if err := c.quarantined(ctx, i); err != nil {
+		return err
+	}
+	if err := c.shardQuarantined(ctx, i, key); err != nil {
 		return err
 	}
 	return c.clocks.suspect(i, c.cfg.clock.Now())
@@ -66,7 +74,13 @@ func (c *Client) health(ctx context.Context, i int) error {
 // queue, on a connection that learned the new run's identity first, so the
 // identity read here is that run's. A grant that does not count reaches the
 // waiter as that node's error: the node holds our token but votes for
-// nobody, and the waiter's next round there judges it again.
-func (c *Client) grantHealth(i int) error {
-	return c.health(context.Background(), i)
+// nobody, and the waiter's next round there judges it again. On a cluster
+// node it reads the shard's reign: grants.deliver then calls it in a
+// goroutine of its own, under ctx bounded by the node timeout
+// (grantsJudgedSlowly).
+func (c *Client) grantHealth(ctx context.Context, i int, key string) error {
+	return c.health(ctx, i, key)
 }
+
+// grantJudgedSlowly reports whether grantHealth does I/O for node i.
+func (c *Client) grantJudgedSlowly(i int) bool { return c.quarantine > 0 && c.cluster[i] }
