@@ -104,7 +104,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	}
 	c.life.closing = make(chan struct{})
 	c.life.done = c.life.wg.Done
-	c.waits.grants.health, c.waits.grants.slow = c.grantHealth, c.nodes.HealthReads
+	c.waits.grants.health, c.waits.grants.reads = c.grantHealth, c.nodes.HealthReads
 	c.waits.grants.woken = &c.waits.released
 	c.waits.grants.channel = grantChannelPrefix + newToken()
 	c.nodes.StartClocks(c.life.closing)

@@ -32,7 +32,7 @@ import (
 type grants struct {
 	channel string
 	health  func(ctx context.Context, i int, key string) error // why node i's grants do not count now (vote.go), or nil
-	slow    func(i int) bool                                   // health reads node i (node.Set.HealthReads)
+	reads   func(i int) bool                                   // whether health does I/O for node i (node.Set.HealthReads)
 	woken   *releases                                          // the Client's calls waiting for a key to be free
 
 	mu      sync.Mutex
@@ -85,7 +85,7 @@ func (g *grants) unregister(w *wait.Waiter) {
 func (g *grants) deliver(token string, i, seq int) {
 	g.mu.Lock()
 	e, ok := g.inbox[token]
-	slow := ok && g.health != nil && g.slow != nil && g.slow(i)
+	slow := ok && g.health != nil && g.reads != nil && g.reads(i)
 	closed := g.closed
 	if slow && !closed {
 		g.checks.Add(1) // under mu, before close sets closed: close's Wait follows every Add
