@@ -26,7 +26,7 @@ type Client struct {
 	nodes  *node.Set // the nodes: pools, naming, health, order, silence; built once in New
 	cfg    config
 	minTTL time.Duration // the shortest TTL with validity after drift
-	judge  fanout.Judge  // judgeVote, bound once (vote.go)
+	judge  fanout.Judge  // judgeVote, bound once; nil when a node's health reads the key (vote.go)
 	life   lifecycle     // Close, Shutdown and the operations they wait for
 	waits  waiting       // what waiting calls share: grants, contended keys, wake-ups
 }
@@ -99,10 +99,12 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		Clock:       cfg.clock,
 		Report:      c.reportNode,
 	})
-	c.judge = c.judgeVote
+	if !c.nodes.HealthReadsAny() {
+		c.judge = c.judgeVote // else decide binds a judge to each decision's key
+	}
 	c.life.closing = make(chan struct{})
 	c.life.done = c.life.wg.Done
-	c.waits.grants.health = c.grantHealth
+	c.waits.grants.health, c.waits.grants.reads = c.grantHealth, c.nodes.HealthReads
 	c.waits.grants.woken = &c.waits.released
 	c.waits.grants.channel = grantChannelPrefix + newToken()
 	c.nodes.StartClocks(c.life.closing)

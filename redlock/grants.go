@@ -31,11 +31,12 @@ import (
 // RLock and AcquirePermit calls (watch.go): "free <key>", passed to woken.
 type grants struct {
 	channel string
-	health  func(i int) error // why node i's grants do not count now (vote.go), or nil
-	woken   *releases         // the Client's calls waiting for a key to be free
+	health  func(ctx context.Context, i int, key string) error // why node i's grants do not count now (vote.go), or nil
+	reads   func(i int) bool                                   // whether health does I/O for node i (node.Set.HealthReads)
+	woken   *releases                                          // the Client's calls waiting for a key to be free
 
 	mu      sync.Mutex
-	inbox   map[string]*wait.Waiter // by token
+	inbox   map[string]inboxEntry // by token
 	started bool
 	closed  bool
 	cancel  context.CancelFunc
@@ -44,20 +45,29 @@ type grants struct {
 	held    []shardHolds    // node i's sharded channels (take)
 	timeout time.Duration   // the node timeout, which bounds the listeners' I/O
 	readers sync.WaitGroup
+	checks  sync.WaitGroup // grants judged in goroutines of their own (deliver)
+}
+
+// inboxEntry is a waiter and its lock key, which a node's health may read
+// (a cluster node's shard).
+type inboxEntry struct {
+	w   *wait.Waiter
+	key string
 }
 
 // grantChannelPrefix begins the channel of a Client's grants; the Client's
 // random id follows.
 const grantChannelPrefix = "redlock:grant:"
 
-// register makes w reachable by the grants for its token.
-func (g *grants) register(w *wait.Waiter) {
+// register makes w, a waiter for key, reachable by the grants for its
+// token.
+func (g *grants) register(w *wait.Waiter, key string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.inbox == nil {
-		g.inbox = make(map[string]*wait.Waiter)
+		g.inbox = make(map[string]inboxEntry)
 	}
-	g.inbox[w.Token()] = w
+	g.inbox[w.Token()] = inboxEntry{w: w, key: key}
 }
 
 // unregister forgets w.
@@ -68,19 +78,37 @@ func (g *grants) unregister(w *wait.Waiter) {
 }
 
 // deliver passes a grant of node i, after round seq, to the waiter with
-// token, if it waits in this Client. It never blocks.
+// token, if it waits in this Client. It never blocks: a grant whose health
+// reads the node (a cluster node's shard, node.Set.HealthReads) is judged
+// in a goroutine of its own, bounded by the node timeout, which close
+// waits for.
 func (g *grants) deliver(token string, i, seq int) {
 	g.mu.Lock()
-	w := g.inbox[token]
+	e, ok := g.inbox[token]
+	slow := ok && g.health != nil && g.reads != nil && g.reads(i)
+	closed := g.closed
+	if slow && !closed {
+		g.checks.Add(1) // under mu, before close sets closed: close's Wait follows every Add
+	}
+	timeout := g.timeout
 	g.mu.Unlock()
-	if w == nil {
+	switch {
+	case !ok || slow && closed:
+		return // no waiter here, or the Client is closing: its waiters end
+	case slow:
+		go func() {
+			defer g.checks.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(timeout, MaxNodeTimeout))
+			defer cancel()
+			e.w.Deliver(wait.Grant{Node: i, Seq: seq, Err: g.health(ctx, i, e.key)})
+		}()
 		return
 	}
 	var err error
 	if g.health != nil {
-		err = g.health(i)
+		err = g.health(context.Background(), i, e.key) // no I/O: not slow
 	}
-	w.Deliver(wait.Grant{Node: i, Seq: seq, Err: err})
+	e.w.Deliver(wait.Grant{Node: i, Seq: seq, Err: err})
 }
 
 // start opens the listeners, once: one goroutine per node that supports
@@ -285,4 +313,5 @@ func (g *grants) close() {
 	}
 	closing.Wait()
 	g.readers.Wait()
+	g.checks.Wait()
 }

@@ -51,7 +51,7 @@ func (q *queueing) Round(w *wait.Waiter, i, seq int, mayTake bool) {
 		})
 		c.nodes.Note(i, r.Err)
 		if r.Err == nil && (r.Code == scripts.EnqueueSet || r.Code == scripts.EnqueueGranted) {
-			r.Err = c.health(ctx, i) // the node holds our token, but must not count
+			r.Err = c.health(ctx, i, q.key) // the node holds our token, but must not count
 		}
 		r.Final = errors.Is(r.Err, ErrWrongKind) // no round can change what the key holds
 		w.Reply(r)                               // one slot per node, and one round in flight per node
@@ -165,7 +165,7 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			w.Silent(i) // until the node answers this waiter
 		}
 	}
-	c.waits.grants.register(w)
+	c.waits.grants.register(w, key)
 	defer c.waits.grants.unregister(w)
 	c.waits.grants.start(c.nodes.Pools(), c.nodeTimeout(0))
 	channels, release := c.waits.grants.hold(key, c.nodes.Len())
