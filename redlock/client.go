@@ -140,11 +140,15 @@ func (c *Client) Quorum() int {
 
 // Close stops new operations, waiting Lock calls (they return ErrClosed) and
 // auto-extensions (their locks report ErrLockLost), closes the listeners,
-// and waits for the Client's background node calls to end; each is bounded
-// by the node timeout, so Close returns within two node timeouts. Locks
-// still held expire by their TTL: to release them, call Shutdown instead.
-// Close does not close the pools. It is
-// safe to call twice; on a nil Client it returns an error.
+// and waits for the Client's background node calls to end. A node call
+// runs for up to four node timeouts (see WithNodeTimeout: the decision does
+// not wait for it, but the call is not cut, so that its connection is
+// kept), and the cleanup of a failed attempt may follow it as long again,
+// so Close returns within eight node timeouts (4s at the default 500ms for
+// a TTL of 10s or more), at once when no call is in flight. Locks still
+// held expire by their TTL: to release them, call Shutdown instead. Close
+// does not close the pools. It is safe to call twice; on a nil Client it
+// returns an error.
 func (c *Client) Close() error {
 	if c == nil {
 		return errNilClient
@@ -214,6 +218,9 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 		return nil, err
 	}
 	defer done()
+	if lc.owner != "" {
+		return c.lockOwned(ctx, key, ttl, lc, false) // reentry.go
+	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
 	var l *Lock
@@ -260,6 +267,9 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		return nil, err
 	}
 	defer done()
+	if lc.owner != "" {
+		return c.lockOwned(ctx, key, ttl, lc, true) // reentry.go
+	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
 	// NextDelay(1) is asked once, before the first attempt's end is known.

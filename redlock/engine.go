@@ -188,7 +188,7 @@ func (c *Client) holds(ctx context.Context, l *Lock, reached bool, votes fanout.
 func (c *Client) refused(res, votes fanout.Result, agreed int, takes []nodeTake, start time.Time) *QuorumError {
 	qe := c.notObtained(votes, agreed >= c.nodes.Quorum(), start)
 	if agreed < c.nodes.Quorum() && res.Yes >= c.nodes.Quorum() {
-		qe.Reason = "nodes took different permits"
+		qe.Reason = "nodes took different permits (for an owner: a first hold on some, a re-entry on others)"
 	}
 	for _, n := range qe.Nodes {
 		// Only a node that answered no is read: a straggler still writes
@@ -255,7 +255,7 @@ func agreedVotes(res fanout.Result, takes []nodeTake, place string) fanout.Resul
 	if place == "" {
 		return res
 	}
-	out := fanout.Result{Votes: make([]fanout.Vote, len(res.Votes))}
+	out := fanout.Result{Votes: make([]fanout.Vote, len(res.Votes)), Expired: res.Expired}
 	for k, v := range res.Votes {
 		if v.OK && takes[v.Node].place != place {
 			v.OK = false
@@ -270,10 +270,12 @@ func agreedVotes(res fanout.Result, takes []nodeTake, place string) fanout.Resul
 }
 
 // undo releases token, of kind k, on nodes in the background, each call
-// bounded by timeout and ordered after this Client's earlier calls on the
-// key; keep is as for leaseKind.releaser. Close waits for it. It serves a
-// failed attempt's cleanup, a straggler and a waiter that gives its keys
-// back or leaves.
+// bounded by fanout.CallBound(timeout), as the calls it cleans up after
+// are, and ordered after this Client's earlier calls on the key: a release
+// waiting for an acquisition still in flight on its node outlasts it, and
+// nobody waits for the release. keep is as for leaseKind.releaser. Close
+// waits for it. It serves a failed attempt's cleanup, a straggler and a
+// waiter that gives its keys back or leaves.
 func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout time.Duration) {
 	if len(nodes) == 0 {
 		return
@@ -283,7 +285,7 @@ func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout 
 	c.life.wg.Add(1) // callers run inside a registered operation
 	go func() {
 		defer c.life.wg.Done()
-		fanout.Each(context.Background(), &c.life.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+		fanout.Each(context.Background(), &c.life.wg, nodes, fanout.CallBound(timeout), func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) { return release.release(ctx, i) })
 		})
 	}()

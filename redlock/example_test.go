@@ -363,3 +363,37 @@ func ExampleClient_Resume() {
 	// another token: true
 	// released: true
 }
+
+// A job locks an account, and a step of the same job locks it again: with
+// the job named as the owner the second Lock re-enters, and the account
+// stays locked until both holds are given back.
+func ExampleWithOwner() {
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
+	defer stop()
+	ctx := context.Background()
+	job := redlock.WithOwner("job-7")
+
+	outer, err := c.Lock(ctx, "account:42", time.Minute, job)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Deeper in the same job (or in another process working for it):
+	inner, err := c.Lock(ctx, "account:42", time.Minute, job)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.TryLock(ctx, "account:42", time.Minute, redlock.WithOwner("job-8"))
+	fmt.Println("another job refused:", errors.Is(err, redlock.ErrTaken))
+
+	_ = inner.Unlock(ctx)
+	st, _ := c.Status(ctx, "account:42")
+	fmt.Println("after one Unlock, held by:", st.Token)
+	_ = outer.Unlock(ctx)
+	other, err := c.TryLock(ctx, "account:42", time.Minute, redlock.WithOwner("job-8"))
+	fmt.Println("after both, another job:", err == nil)
+	_ = other.Unlock(ctx)
+	// Output:
+	// another job refused: true
+	// after one Unlock, held by: o:job-7
+	// after both, another job: true
+}

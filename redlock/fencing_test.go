@@ -63,6 +63,7 @@ func TestFenceNeverLowersACounter(t *testing.T) {
 }
 
 func TestFencesStrictlyIncreaseUnderRandomMinorityFailures(t *testing.T) {
+	t.Parallel()
 	fn := newFakeNodes(t, 5)
 	c := newClient(t, fn.pools)
 	rng := rand.New(rand.NewPCG(1, 2))

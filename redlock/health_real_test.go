@@ -28,7 +28,9 @@ type conflict struct {
 	rival func(ctx context.Context, c *redlock.Client, wait bool) (*redlock.Lock, error)
 }
 
-const healthTTL = 10 * time.Second
+// healthTTL outlasts expectRefused over every conflict: each blocking rival
+// waits out its 600ms deadline, for each Client.
+const healthTTL = 20 * time.Second
 
 func conflicts() []conflict {
 	try := func(wait bool, t, b func() (*redlock.Lock, error)) (*redlock.Lock, error) {
@@ -97,6 +99,34 @@ func conflicts() []conflict {
 					func() (*redlock.Lock, error) { return c.Lock(ctx, "mx:b", healthTTL) })
 			},
 		},
+		{
+			// A re-entry is granted only where the owner's hold is on a
+			// majority of healthy nodes.
+			name: "owner's re-entry",
+			hold: func(c *redlock.Client) (*redlock.Lock, error) {
+				return c.TryLock(bg(), "own1", healthTTL, redlock.WithOwner("job"))
+			},
+			keys:  []string{"own1", scripts.HoldsKey("own1")},
+			rival: ownerRival("own1", "job"),
+		},
+		{
+			name: "other owner vs owner",
+			hold: func(c *redlock.Client) (*redlock.Lock, error) {
+				return c.TryLock(bg(), "own2", healthTTL, redlock.WithOwner("job"))
+			},
+			keys:  []string{"own2", scripts.HoldsKey("own2")},
+			rival: ownerRival("own2", "other"),
+		},
+	}
+}
+
+// ownerRival is a conflict's rival: TryLock or Lock of key by owner.
+func ownerRival(key, owner string) func(ctx context.Context, c *redlock.Client, wait bool) (*redlock.Lock, error) {
+	return func(ctx context.Context, c *redlock.Client, wait bool) (*redlock.Lock, error) {
+		if wait {
+			return c.Lock(ctx, key, healthTTL, redlock.WithOwner(owner))
+		}
+		return c.TryLock(ctx, key, healthTTL, redlock.WithOwner(owner))
 	}
 }
 
@@ -213,7 +243,7 @@ func TestRealClockCheckEveryKind(t *testing.T) {
 	for _, cf := range cs {
 		dropHold(t, servers[2], cf.keys)
 	}
-	require.NoError(t, servers[0].SetClock(20*time.Second, 1))
+	require.NoError(t, servers[0].SetClock(2*healthTTL, 1))
 	for _, cf := range cs {
 		require.Eventually(t, func() bool { return servers[0].Client(t).Exists(bg(), cf.keys[0]).Val() == 0 },
 			5*time.Second, 10*time.Millisecond, "%s: node 0 still has the hold", cf.name)

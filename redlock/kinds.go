@@ -112,6 +112,45 @@ func (m multi) enter(c *Client, token string, nodes []int) []node.Slot {
 // then watches.
 func (m multi) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch, t *nodeTake) (bool, error) {
 	fencing := m.fencing && !heal
+	ks, args := m.takeCall(c, i, token, ttl, fencing, w)
+	r, err := c.nodes.Pool(i).Eval(ctx, scripts.AcquireAll, ks, args...)
+	if err != nil {
+		return false, err
+	}
+	arr, _ := r.([]any)
+	if len(arr) == 0 {
+		return false, errMalformed
+	}
+	switch asInt(arr[0]) {
+	case scripts.AcquireAllSet:
+		if !fencing {
+			return true, nil
+		}
+		return m.counters(c, i, arr[1:], t)
+	case scripts.OtherKind:
+		if len(arr) > 2 {
+			k := int(asInt(arr[2]))
+			if k < 1 || k > len(m.keys) {
+				return false, errMalformed
+			}
+			return false, kindError(arr[1], m.keys[k-1])
+		}
+	case scripts.TakeDelayed:
+		if len(arr) > 2 {
+			t.held = m.key(arr[2])
+			return false, delayError(time.Duration(max(asInt(arr[1]), 0)) * time.Millisecond)
+		}
+	}
+	if len(arr) > 1 {
+		t.held = m.key(arr[1]) // the key found held
+	}
+	return false, nil
+}
+
+// takeCall returns AcquireAll's KEYS and ARGV on node i: the keys, their
+// holder markers under a lock-delay, their fence counters when fencing,
+// and the waiter's watch sets when w has them.
+func (m multi) takeCall(c *Client, i int, token string, ttl time.Duration, fencing bool, w nodeWatch) ([]string, []any) {
 	delay := c.cfg.lockDelay > 0
 	ks := m.keys
 	args := []any{token, ttl.Milliseconds(), len(m.keys), c.cfg.lockDelay.Milliseconds()}
@@ -134,48 +173,30 @@ func (m multi) take(ctx context.Context, c *Client, i int, token string, ttl tim
 		ks = append(ks, w.keys...)
 		args = append(args, w.channel, w.lease)
 	}
-	r, err := c.nodes.Pool(i).Eval(ctx, scripts.AcquireAll, ks, args...)
-	if err != nil {
-		return false, err
+	return ks, args
+}
+
+// key returns the key a reply names by its 1-based index, or "" for an
+// index out of range.
+func (m multi) key(v any) string {
+	if k := int(asInt(v)); k > 0 && k <= len(m.keys) {
+		return m.keys[k-1]
 	}
-	arr, _ := r.([]any)
-	if len(arr) == 0 {
-		return false, errMalformed
-	}
-	if asInt(arr[0]) == scripts.OtherKind && len(arr) > 2 {
-		k := int(asInt(arr[2]))
-		if k < 1 || k > len(m.keys) {
-			return false, errMalformed
-		}
-		return false, kindError(arr[1], m.keys[k-1])
-	}
-	if asInt(arr[0]) == scripts.TakeDelayed && len(arr) > 2 {
-		if k := int(asInt(arr[2])); k > 0 && k <= len(m.keys) {
-			t.held = m.keys[k-1]
-		}
-		return false, delayError(time.Duration(max(asInt(arr[1]), 0)) * time.Millisecond)
-	}
-	if asInt(arr[0]) != scripts.AcquireAllSet {
-		if len(arr) > 1 {
-			if k := int(asInt(arr[1])); k > 0 && k <= len(m.keys) {
-				t.held = m.keys[k-1]
-			}
-		}
-		return false, nil
-	}
-	if !fencing {
-		return true, nil
-	}
-	if len(arr) != 1+len(m.keys) {
+	return ""
+}
+
+// counters records in t the highest of the fence counters node i read, one
+// per key. A counter that is not a number fails the node: the keys are
+// ours, so the attempt's cleanup releases them.
+func (m multi) counters(c *Client, i int, replies []any, t *nodeTake) (bool, error) {
+	if len(replies) != len(m.keys) {
 		return false, errors.New("redlock: malformed fence reply")
 	}
 	var top uint64
-	for j, v := range arr[1:] {
+	for j, v := range replies {
 		s, _ := v.(string)
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			// The keys are ours but a counter is unusable: report the node
-			// as failed, so the attempt's cleanup releases it.
 			return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", c.fenceKey(i, m.keys[j]), s)
 		}
 		top = max(top, n)

@@ -132,7 +132,7 @@ func (c *Client) checkAll(ctx context.Context, keys []string, ttl time.Duration,
 	if err != nil {
 		return nil, lockConfig{}, err
 	}
-	lc, err := c.check(ctx, keys[0], ttl, opts)
+	lc, err := c.checkOwnerless(ctx, keys[0], ttl, opts)
 	return keys, lc, err
 }
 

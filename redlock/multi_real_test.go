@@ -65,6 +65,7 @@ func TestRealOverlappingMultiLocksExcludeEachOther(t *testing.T) {
 }
 
 func TestRealFailedMultiLockLeavesNothingOnAnyNode(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		heldOn int
@@ -281,7 +282,6 @@ func BenchmarkTryLockAllUnlock4(b *testing.B) {
 }
 
 func TestRealDoAllKeepsEveryKeyAndCancelsOnLoss(t *testing.T) {
-	t.Parallel()
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
 	// The rival's calls get a long node timeout: a SET of its probes cut

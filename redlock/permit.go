@@ -70,7 +70,7 @@ func (c *Client) acquirePermit(ctx context.Context, key string, limit int, ttl t
 	if limit < 1 || limit > MaxPermits {
 		return nil, fmt.Errorf("%w (%d), got %d", errLimit, MaxPermits, limit)
 	}
-	lc, err := c.check(ctx, key, ttl, opts)
+	lc, err := c.checkOwnerless(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -28,17 +28,21 @@ import (
 // ctx.Err() when ctx ended the call. Both Locks, the original and the
 // resumed one, act on the same hold: whichever unlocks first releases it.
 //
-// Readers, permits and multi-locks cannot be resumed yet: a reader's and a
-// permit's hold is one lease among several on the key, and a permit's also
-// needs its slot; see docs/design.md.
+// Readers, permits, multi-locks and an owner's holds (WithOwner) cannot be
+// resumed yet: a reader's, a permit's and an owner's hold is one lease
+// among several on the key, and a permit's also needs its slot; see
+// docs/design.md.
 func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	done, lc, err := c.beginLock(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	if token == "" {
+	switch {
+	case token == "":
 		return nil, errors.New("redlock: empty token")
+	case lc.owner != "" || isOwnerValue(token):
+		return nil, errors.New("redlock: an owner's holds cannot be resumed")
 	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)

@@ -60,7 +60,7 @@ func (c *Client) rlock(ctx context.Context, key string, ttl time.Duration, opts 
 		return nil, err
 	}
 	defer done()
-	lc, err := c.check(ctx, key, ttl, opts)
+	lc, err := c.checkOwnerless(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}

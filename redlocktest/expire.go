@@ -16,7 +16,8 @@ var expireScript string
 // Expire ends every hold on key on every node now, up or down, as if the
 // holders' TTLs had run out at once: an exclusive lock, a multi-lock that
 // includes key, every reader of key (TryRLock, RLock) and every permit of
-// key (TryAcquirePermit, AcquirePermit). It does not block. The holders are
+// key (TryAcquirePermit, AcquirePermit), and every hold of an owner
+// (redlock.WithOwner). It does not block. The holders are
 // not told: a Lock kept alive (WithAutoExtend, Do) learns it at its next
 // extension, which fails, so its Done closes with Err wrapping
 // redlock.ErrLockLost and Do's context is canceled with a cause wrapping
@@ -47,7 +48,7 @@ func (n *Nodes) Expire(key string) {
 
 // expire ends the holds on key on this node.
 func (nd *node) expire(key string) error {
-	keys := []string{key, scripts.ReadersKey(key), scripts.HeldKey(key)}
+	keys := []string{key, scripts.ReadersKey(key), scripts.HeldKey(key), scripts.HoldsKey(key)}
 	nd.mu.Lock() // no Stop or Start meanwhile
 	defer nd.mu.Unlock()
 	if !nd.up {
@@ -61,7 +62,7 @@ func (nd *node) expire(key string) error {
 	}
 	c := proto.NewClient(conn)
 	defer c.Close()
-	reply, err := c.Do(append([]string{"EVAL", expireScript, "3"}, keys...)...)
+	reply, err := c.Do(append([]string{"EVAL", expireScript, "4"}, keys...)...)
 	if err != nil {
 		return err
 	}
@@ -77,6 +78,7 @@ func expireDown(nd *node, keys []string) {
 	left := s.TTL(keys[0])
 	s.Del(keys[0])
 	s.Del(keys[1])
+	s.Del(keys[3])
 	if left <= 0 || !s.Exists(keys[2]) {
 		return
 	}

@@ -229,3 +229,59 @@ func TestMultiLock(t *testing.T) {
 		woken(t, bubble, start)
 	})
 }
+
+// TestReentry: an owner's holds on in-memory nodes count as on Redis; the
+// last Unlock wakes a blocked Lock of another owner; Expire ends them all.
+func TestReentry(t *testing.T) {
+	bothClocks(t, func(t *testing.T, bubble bool) {
+		ctx := context.Background()
+		nodes := redlocktest.New(t, 3)
+		a, b := nodes.Client(), nodes.Client()
+		job := redlock.WithOwner("job-1")
+
+		outer, err := a.TryLock(ctx, "acct", 10*time.Second, job, redlock.WithFencing())
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner, err := b.Lock(ctx, "acct", 10*time.Second, job, redlock.WithFencing())
+		if err != nil {
+			t.Fatalf("re-entry by the same owner in another Client: %v", err)
+		}
+		if inner.Fence() != outer.Fence() {
+			t.Errorf("re-entered fence %d, want the owner's %d", inner.Fence(), outer.Fence())
+		}
+		_, err = b.TryLock(ctx, "acct", 10*time.Second, redlock.WithOwner("job-2"))
+		wantTaken(t, err)
+
+		start := time.Now()
+		waiter := async(func() error {
+			l, err := b.Lock(ctx, "acct", 10*time.Second, waiting(bubble), redlock.WithOwner("job-2"))
+			if err != nil {
+				return err
+			}
+			return l.Unlock(ctx)
+		})
+		settle(bubble)
+		unlock(t, inner)
+		if st, err := a.Status(ctx, "acct"); err != nil || !st.Held || st.Token != "o:job-1" {
+			t.Fatalf("after one of two Unlocks: Status %+v, %v; want held by o:job-1", st, err)
+		}
+		unlock(t, outer)
+		if err := await(t, "Lock", waiter); err != nil {
+			t.Fatal(err)
+		}
+		woken(t, bubble, start)
+
+		l, err := a.TryLock(ctx, "gone", 10*time.Second, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes.Expire("gone")
+		if _, err := a.TryLock(ctx, "gone", 10*time.Second, job); err != nil {
+			t.Fatalf("after Expire: %v, want a first hold", err)
+		}
+		if err := l.Extend(ctx, time.Second); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Fatalf("Extend of the expired hold: %v, want ErrNotHeld", err)
+		}
+	})
+}

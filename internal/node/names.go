@@ -25,6 +25,8 @@ type Names interface {
 	Held(key string) string
 	// Watch returns the name of key's watch set.
 	Watch(key string) string
+	// Holds returns the name of the holds of key held by an owner.
+	Holds(key string) string
 	// Leader returns the name of the leader record of the election key key.
 	Leader(key string) string
 }
@@ -60,6 +62,9 @@ func (Standalone) Held(key string) string { return scripts.HeldKey(key) }
 // Watch implements Names.
 func (Standalone) Watch(key string) string { return scripts.WatchKey(key) }
 
+// Holds returns the name of the holds of key held by an owner (WithOwner).
+func (Standalone) Holds(key string) string { return scripts.HoldsKey(key) }
+
 // Leader implements Names: key + ":leader", as the queue and the fence
 // counter are named.
 func (Standalone) Leader(key string) string { return key + ":leader" }
@@ -78,6 +83,10 @@ func (Cluster) Held(key string) string { return scripts.ClusterHeldKey(key) }
 
 // Watch implements Names.
 func (Cluster) Watch(key string) string { return scripts.ClusterWatchKey(key) }
+
+// Holds returns the name of the holds of key held by an owner, in key's
+// slot.
+func (Cluster) Holds(key string) string { return scripts.ClusterHoldsKey(key) }
 
 // Leader implements Names.
 func (Cluster) Leader(key string) string { return keyslot.Companion(key, "leader") }

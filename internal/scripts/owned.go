@@ -1,0 +1,52 @@
+package scripts
+
+import (
+	_ "embed"
+
+	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/pool"
+)
+
+var (
+	//go:embed owned_take.lua
+	ownedTakeSrc string
+	//go:embed owned_extend.lua
+	ownedExtendSrc string
+	//go:embed owned_release.lua
+	ownedReleaseSrc string
+	//go:embed owned_fence.lua
+	ownedFenceSrc string
+)
+
+// The scripts of an owner's holds of an exclusive key (WithOwner): the key
+// holds the owner's value, and a hash next to it each hold's expiry.
+var (
+	// OwnedTake takes a free key for an owner, or adds a hold to the
+	// owner's.
+	OwnedTake = pool.NewScript(watchSrc + kindSrc + ownedTakeSrc)
+	// OwnedExtend extends one hold of an owner.
+	OwnedExtend = pool.NewScript(ownedExtendSrc)
+	// OwnedRelease gives one hold back; the last one releases the key as
+	// Release does (hand-off, wake-up).
+	OwnedRelease = pool.NewScript(watchSrc + ownedReleaseSrc + releaseSrc)
+	// OwnedFence raises the fence counter for an owner's hold and records
+	// the owner's fence.
+	OwnedFence = pool.NewScript(ownedFenceSrc)
+)
+
+// OwnedTake's reply codes, and OwnedRelease's for a hold given back while
+// others remain (its other replies are Release's).
+const (
+	OwnedRefused  = 0
+	OwnedTaken    = 1
+	OwnedReturned = 2
+)
+
+// HoldsKey returns the name of the holds of the lock key held by an owner
+// (owned_take.lua): named after its queue (Keys), as WatchKey is, since
+// OwnedRelease, which takes Release's KEYS, derives it from KEYS[2].
+func HoldsKey(key string) string { return Keys(key)[1] + ":holds" }
+
+// ClusterHoldsKey is HoldsKey for a node that is a Redis Cluster: its queue
+// (ClusterKeys) followed by ":holds", in the key's hash slot.
+func ClusterHoldsKey(key string) string { return keyslot.Companion(key, "queue") + ":holds" }
