@@ -134,7 +134,9 @@ func failoverRun(t *testing.T, kill, on bool) {
 	if on {
 		q = redlock.WithQuarantine(failoverQuarantine)
 	}
-	const key = "failover:k"
+	// Keys of the scenario's own: the scenarios run at once, and a key
+	// found on a wrong node must be one this scenario wrote.
+	key := fmt.Sprintf("failover:k:%t:%t", kill, on)
 	other := "failover:u" // a key of the other shard of cluster 0
 	for i := 0; shardOf(clusters[0], other) == shardOf(clusters[0], key); i++ {
 		other = fmt.Sprintf("failover:u%d", i)

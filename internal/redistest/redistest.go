@@ -355,13 +355,25 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 // FreePort returns a loopback TCP port that was free a moment ago: another
 // process may take it before the caller binds it, so callers retry.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if _, used := handedOut.LoadOrStore(port, true); !used {
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("redistest: no port that was not handed out before")
 }
+
+// handedOut holds every port FreePort returned in this process. A port is
+// never handed out twice: a killed server's address stays in its peers'
+// minds (a cluster's nodes keep calling it, a pool keeps dialling it), and
+// a new server of a test running in parallel must not answer there.
+var handedOut sync.Map
 
 // PID returns the process id of the running redis-server, or 0 when it is
 // stopped.
