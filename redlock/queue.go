@@ -17,7 +17,7 @@ type queueing struct {
 	kind    *exclusive // the lock's kind: how a grant is given back
 	keys    [][]string // Enqueue's KEYS on each node (releaseKeys)
 	timeout time.Duration
-	// channels are the waiters' channels on each node (grants.hold); nil
+	// channels are the waiters' channels on each node (wait.Grants.Hold); nil
 	// until the waiting begins.
 	channels []string
 }
@@ -103,11 +103,11 @@ func (q *queueing) channel(i int) string {
 	if i < len(q.channels) {
 		return q.channels[i]
 	}
-	return q.c.waits.grants.channel
+	return q.c.waits.Grants.Channel()
 }
 
 // Listening implements wait.Nodes.
-func (q *queueing) Listening(i int) bool { return q.c.waits.grants.listening(i, q.channel(i)) }
+func (q *queueing) Listening(i int) bool { return q.c.waits.Grants.Listening(i, q.channel(i)) }
 
 // GiveBack implements wait.Nodes: the keys nodes granted the waiter pass
 // to the next waiters, in the background; the waiter stays queued.
@@ -126,7 +126,7 @@ func (q *queueing) leave(w *wait.Waiter) {
 // ms, the token may not queue again ("": it stays queued). They are built
 // once per release, for every node.
 func (c *Client) releaseArgs(buf []any, token string, keep any) []any {
-	return c.withDelay(append(buf, token, keep, c.waits.grants.channel))
+	return c.withDelay(append(buf, token, keep, c.waits.Grants.Channel()))
 }
 
 // releaseOn runs Release on node i with its keys (releaseKeys) and args
@@ -145,7 +145,7 @@ func (c *Client) releaseOn(ctx context.Context, i int, keys []string, args []any
 	}
 	if len(arr) >= 3 {
 		if next, ok := arr[1].(string); ok {
-			c.waits.grants.deliver(next, i, int(asInt(arr[2])))
+			c.waits.Grants.Deliver(next, i, int(asInt(arr[2])))
 		}
 	}
 	return asInt(arr[0]) == 1, nil
@@ -165,16 +165,16 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			w.Silent(i) // until the node answers this waiter
 		}
 	}
-	c.waits.grants.register(w)
-	defer c.waits.grants.unregister(w)
-	c.waits.grants.start(c.nodes.Pools(), c.nodeTimeout(0))
-	channels, release := c.waits.grants.hold(key, c.nodes.Len())
+	c.waits.Grants.Register(w, key)
+	defer c.waits.Grants.Unregister(w)
+	c.waits.Grants.Start()
+	channels, release := c.waits.Grants.Hold(key, c.nodes.Len())
 	defer release()
 	q.channels = channels
 	for {
 		until, err := w.Wait(ctx, c.life.closing, delay, retry)
 		if w.Waited() {
-			c.waits.busy.mark(key, c.cfg.clock.Now())
+			c.waits.Busy.Mark(key, c.cfg.clock.Now())
 		}
 		if err != nil {
 			q.leave(w)

@@ -59,12 +59,13 @@ func (c *Client) health(ctx context.Context, i int) error {
 	return c.nodes.Health(ctx, i)
 }
 
-// grantHealth is health for a grant message from node i. A node that
+// grantHealth is health for a grant message from node i, for a waiter on
+// key (wait.Health; the key is not read yet). A node that
 // restarted grants us the key only after a round of ours joined its new
 // queue, on a connection that learned the new run's identity first, so the
 // identity read here is that run's. A grant that does not count reaches the
 // waiter as that node's error: the node holds our token but votes for
 // nobody, and the waiter's next round there judges it again.
-func (c *Client) grantHealth(i int) error {
-	return c.health(context.Background(), i)
+func (c *Client) grantHealth(ctx context.Context, i int, _ string) error {
+	return c.health(ctx, i)
 }

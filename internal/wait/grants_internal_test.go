@@ -1,4 +1,4 @@
-package redlock
+package wait
 
 import (
 	"context"
@@ -36,14 +36,14 @@ type plainFake struct{ pool.Listener }
 func TestGrantsHoldShardedChannels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sharded := &shardedFake{}
-		g := &grants{channel: "redlock:grant:ID", byNode: []pool.Listener{sharded, plainFake{}}}
+		g := &Grants{channel: "redlock:grant:ID", byNode: []pool.Listener{sharded, plainFake{}}}
 		ch := keyslot.ShardChannel(g.channel, "k")
 
-		chs, done := g.hold("k", 3)
+		chs, done := g.Hold("k", 3)
 		if want := []string{ch, g.channel, g.channel}; !slices.Equal(chs, want) {
 			t.Fatalf("hold = %q, want %q (sharded on node 0; plain on the plain node and the unopened one)", chs, want)
 		}
-		_, done2 := g.hold("k", 3) // the same slot: already subscribed
+		_, done2 := g.Hold("k", 3) // the same slot: already subscribed
 		if !slices.Equal(sharded.subs, []string{ch}) {
 			t.Fatalf("subscribed %q, want %q once", sharded.subs, ch)
 		}
@@ -53,7 +53,7 @@ func TestGrantsHoldShardedChannels(t *testing.T) {
 		if len(sharded.unsubs) != 0 {
 			t.Fatalf("unsubscribed %q at once, want the channel to linger", sharded.unsubs)
 		}
-		_, done3 := g.hold("k", 3) // a hot key's next waiter: no new subscription
+		_, done3 := g.Hold("k", 3) // a hot key's next waiter: no new subscription
 		done3()
 		if len(sharded.subs) != 1 {
 			t.Fatalf("subscribed %q, want no new subscription while ch lingers", sharded.subs)
@@ -61,7 +61,7 @@ func TestGrantsHoldShardedChannels(t *testing.T) {
 
 		time.Sleep(shardLinger) // fake time in the bubble
 		other := keyslot.ShardChannel(g.channel, "another key")
-		_, done4 := g.hold("another key", 3) // a later call sweeps
+		_, done4 := g.Hold("another key", 3) // a later call sweeps
 		defer done4()
 		if !slices.Equal(sharded.unsubs, []string{ch}) {
 			t.Fatalf("unsubscribed %q after the linger, want %q", sharded.unsubs, ch)
@@ -69,7 +69,7 @@ func TestGrantsHoldShardedChannels(t *testing.T) {
 		if !slices.Equal(sharded.subs, []string{ch, other}) {
 			t.Fatalf("subscribed %q, want %q then %q", sharded.subs, ch, other)
 		}
-		_, done5 := g.hold("k", 3) // swept: subscribed again
+		_, done5 := g.Hold("k", 3) // swept: subscribed again
 		defer done5()
 		if !slices.Equal(sharded.subs, []string{ch, other, ch}) {
 			t.Fatalf("subscribed %q, want %q again after the sweep", sharded.subs, ch)
@@ -78,7 +78,7 @@ func TestGrantsHoldShardedChannels(t *testing.T) {
 }
 
 func TestGrantsOurs(t *testing.T) {
-	g := &grants{channel: "redlock:grant:ID"}
+	g := &Grants{channel: "redlock:grant:ID"}
 	for ch, want := range map[string]bool{
 		"redlock:grant:ID": true,
 		keyslot.ShardChannel("redlock:grant:ID", "k"):   true,
