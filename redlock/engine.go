@@ -284,7 +284,7 @@ func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout 
 	c.life.wg.Add(1) // callers run inside a registered operation
 	go func() {
 		defer c.life.wg.Done()
-		fanout.Each(context.Background(), &c.life.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+		c.each(context.Background(), nodes, timeout, func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) { return release.release(ctx, i) })
 		})
 	}()
