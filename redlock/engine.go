@@ -256,7 +256,7 @@ func agreedVotes(res fanout.Result, takes []nodeTake, place string) fanout.Resul
 	if place == "" {
 		return res
 	}
-	out := fanout.Result{Votes: make([]fanout.Vote, len(res.Votes))}
+	out := fanout.Result{Votes: make([]fanout.Vote, len(res.Votes)), Expired: res.Expired}
 	for k, v := range res.Votes {
 		if v.OK && takes[v.Node].place != place {
 			v.OK = false
@@ -271,10 +271,12 @@ func agreedVotes(res fanout.Result, takes []nodeTake, place string) fanout.Resul
 }
 
 // undo releases token, of kind k, on nodes in the background, each call
-// bounded by timeout and ordered after this Client's earlier calls on the
-// key; keep is as for leaseKind.releaser. Close waits for it. It serves a
-// failed attempt's cleanup, a straggler and a waiter that gives its keys
-// back or leaves.
+// bounded by fanout.CallBound(timeout), as the calls it cleans up after
+// are, and ordered after this Client's earlier calls on the key: a release
+// waiting for an acquisition still in flight on its node outlasts it, and
+// nobody waits for the release. keep is as for leaseKind.releaser. Close
+// waits for it. It serves a failed attempt's cleanup, a straggler and a
+// waiter that gives its keys back or leaves.
 func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout time.Duration) {
 	if len(nodes) == 0 {
 		return
@@ -284,7 +286,7 @@ func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout 
 	c.life.wg.Add(1) // callers run inside a registered operation
 	go func() {
 		defer c.life.wg.Done()
-		c.each(context.Background(), nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+		c.each(context.Background(), nodes, fanout.CallBound(timeout), func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) { return release.release(ctx, i) })
 		})
 	}()

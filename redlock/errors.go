@@ -258,12 +258,17 @@ func withContext(err error, ctxErr error) error {
 // quorumError builds the error of an operation from its votes, with one
 // NodeError per node that did not vote yes, in node order. A plain no is
 // reported as ErrTaken for a lock and as ErrNotHeld otherwise; a node with
-// no vote (a straggler) as ErrPending.
+// no vote (a straggler) as ErrNodeTimeout when the decision came at the node
+// timeout, else as ErrPending.
 func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *QuorumError {
 	qe := &QuorumError{Op: op, Agreed: res.Yes, Needed: c.nodes.Quorum(), Total: c.nodes.Len(), sentinel: sentinel}
 	causes := make([]error, c.nodes.Len())
+	silent := ErrPending
+	if res.Expired {
+		silent = ErrNodeTimeout // the decision came at the node timeout
+	}
 	for i := range causes {
-		causes[i] = ErrPending
+		causes[i] = silent
 	}
 	for _, v := range res.Votes {
 		switch {

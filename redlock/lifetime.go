@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redlockgo/redlock/internal/fanout"
 )
 
 // ErrLockLost means a lock that was being kept alive can no longer be
@@ -209,8 +211,7 @@ func (l *Lock) keep() {
 			k.capped = true
 			continue
 		}
-		// Cut at the loss point: an extension in flight must not delay it.
-		err := l.extend(k.ctx, ttl, min(k.timeout, lossAt.Sub(now)))
+		err := k.extendBefore(l, ttl, lossAt.Sub(now))
 		switch {
 		case err == nil:
 			lastErr = nil
@@ -227,6 +228,34 @@ func (l *Lock) keep() {
 			next = clk.Now().Add(max(k.every/8, time.Millisecond))
 		}
 	}
+}
+
+// extendBefore runs one extension of l to ttl that is over within left,
+// the time to the loss point: an extension in flight must not delay the
+// loss, and its node calls, which may run past the decision
+// (fanout.CallBound), must not land after it either.
+func (k *keeper) extendBefore(l *Lock, ttl, left time.Duration) error {
+	timeout := min(k.timeout, left)
+	if left >= fanout.CallBound(timeout) {
+		return l.extend(k.ctx, ttl, timeout)
+	}
+	ctx, cancel := context.WithTimeoutCause(k.ctx, left, errLossPoint)
+	defer cancel()
+	return l.extend(ctx, ttl, timeout)
+}
+
+// errLossPoint is the cause of a keeper's extension cut at the loss point:
+// the keeper's bound, not a caller's deadline (callerErr).
+var errLossPoint = errors.New("redlock: the loss point came")
+
+// callerErr is ctx's error unless ctx ended only at the keeper's loss
+// point, which is not the caller's doing: the extension failed for want
+// of answers, as when the node timeout cuts it.
+func callerErr(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), errLossPoint) {
+		return nil
+	}
+	return ctx.Err()
 }
 
 // sleep waits until at. It returns false, having ended the keeper, when

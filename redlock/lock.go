@@ -189,7 +189,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 		return nil
 	}
 	l.setUntil(minTime(old, until))
-	return withContext(c.extendError(res, absent, !now.Before(old)), ctx.Err())
+	return withContext(c.extendError(res, absent, !now.Before(old)), callerErr(ctx))
 }
 
 // extendError is the error of an extension that failed with res: ErrNotHeld

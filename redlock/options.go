@@ -56,6 +56,17 @@ func (c *config) fail(format string, args ...any) {
 // validity. Status, which concerns no TTL, uses MaxNodeTimeout by default.
 // A d above about a third of a TTL leaves no time to extend that lock: see
 // WithAutoExtend.
+//
+// d is when a call decides without a node: a node that has not answered
+// within d counts as failed (ErrNodeTimeout), and validity is counted from
+// the call's start to that decision as always. The node's own call is not
+// cut then: it runs on in the background for up to 4×d in all, so that a
+// connection that is slow to set up (TLS, a proxy, a loaded host) is
+// completed and kept rather than closed by the deadline and dialled again
+// by the next call. Its answer is handled as any late answer: a SET that
+// lands after a failed attempt is released, one after a successful attempt
+// is part of the lock, and the Client's later calls on the key wait for it
+// on that node. Close waits for these calls.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {

@@ -290,8 +290,8 @@ func TestQuorumContextEnds(t *testing.T) {
 }
 
 func TestQuorumTimeout(t *testing.T) {
-	// Nodes that never answer end at the shared deadline; the errors refuse
-	// the quorum and no node outlives the timeout.
+	// Nodes that never answer count as failed at the node timeout; their
+	// calls end at the shared deadline, CallBound, and go to late.
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 3 * time.Second
 		var wg sync.WaitGroup
@@ -310,6 +310,9 @@ func TestQuorumTimeout(t *testing.T) {
 			t.Errorf("returned after %v; want the node timeout %v", d, timeout)
 		}
 		wg.Wait()
+		if d := time.Since(began); d != fanout.CallBound(timeout) {
+			t.Errorf("calls ended after %v; want CallBound %v", d, fanout.CallBound(timeout))
+		}
 		if res.Reached || len(res.Votes)+len(late) != 3 {
 			t.Errorf("got %+v and %d late; want not reached, 3 votes in all", res, len(late))
 		}
@@ -453,4 +456,71 @@ func BenchmarkQuorum(b *testing.B) {
 		fanout.Quorum(b.Context(), &wg, 5, 3, time.Second, op, nil)
 	}
 	wg.Wait()
+}
+
+func TestQuorumDecidesAtTimeoutWhileCallsGoOn(t *testing.T) {
+	// A node that has not answered at the node timeout counts as failed for
+	// the decision, but its call is not cut: it runs to CallBound, so that
+	// a slow connection setup completes (and the connection is kept). Its
+	// answer then goes to late.
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		g := newGated(yes, yes, no, yes, yes)
+		var wg sync.WaitGroup
+		began := time.Now()
+		out := make(chan fanout.Result, 1)
+		go func() { out <- fanout.Quorum(t.Context(), &wg, 5, 3, timeout, g.op, g.onLate) }()
+		synctest.Wait()
+		g.release(0)
+		g.release(1)
+		g.release(2)
+		res := <-out
+		if d := time.Since(began); d != timeout {
+			t.Errorf("decided after %v; want the node timeout %v", d, timeout)
+		}
+		if res.Reached || !res.Expired || res.Yes != 2 || len(res.Votes) != 3 {
+			t.Errorf("got %+v; want not reached, expired, 2 yes of 3 votes", res)
+		}
+		for _, i := range []int{3, 4} {
+			if err := g.ctxs[i].Err(); err != nil {
+				t.Errorf("node %d's call was cut at the decision: %v", i, err)
+			}
+			if d, _ := g.ctxs[i].Deadline(); d != began.Add(fanout.CallBound(timeout)) {
+				t.Errorf("node %d's deadline is %v after the start; want CallBound %v", i, d.Sub(began), fanout.CallBound(timeout))
+			}
+		}
+		time.Sleep(fanout.CallBound(timeout) - timeout - time.Nanosecond)
+		g.release(3) // answers just within its bound
+		if err := g.ctxs[4].Err(); err != nil {
+			t.Errorf("node 4's call ended early: %v", err)
+		}
+		g.release(4)
+		wg.Wait()
+		if want := []int{3, 4}; !slices.Equal(nodesOf(g.late), want) || slices.Contains(g.lateR, true) {
+			t.Errorf("late %v (reached %v); want nodes %v with the failed decision", nodesOf(g.late), g.lateR, want)
+		}
+	})
+}
+
+func TestQuorumExpiredOnlyAtTheNodeTimeout(t *testing.T) {
+	// Expired says the silent nodes ran out of the node timeout; a decision
+	// by the votes, or by the contended grace, is not that.
+	synctest.Test(t, func(t *testing.T) {
+		var wg sync.WaitGroup
+		silent := func(ctx context.Context, i int) (bool, error) {
+			if i < 2 {
+				return i == 0, nil // a yes and a no: contended
+			}
+			<-ctx.Done()
+			return false, ctx.Err()
+		}
+		if res := fanout.QuorumOn(t.Context(), &wg, 3, 2, time.Second, 10*time.Millisecond, silent, nil, nil); res.Expired {
+			t.Errorf("decided by the grace, reported %+v; want not expired", res)
+		}
+		yesAll := func(context.Context, int) (bool, error) { return true, nil }
+		if res := fanout.Quorum(t.Context(), &wg, 3, 2, time.Second, yesAll, nil); res.Expired || !res.Reached {
+			t.Errorf("decided by the votes, reported %+v; want reached, not expired", res)
+		}
+		wg.Wait()
+	})
 }
