@@ -67,7 +67,7 @@ func (e *exclusive) releaser(c *Client, token string, keep any, wake bool) relea
 	r := &exclusiveRelease{c: c, keys: c.releaseKeys(e.key)}
 	r.args = c.releaseArgs(r.buf[:0], token, keep)
 	if wake {
-		r.args = append(r.args, "wake") // an Unlock wakes the key's watchers (release.lua, watch.go)
+		r.args = append(r.args, "wake") // an Unlock wakes the key's watchers (release.lua, internal/wait/watch.go)
 	}
 	return r
 }
