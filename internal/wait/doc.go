@@ -8,7 +8,8 @@
 // Client listened. It honours the retry strategy exactly: a heartbeat round
 // is not a retry, and it gives up only once its last retry's round has
 // answered. It reaches the nodes only through the small Nodes interface
-// (Round, GiveBack, Listening).
+// (Round, GiveBack, Listening); Hub.Wait drives it for a Lock call, which
+// it reaches through Queue (Nodes, and what the call makes of the grants).
 //
 // The calls that do not queue (RLock, AcquirePermit, LockAll, an owner's
 // Lock) retry on the strategy and are woken by a release of their keys
@@ -24,7 +25,6 @@
 //	var h wait.Hub
 //	h.Init(wait.HubConfig{Channel: ch, Notifiers: ns, Health: judge, Timeout: timeout, Clock: clk, Closing: closing})
 //	w := wait.New(nodes, wait.Config{Clock: clk, N: 5, Quorum: 3, Token: token, TTL: ttl, Drift: drift, Retry: retry, Check: grace})
-//	h.Grants.Register(w, key) // grants heard for w's token reach it
-//	until, err := w.Wait(ctx, closing, delay, retry) // nodes.Round answers with w.Reply, a release with w.Deliver
+//	err := h.Wait(ctx, w, key, queue, delay, retry) // queue.Round answers with w.Reply, a release reaches w.Deliver
 //	n, err := h.Retry(ctx, keys, retry, timeout, attempt) // attempt is the engine's, with a Watch to register
 package wait
