@@ -31,7 +31,8 @@ type Grants struct {
 	channel   string
 	notifiers []pool.Notifier // node i's notification API, nil where it has none
 	health    Health
-	woken     *Releases // the Client's calls waiting for a key to be free
+	slow      func(i int) bool // health reads node i: judge its grants off the listener (HubConfig.Slow)
+	woken     *Releases        // the Client's calls waiting for a key to be free
 
 	mu      sync.Mutex
 	inbox   map[string]inboxEntry // by token
@@ -43,6 +44,7 @@ type Grants struct {
 	held    []shardHolds    // node i's sharded channels (take)
 	timeout time.Duration   // the node timeout, which bounds the listeners' I/O (HubConfig)
 	readers sync.WaitGroup
+	checks  sync.WaitGroup // grants judged in goroutines of their own (Deliver)
 }
 
 // Health returns why node i's grant to a waiter on key does not count now
@@ -90,17 +92,33 @@ func (g *Grants) Unregister(w *Waiter) {
 
 // Deliver passes a grant of node i, after round seq, to the waiter with
 // token, if it waits in this Client, judged by the health the Grants were
-// built with. It never blocks.
+// built with. It never blocks: a grant whose health reads the node (a
+// cluster node's shard, HubConfig.Slow) is judged in a goroutine of its
+// own, bounded by the node timeout, which Close waits for.
 func (g *Grants) Deliver(token string, i, seq int) {
 	g.mu.Lock()
 	e, ok := g.inbox[token]
+	slow := ok && g.health != nil && g.slow != nil && g.slow(i)
+	closed := g.closed
+	if slow && !closed {
+		g.checks.Add(1) // under mu, before Close sets closed: Close's Wait follows every Add
+	}
 	g.mu.Unlock()
-	if !ok {
+	switch {
+	case !ok || slow && closed:
+		return // no waiter here, or the Client is closing: its waiters end
+	case slow:
+		go func() {
+			defer g.checks.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), g.subscribeTimeout())
+			defer cancel()
+			e.w.Deliver(Grant{Node: i, Seq: seq, Err: g.health(ctx, i, e.key)})
+		}()
 		return
 	}
 	var err error
 	if g.health != nil {
-		err = g.health(context.Background(), i, e.key)
+		err = g.health(context.Background(), i, e.key) // no I/O: not slow
 	}
 	e.w.Deliver(Grant{Node: i, Seq: seq, Err: err})
 }
@@ -221,8 +239,10 @@ func (g *Grants) Close() {
 	}
 	closing.Wait()
 	g.readers.Wait()
+	g.checks.Wait()
 }
 
-// subscribeTimeout bounds a sharded subscription's step when the listeners'
-// timeout is not known yet.
+// subscribeTimeout bounds a step of the listeners' I/O (a sharded
+// subscription, a slow grant's judgement): the node timeout, or a second
+// when it is not known (a test's Grants).
 func (g *Grants) subscribeTimeout() time.Duration { return cmp.Or(g.timeout, time.Second) }

@@ -320,3 +320,55 @@ func TestContended(t *testing.T) {
 		t.Fatalf("%d keys remembered, want at most %d once the old ones passed", len(c.until), contendedKeys)
 	}
 }
+
+// TestGrantsSlowHealthOffTheListener: a grant from a node whose health
+// reads it (Slow) is judged in a goroutine of its own, bounded by the node
+// timeout: Deliver returns at once, the grant reaches the waiter once
+// judged, and Close waits for the judgement; after Close such a grant is
+// dropped.
+func TestGrantsSlowHealthOffTheListener(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		judging := make(chan struct{})
+		var deadline time.Duration
+		h := &Hub{}
+		h.Init(HubConfig{Channel: ChannelPrefix + "ID", Notifiers: []pool.Notifier{nil, nil}, Timeout: 50 * time.Millisecond,
+			Clock: clock.Real{}, Slow: func(i int) bool { return i == 1 },
+			Health: func(ctx context.Context, i int, key string) error {
+				if i == 1 {
+					d, _ := ctx.Deadline()
+					deadline = time.Until(d)
+					<-judging
+				}
+				return nil
+			}})
+		w := New(nil, Config{Clock: clock.Real{}, N: 2, Quorum: 2, Token: "TOKEN", TTL: time.Second})
+		h.Grants.Register(w, "k")
+		h.Grants.Deliver("TOKEN", 1, 1) // slow: returns at once
+		h.Grants.Deliver("TOKEN", 0, 1) // not slow: judged here
+		if g := <-w.grants; g.Node != 0 {
+			t.Fatalf("first grant from node %d, want node 0's (node 1's is still judged)", g.Node)
+		}
+		synctest.Wait()
+		if deadline != 50*time.Millisecond {
+			t.Fatalf("a slow judgement bounded by %v, want the node timeout", deadline)
+		}
+		closed := make(chan struct{})
+		go func() { h.Close(); close(closed) }()
+		synctest.Wait()
+		select {
+		case <-closed:
+			t.Fatal("Close returned while a grant was being judged")
+		default:
+		}
+		close(judging)
+		<-closed
+		if g := <-w.grants; g.Node != 1 || g.Err != nil {
+			t.Fatalf("grant %+v, want node 1's, judged healthy", g)
+		}
+		h.Grants.Deliver("TOKEN", 1, 2) // after Close: dropped, nothing started
+		synctest.Wait()
+		if len(w.grants) != 0 {
+			t.Fatal("a slow grant after Close reached the waiter")
+		}
+	})
+}
