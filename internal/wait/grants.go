@@ -31,7 +31,7 @@ type Grants struct {
 	channel   string
 	notifiers []pool.Notifier // node i's notification API, nil where it has none
 	health    Health
-	slow      func(i int) bool // health reads node i: judge its grants off the listener (HubConfig.Slow)
+	reads     func(i int) bool // whether health does I/O for node i: judge its grants off the listener (HubConfig.Reads)
 	woken     *Releases        // the Client's calls waiting for a key to be free
 
 	mu      sync.Mutex
@@ -93,12 +93,12 @@ func (g *Grants) Unregister(w *Waiter) {
 // Deliver passes a grant of node i, after round seq, to the waiter with
 // token, if it waits in this Client, judged by the health the Grants were
 // built with. It never blocks: a grant whose health reads the node (a
-// cluster node's shard, HubConfig.Slow) is judged in a goroutine of its
+// cluster node's shard, HubConfig.Reads) is judged in a goroutine of its
 // own, bounded by the node timeout, which Close waits for.
 func (g *Grants) Deliver(token string, i, seq int) {
 	g.mu.Lock()
 	e, ok := g.inbox[token]
-	slow := ok && g.health != nil && g.slow != nil && g.slow(i)
+	slow := ok && g.health != nil && g.reads != nil && g.reads(i)
 	closed := g.closed
 	if slow && !closed {
 		g.checks.Add(1) // under mu, before Close sets closed: Close's Wait follows every Add

@@ -31,10 +31,10 @@ type HubConfig struct {
 	Notifiers []pool.Notifier
 	// Health judges a grant message (nil: every grant counts).
 	Health Health
-	// Slow reports whether Health reads node i (does I/O: a cluster node's
-	// shard); such a node's grants are judged off the listener's goroutine.
-	// Nil: none does.
-	Slow func(i int) bool
+	// Reads reports whether Health reads node i (does I/O: a cluster
+	// node's shard; node.Set.HealthReads); such a node's grants are judged
+	// off the listener's goroutine. Nil: none does.
+	Reads func(i int) bool
 	// Timeout bounds each step of the listeners' I/O: the node timeout.
 	Timeout time.Duration
 	Clock   clock.Clock
@@ -49,7 +49,7 @@ type HubConfig struct {
 func (h *Hub) Init(cfg HubConfig) {
 	h.Grants.channel = cfg.Channel
 	h.Grants.notifiers = cfg.Notifiers
-	h.Grants.health, h.Grants.slow = cfg.Health, cfg.Slow
+	h.Grants.health, h.Grants.reads = cfg.Health, cfg.Reads
 	h.Grants.timeout = cfg.Timeout
 	h.Grants.woken = &h.Released
 	h.clk, h.closing, h.stopped = cfg.Clock, cfg.Closing, cfg.Stopped

@@ -322,7 +322,7 @@ func TestContended(t *testing.T) {
 }
 
 // TestGrantsSlowHealthOffTheListener: a grant from a node whose health
-// reads it (Slow) is judged in a goroutine of its own, bounded by the node
+// reads it (Reads) is judged in a goroutine of its own, bounded by the node
 // timeout: Deliver returns at once, the grant reaches the waiter once
 // judged, and Close waits for the judgement; after Close such a grant is
 // dropped.
@@ -332,7 +332,7 @@ func TestGrantsSlowHealthOffTheListener(t *testing.T) {
 		var deadline time.Duration
 		h := &Hub{}
 		h.Init(HubConfig{Channel: ChannelPrefix + "ID", Notifiers: []pool.Notifier{nil, nil}, Timeout: 50 * time.Millisecond,
-			Clock: clock.Real{}, Slow: func(i int) bool { return i == 1 },
+			Clock: clock.Real{}, Reads: func(i int) bool { return i == 1 },
 			Health: func(ctx context.Context, i int, key string) error {
 				if i == 1 {
 					d, _ := ctx.Deadline()
