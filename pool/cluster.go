@@ -106,8 +106,17 @@ func clusterOptions(o *redis.Options, seeds []string) *redis.ClusterOptions {
 		PipelineReadBufferSize:  o.PipelineReadBufferSize,
 		PipelineWriteBufferSize: o.PipelineWriteBufferSize,
 		NewClient:               newShardClient,
+		// A dead master answers no MOVED, and go-redis reloads the slot map
+		// on its own only this often once in use (60s by default): until
+		// then every key of the shard fails, though its replica took over.
+		ClusterStateReloadInterval: clusterReloadInterval,
 	}
 }
+
+// clusterReloadInterval bounds how long a cluster Pool in use keeps
+// routing a shard's keys to a master that died: at most one CLUSTER SLOTS
+// per interval, and only while the Pool is used.
+const clusterReloadInterval = 2 * time.Second
 
 // commandInfoTimeout bounds the COMMAND call by which a go-redis
 // ClusterClient learns the commands' key positions. The client asks it of a

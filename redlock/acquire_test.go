@@ -255,6 +255,7 @@ func TestEachAttemptHasItsOwnToken(t *testing.T) {
 // The cleanup of a failed attempt runs in the background: a TryLock that
 // fails because a majority hangs returns after one node timeout, not two.
 func TestFailedTryLockDoesNotWaitForItsCleanup(t *testing.T) {
+	t.Parallel()
 	fn := newFakeNodes(t, 3)
 	const nodeTimeout = 500 * time.Millisecond
 	c := newClient(t, fn.pools, redlock.WithNodeTimeout(nodeTimeout))

@@ -27,7 +27,7 @@ type Client struct {
 	nodes  *node.Set // the nodes: pools, naming, health, order, silence; built once in New
 	cfg    config
 	minTTL time.Duration // the shortest TTL with validity after drift
-	judge  fanout.Judge  // judgeVote, bound once (vote.go)
+	judge  fanout.Judge  // judgeVote, bound once; nil when a node's health reads the key (vote.go)
 	life   lifecycle     // Close, Shutdown and the operations they wait for
 	waits  wait.Hub      // what waiting calls share: grants, contended keys, wake-ups
 }
@@ -91,13 +91,16 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		Clock:       cfg.clock,
 		Report:      c.reportNode,
 	})
-	c.judge = c.judgeVote
+	if !c.nodes.HealthReadsAny() {
+		c.judge = c.judgeVote // else decide binds a judge to each decision's key
+	}
 	c.life.closing = make(chan struct{})
 	c.life.done = c.life.wg.Done
 	c.waits.Init(wait.HubConfig{
 		Channel:   wait.ChannelPrefix + newToken(),
 		Notifiers: notifiers(pools),
 		Health:    c.grantHealth,
+		Reads:     c.nodes.HealthReads,
 		Timeout:   c.nodeTimeout(0),
 		Clock:     cfg.clock,
 		Closing:   c.life.closing,
@@ -136,11 +139,15 @@ func (c *Client) Quorum() int {
 
 // Close stops new operations, waiting Lock calls (they return ErrClosed) and
 // auto-extensions (their locks report ErrLockLost), closes the listeners,
-// and waits for the Client's background node calls to end; each is bounded
-// by the node timeout, so Close returns within two node timeouts. Locks
-// still held expire by their TTL: to release them, call Shutdown instead.
-// Close does not close the pools. It is
-// safe to call twice; on a nil Client it returns an error.
+// and waits for the Client's background node calls to end. A node call
+// runs for up to four node timeouts (see WithNodeTimeout: the decision does
+// not wait for it, but the call is not cut, so that its connection is
+// kept), and the cleanup of a failed attempt may follow it as long again,
+// so Close returns within eight node timeouts (4s at the default 500ms for
+// a TTL of 10s or more), at once when no call is in flight. Locks still
+// held expire by their TTL: to release them, call Shutdown instead. Close
+// does not close the pools. It is safe to call twice; on a nil Client it
+// returns an error.
 func (c *Client) Close() error {
 	if c == nil {
 		return errNilClient

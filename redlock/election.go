@@ -143,7 +143,7 @@ func (ls *Leadership) record(ctx context.Context, value string, rev uint64) erro
 	defer done()
 	term, r := strconv.FormatUint(l.Fence(), 10), strconv.FormatUint(rev, 10)
 	slots := c.nodes.TakeAll(l.key, l.token, false, nil)
-	res := c.decide(ctx, c.nodeTimeout(l.ttl), 0,
+	res := c.decide(ctx, l.key, c.nodeTimeout(l.ttl), 0,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
 				v, err := c.nodes.Pool(i).Eval(ctx, leaderSet, []string{l.key, c.leaderKey(i, l.key)}, l.token, value, term, r)

@@ -149,6 +149,7 @@ func TestRealCampaignContextEnds(t *testing.T) {
 }
 
 func TestRealElectionResignHandsOverWithTwoNodesStopped(t *testing.T) {
+	t.Parallel()
 	servers, pools := realNodes(t, 5)
 	fast := redlock.WithNodeTimeout(250 * time.Millisecond)
 	a := newClient(t, pools, fast)
@@ -331,6 +332,7 @@ func next(t *testing.T, ch <-chan redlock.Leader, d time.Duration) redlock.Leade
 }
 
 func TestRealObserve(t *testing.T) {
+	t.Parallel()
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
@@ -395,6 +397,7 @@ func TestRealObserveStopsOnClose(t *testing.T) {
 // still arrives within 1s, in term order, and the channel closes within 1s
 // of ctx's end.
 func TestRealObserveWithTwoNodesSilent(t *testing.T) {
+	t.Parallel()
 	servers, pools := realNodes(t, 5)
 	for _, s := range servers[3:] {
 		s.Pause()

@@ -92,7 +92,7 @@ func (c *Client) attempt(ctx context.Context, l *Lock, k leaseKind, lc lockConfi
 	start := c.cfg.clock.Now()
 
 	slots := k.enter(c, l.token, nil)
-	res := c.decide(ctx, timeout, contendedGrace(timeout),
+	res := c.decide(ctx, l.key, timeout, contendedGrace(timeout),
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
 				return k.take(ctx, c, i, l.token, l.ttl, false, c.watchOn(w, i, k), &takes[i])

@@ -91,7 +91,7 @@ func (c *Client) raiseFence(ctx context.Context, l *Lock, res fanout.Result, tak
 	fence := top + 1
 	arg := strconv.FormatUint(fence, 10)
 	slots := c.nodes.TakeAll(l.key, l.token, false, nil)
-	res2 := c.decide(ctx, timeout, 0,
+	res2 := c.decide(ctx, l.key, timeout, 0,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
 				return l.raiseFenceOn(ctx, i, arg)
@@ -123,7 +123,7 @@ func (c *Client) fenceHeld(ctx context.Context, l *Lock) (uint64, error) {
 func (c *Client) readFences(ctx context.Context, l *Lock) (fanout.Result, []nodeTake, error) {
 	takes := make([]nodeTake, c.nodes.Len())
 	slots := c.nodes.TakeAll(l.key, l.token, false, nil)
-	res := c.decide(ctx, c.nodeTimeout(l.ttl), 0,
+	res := c.decide(ctx, l.key, c.nodeTimeout(l.ttl), 0,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := c.nodes.Pool(i).Eval(ctx, scripts.FenceRead, []string{l.key, c.fenceKey(i, l.key)}, l.token)

@@ -153,7 +153,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 	decided := make(chan struct{})        // closed once extended is final
 	extended := false
 	slots := c.nodes.TakeAll(l.key, l.token, false, nil)
-	res := c.decide(ctx, timeout, 0,
+	res := c.decide(ctx, l.key, timeout, 0,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
 				r, err := l.extendOn(ctx, i, ttl)

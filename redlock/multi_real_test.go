@@ -282,7 +282,6 @@ func BenchmarkTryLockAllUnlock4(b *testing.B) {
 }
 
 func TestRealDoAllKeepsEveryKeyAndCancelsOnLoss(t *testing.T) {
-	t.Parallel()
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
 	// The rival's calls get a long node timeout: a SET of its probes cut

@@ -17,6 +17,7 @@ import (
 // and wake-ups, and the hand-off of a multi-lock's keys to queued waiters.
 
 func TestRealLockAllBoundedWithSilentNodes(t *testing.T) {
+	t.Parallel()
 	_, pools := faultyNodes(t) // one node paused, one that never answers
 	holder := defaultClient(t, pools)
 	c := defaultClient(t, pools)

@@ -32,10 +32,24 @@ const DefaultQuarantine = MaxTTL + time.Duration(float64(MaxTTL)*DefaultDriftFac
 // per run (a NodeUnverified event); one whose persistence cannot be read
 // (CONFIG hidden) is treated as not persisting every write. A Pool that is
 // not a pool.Identifier (pool.New over a client of yours, a wrapper) is
-// outside the check: its nodes count. So is a node that is a Redis Cluster:
-// its masters start and restart one by one, and the check does not follow
-// each shard's run; give such shards persistence (appendfsync always), or
-// keep a restarted master out for the longest TTL yourself.
+// outside the check: its nodes count.
+//
+// A node that is a Redis Cluster (pool.Cluster) is judged per key, by the
+// master that serves the key's slot: after its yes, one script on that
+// master (bounded by the vote's deadline) reads its run and replication
+// id, and the yes does not count while that master restarted less than d
+// ago (uptime; the shard's fresh-start declaration, redlock:fresh-start{n}
+// set to the master's run_id, n the first of 0, 1, 2, ... whose slot the
+// master serves, spares a new run) or took over from its master (a
+// failover: a replica promoted before it received the key). Redis does not
+// say when a promotion happened, so a promoted master is quarantined from
+// its first sight: the first script to see its reign records the time on
+// the master itself (redlock:reign{n}), and every Client, including one
+// created later, counts d from there. Persistence spares no promoted
+// master. Keys of the cluster's other shards are not affected. The cost:
+// one more round trip per yes of a cluster node, and a promoted shard
+// counts for nobody for d after it is first seen, which with the default
+// is a day; state the longest TTL with d.
 func WithQuarantine(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {

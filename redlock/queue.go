@@ -55,7 +55,7 @@ func (q *queueing) Round(w *wait.Waiter, i, seq int, mayTake bool) {
 		})
 		c.nodes.Note(i, r.Err)
 		if r.Err == nil && (r.Code == scripts.EnqueueSet || r.Code == scripts.EnqueueGranted) {
-			r.Err = c.health(ctx, i) // the node holds our token, but must not count
+			r.Err = c.health(ctx, i, q.key) // the node holds our token, but must not count
 		}
 		r.Final = errors.Is(r.Err, ErrWrongKind) // no round can change what the key holds
 		w.Reply(r)                               // one slot per node, and one round in flight per node

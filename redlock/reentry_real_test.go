@@ -137,6 +137,7 @@ func keys(m map[string]string) []string {
 // ran out while the outer one lives counts for nothing: its Extend is
 // refused, and the outer Unlock frees the key.
 func TestRealReentryAfterExpiry(t *testing.T) {
+	t.Parallel()
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	job := redlock.WithOwner("job")

@@ -22,8 +22,9 @@ import (
 // stop the work first. Unlock calls made while Shutdown runs may return
 // ErrClosed; Shutdown releases those locks itself.
 //
-// Every node call is bounded by the node timeout, even when ctx has ended
-// (as in Unlock), so Shutdown returns within a few node timeouts; ctx's
+// Every release decides at the node timeout, even when ctx has ended (as
+// in Unlock), and Close's bound follows, so Shutdown returns within a few
+// times Close's (see Close); ctx's
 // values reach the observers. It returns the errors of releases that did not
 // reach a majority (ErrNotReleased), joined; a lock that had expired or
 // passed to another owner is no error here. Calling Shutdown again, or Close

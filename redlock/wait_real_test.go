@@ -92,6 +92,7 @@ func lockIn(t *testing.T, c *redlock.Client, key string, d time.Duration) <-chan
 }
 
 func TestRealLockHonoursItsContextWhileNodesAreSilent(t *testing.T) {
+	t.Parallel()
 	_, pools := faultyNodes(t)
 	holder := defaultClient(t, pools)
 	l, err := holder.TryLock(bg(), "k", faultTTL)
@@ -128,6 +129,7 @@ func TestRealLockHonoursItsContextWhileNodesAreSilent(t *testing.T) {
 }
 
 func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		nodes func(t *testing.T) ([]*redistest.Server, []pool.Pool) // the live servers, all pools
@@ -266,6 +268,7 @@ func TestRealExpiryWithoutReleaseStillEndsInAcquisition(t *testing.T) {
 // node timeout (50ms at most). Here the attempt can still win only through
 // the silent node: two live nodes said yes and two said no.
 func TestRealContendedAttemptDoesNotWaitOutASilentNode(t *testing.T) {
+	t.Parallel()
 	servers, pools := realNodes(t, 4)
 	pools = append(pools, silentNode(t))
 	for _, s := range servers[:2] { // another holder, on two nodes only

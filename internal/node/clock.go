@@ -107,7 +107,7 @@ type clockCheck struct {
 	set *Set
 }
 
-func (c clockCheck) check(_ context.Context, i int) error {
+func (c clockCheck) check(_ context.Context, i int, _ string) error {
 	return c.w.suspect(i, c.set.cfg.Clock.Now())
 }
 

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,9 +27,10 @@ const (
 type Reporter func(ctx context.Context, i int, r Report, err error)
 
 // check is one health check of a node, chosen when the Set is built. It
-// returns why node i must not count now, or nil.
+// returns why node i must not count now for key (the decision's lock
+// key), or nil.
 type check interface {
-	check(ctx context.Context, i int) error
+	check(ctx context.Context, i int, key string) error
 }
 
 // quarantine is the restart quarantine of one node whose Pool tells its
@@ -36,28 +38,47 @@ type check interface {
 type quarantine struct {
 	id   pool.Identifier
 	set  *Set
-	mu   sync.Mutex
-	last note // what was last reported, so that each state of a run is reported once
+	last lastReport
 }
 
-// note is one report about a server run.
+// note is one report about a server run (a shard check's: a reign).
 type note struct {
 	kind  Report
 	runID string
 	seen  bool
 }
 
+// lastReport is what a check last reported about its node, so that each
+// state of a run is reported once.
+type lastReport struct {
+	mu   sync.Mutex
+	last note
+}
+
+// report reports kind for the node's run runID through s's Reporter,
+// unless it is what was last reported.
+func (r *lastReport) report(ctx context.Context, s *Set, i int, kind Report, runID string, err error) {
+	n := note{kind: kind, runID: runID, seen: true}
+	r.mu.Lock()
+	seen := r.last == n
+	r.last = n
+	r.mu.Unlock()
+	if !seen {
+		s.cfg.Report(ctx, i, kind, err)
+	}
+}
+
 // check returns an error wrapping ErrQuarantined when the node may have
 // lost its data less than the quarantine ago, and nil when it counts. It
 // reports the first time a server run is found quarantined or
 // unverifiable.
-func (q *quarantine) check(ctx context.Context, i int) error {
+func (q *quarantine) check(ctx context.Context, i int, _ string) error {
 	id, ok := q.id.Identity()
 	switch {
 	case !ok:
 		return nil // a Pool that answered without connecting: nothing to learn
 	case id.Started.IsZero():
-		q.report(ctx, i, Unverified, id.RunID, fmt.Errorf("%w: uptime unknown: %w", ErrUnverified, id.Err))
+		q.last.report(ctx, q.set, i, Unverified, id.RunID, fmt.Errorf("%w: uptime unknown: %w", ErrUnverified, id.Err))
 		return nil
 	case id.Persistence == pool.PersistenceAlways || id.FreshStart:
 		return nil
@@ -69,31 +90,33 @@ func (q *quarantine) check(ctx context.Context, i int) error {
 	}
 	err := fmt.Errorf("%w: run %s started %v ago, persistence %s; counts in %v",
 		ErrQuarantined, id.RunID, age.Truncate(time.Second), id.Persistence, (hold - age).Truncate(time.Second))
-	q.report(ctx, i, Quarantined, id.RunID, err)
+	q.last.report(ctx, q.set, i, Quarantined, id.RunID, err)
 	return err
 }
 
-// report reports kind for the node's run runID, unless already reported.
-func (q *quarantine) report(ctx context.Context, i int, kind Report, runID string, err error) {
-	n := note{kind: kind, runID: runID, seen: true}
-	q.mu.Lock()
-	seen := q.last == n
-	q.last = n
-	q.mu.Unlock()
-	if !seen {
-		q.set.cfg.Report(ctx, i, kind, err)
-	}
-}
-
-// Health returns why node i must not count now (a quarantine, a clock
-// fault), or nil when it counts. It runs the node's checks, chosen when the
-// Set was built (none, when both checks are off or do not apply to the
-// node). It does no I/O.
-func (s *Set) Health(ctx context.Context, i int) error {
+// Health returns why node i must not count now for key, the lock key of
+// the decision its answer is part of (a quarantine, a clock fault, a
+// shard's failover), or nil when it counts. It runs the node's checks,
+// chosen when the Set was built: none when the checks are off or do not
+// apply to the node; the restart quarantine on a node whose Pool tells its
+// identity; the shard check on a Redis Cluster node under the quarantine.
+// Only the shard check does I/O (HealthReads): one script on the master of
+// key's slot, bounded by ctx, and only once the checks without I/O let the
+// node count. key is unused on the other nodes.
+func (s *Set) Health(ctx context.Context, i int, key string) error {
 	for _, c := range s.checks[i] {
-		if err := c.check(ctx, i); err != nil {
+		if err := c.check(ctx, i, key); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// HealthReads reports whether node i's Health does I/O (the shard check of
+// a Redis Cluster node under the quarantine), decided when the Set was
+// built: a caller that must not block judges such a node elsewhere.
+func (s *Set) HealthReads(i int) bool { return s.reads[i] }
+
+// HealthReadsAny reports whether some node's Health does I/O, and so reads
+// the key it is given (HealthReads).
+func (s *Set) HealthReadsAny() bool { return slices.Contains(s.reads, true) }

@@ -13,7 +13,7 @@
 //	slots := s.TakeAll(key, token, true, nil)
 //	ok, err := slots[i].Run(ctx, call)
 //	s.Note(i, err)
-//	if ok && err == nil { err = s.Health(ctx, i) }
+//	if ok && err == nil { err = s.Health(ctx, i, key) }
 package node
 
 import (
@@ -28,7 +28,8 @@ import (
 // and Report are required.
 type Config struct {
 	// Quarantine is how long a node that restarted without persisting
-	// every write stays out (0: the check is off).
+	// every write, or a Redis Cluster shard master that took over or
+	// restarted, stays out (0: both checks are off).
 	Quarantine time.Duration
 	// ClockEvery is the interval of the clock readings (0: off).
 	ClockEvery time.Duration
@@ -51,6 +52,7 @@ type Set struct {
 	names   []Names
 	sameAs  []int // sameAs[i]: the first node with node i's naming
 	checks  [][]check
+	reads   []bool // reads[i]: node i's checks do I/O (HealthReads)
 	quorum  int
 	silence silence
 	order   Order
@@ -59,7 +61,8 @@ type Set struct {
 
 // New builds the Set of pools: each node's naming from whether its Pool is
 // a Redis Cluster (pool.Cluster), and its health checks from cfg and what
-// its Pool can tell (a quarantine needs a pool.Identifier). It does no I/O;
+// its Pool can tell (a restart quarantine needs a pool.Identifier; a
+// Redis Cluster node under the quarantine gets the shard check). It does no I/O;
 // StartClocks starts the clock readings.
 func New(pools []pool.Pool, cfg Config) *Set {
 	n := len(pools)
@@ -69,6 +72,7 @@ func New(pools []pool.Pool, cfg Config) *Set {
 		names:   make([]Names, n),
 		sameAs:  make([]int, n),
 		checks:  make([][]check, n),
+		reads:   make([]bool, n),
 		quorum:  n/2 + 1,
 		silence: make(silence, n),
 	}
@@ -86,6 +90,11 @@ func New(pools []pool.Pool, cfg Config) *Set {
 		}
 		if s.clocks != nil {
 			s.checks[i] = append(s.checks[i], clockCheck{w: s.clocks, set: s})
+		}
+		if s.names[i] == Names(Cluster{}) && cfg.Quarantine > 0 {
+			// Last: its round trip is paid only by a yes the others let count.
+			s.checks[i] = append(s.checks[i], &shardCheck{p: p, set: s})
+			s.reads[i] = true
 		}
 	}
 	return s

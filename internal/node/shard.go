@@ -1,0 +1,62 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/shardwatch"
+	"github.com/redlockgo/redlock/pool"
+)
+
+// Amnesia by failover on Redis Cluster nodes. A node that is a Redis
+// Cluster answers each key from the master of the key's shard; when that
+// master is a replica promoted less than the quarantine ago (a forced
+// failover, or its master died), it may lack a lock key that was still
+// valid, and a second holder could build a majority with it. The same
+// holds for a shard master that restarted without its data. The restart
+// quarantine's identity (pool.Identifier) is per connection, and a
+// promotion breaks no connection, so a cluster node is judged per key:
+// after its yes, the shard check reads the reign of the master that serves
+// the key's slot (internal/shardwatch: one script, bounded by the vote's
+// own deadline) and refuses the yes while that reign is younger than the
+// quarantine. Other shards of the same cluster are judged by their own
+// reigns, so their keys are not affected.
+
+// shardCheck is the failover quarantine of one node that is a Redis
+// Cluster, chosen by New when the quarantine is on.
+type shardCheck struct {
+	p    pool.Pool
+	set  *Set
+	last lastReport // by reign (run and replication id)
+}
+
+// check returns an error wrapping ErrQuarantined when the master serving
+// key's slot took over or restarted less than the quarantine ago, a read
+// error when its reign cannot be read (the yes is then not known to
+// count), and nil when it counts. ctx bounds the read. It reports the
+// first time a reign is found quarantined.
+func (sc *shardCheck) check(ctx context.Context, i int, key string) error {
+	q := sc.set.cfg.Quarantine
+	r, err := shardwatch.Read(ctx, sc.p, key, markerKeep(q))
+	if err != nil {
+		return fmt.Errorf("reading the reign of the shard of %q: %w", key, err)
+	}
+	left := r.Left(q)
+	if left == 0 {
+		return nil
+	}
+	how := "restarted"
+	if r.Promoted {
+		how = "took over (a failover)"
+	}
+	err = fmt.Errorf("%w: the master serving %q %s; run %s, replication id %s, seen for %v; counts in %v",
+		ErrQuarantined, key, how, r.RunID, r.ReplID, r.Age().Truncate(time.Second), left.Truncate(time.Millisecond))
+	sc.last.report(ctx, sc.set, i, Quarantined, r.RunID+"/"+r.ReplID, err)
+	return err
+}
+
+// markerKeep is how long a shard's reign marker outlives its last read
+// under quarantine q: longer than the quarantine, so that a reign in use
+// keeps its first sight, and at least a day.
+func markerKeep(q time.Duration) time.Duration { return max(2*q, 24*time.Hour) }

@@ -1,0 +1,124 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/shardwatch"
+)
+
+// markShardsFresh declares each master of a new cluster fresh for the
+// lock's shard check (shardwatch.FreshKey: its run never held a lock), so
+// that a test's new cluster counts at once. Master i serves form's range i.
+func markShardsFresh(ctx context.Context, masters []Master) error {
+	n := len(masters)
+	for i, m := range masters {
+		lo, hi := i*keyslot.Slots/n, (i+1)*keyslot.Slots/n-1
+		if err := markShardFresh(ctx, m.Addr, shardwatch.Tag(lo, hi)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markShardFresh sets the fresh-start declaration of tag's shard on the
+// master at addr to its run_id.
+func markShardFresh(ctx context.Context, addr, tag string) error {
+	rc := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer rc.Close()
+	id, err := runID(ctx, rc)
+	if err == nil {
+		err = rc.Set(ctx, shardwatch.FreshKey(tag), id, 0).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("mark shard %s fresh: %w", addr, err)
+	}
+	return nil
+}
+
+func runID(ctx context.Context, rc *redis.Client) (string, error) {
+	info, err := rc.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(info) {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return id, nil
+		}
+	}
+	return "", errors.New("INFO server has no run_id")
+}
+
+// ReplicatedCluster is a Cluster whose every master has one replica.
+type ReplicatedCluster struct {
+	*Cluster
+	Replicas []*Server // Replicas[j] replicates Masters[j] at the start
+}
+
+// StartReplicatedClusters runs one cluster per entry of shards, with that
+// many masters, each with one replica (cluster-replica-no-failover yes: a
+// replica takes over only when a test says so, CLUSTER FAILOVER), and
+// returns once every replica is in sync. The masters are declared fresh.
+func StartReplicatedClusters(t testing.TB, shards ...int) []*ReplicatedCluster {
+	t.Helper()
+	out := make([]*ReplicatedCluster, len(shards))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i, n := range shards {
+		c := StartClusters(t, 1, n, NoPersistence, "--cluster-replica-no-failover", "yes")[0]
+		rc := &ReplicatedCluster{Cluster: c}
+		for _, m := range c.Masters {
+			r := &Server{Dir: t.TempDir(), Persistence: NoPersistence, Extra: m.Extra}
+			r.startFresh(t, true)
+			if err := replicate(ctx, c.Masters[0], m, r); err != nil {
+				t.Fatalf("replicated cluster %d: %v", i, err)
+			}
+			rc.Replicas = append(rc.Replicas, r)
+		}
+		out[i] = rc
+	}
+	return out
+}
+
+// replicate makes r a replica of m, introduced to the cluster through
+// seed, and waits until its link is up.
+func replicate(ctx context.Context, seed, m, r *Server) error {
+	if err := do(ctx, seed.Addr(), "CLUSTER", "MEET", "127.0.0.1", r.Port, r.BusPort); err != nil {
+		return err
+	}
+	mc := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	defer mc.Close()
+	id, err := mc.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		return err
+	}
+	rcl := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
+	defer rcl.Close()
+	for {
+		err = rcl.Do(ctx, "CLUSTER", "REPLICATE", id).Err()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("CLUSTER REPLICATE on %s: %w", r.Addr(), err)
+		}
+		time.Sleep(20 * time.Millisecond) // r does not know m yet: gossip
+	}
+	for {
+		info, err := rcl.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("replica %s not in sync: %v (%v)", r.Addr(), ctx.Err(), err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

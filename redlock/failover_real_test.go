@@ -1,0 +1,201 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// Amnesia by failover: three Redis Clusters (one of two shards, two of one
+// shard), each shard a master and a replica. A holder locks a key whose
+// shards' replicas were cut off first, so that they never receive it;
+// then on two of the three clusters the replica takes over (CLUSTER
+// FAILOVER TAKEOVER) while the old master is paused, or after it was
+// killed. The new masters lack the key: without the quarantine a second
+// Client builds a majority of them while the lock is valid.
+
+const (
+	failoverTTL        = 12 * time.Second
+	failoverQuarantine = 14 * time.Second // ≥ failoverTTL + its drift
+)
+
+// failoverClusters starts the three clusters and their pools.
+func failoverClusters(t *testing.T) ([]*redistest.ReplicatedCluster, []pool.Pool) {
+	t.Helper()
+	t.Cleanup(func() { awaitDialProbes(t) })
+	clusters := redistest.StartReplicatedClusters(t, 2, 1, 1)
+	pools := make([]pool.Pool, len(clusters))
+	for i, c := range clusters {
+		addrs := append(c.Addrs(), addrsOf(c.Replicas)...)
+		p, err := pool.FromURL("redis+cluster://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr="))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		pools[i] = p
+	}
+	return clusters, pools
+}
+
+func addrsOf(ss []*redistest.Server) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.Addr()
+	}
+	return out
+}
+
+// shardOf returns the index of the master of c that serves key.
+func shardOf(c *redistest.ReplicatedCluster, key string) int {
+	m := c.MasterOf(key)
+	for j, s := range c.Masters {
+		if s == m {
+			return j
+		}
+	}
+	panic("no master")
+}
+
+// cmd runs one command on s with a client of its own.
+func cmd(t *testing.T, s *redistest.Server, args ...any) *redis.Cmd {
+	t.Helper()
+	rc := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	defer rc.Close()
+	ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+	defer cancel()
+	return rc.Do(ctx, args...)
+}
+
+// cutReplica stops the replica of shard j of c and breaks its link, so
+// that it receives no write from now on.
+func cutReplica(t *testing.T, c *redistest.ReplicatedCluster, j int) {
+	t.Helper()
+	c.Replicas[j].Pause()
+	require.NoError(t, cmd(t, c.Masters[j], "CLIENT", "KILL", "TYPE", "replica").Err())
+}
+
+// takeOver makes the replica of shard j of c the master (CLUSTER FAILOVER
+// TAKEOVER) with its old master paused (forced) or killed, and waits until
+// the cluster routes the shard's keys to it. A paused old master is
+// resumed once the replica reigns: it learns that and becomes its replica.
+func takeOver(t *testing.T, c *redistest.ReplicatedCluster, j int, kill bool, key string) {
+	t.Helper()
+	m, r := c.Masters[j], c.Replicas[j]
+	if kill {
+		m.Kill()
+	} else {
+		m.Pause()
+	}
+	r.Resume()
+	require.NoError(t, cmd(t, r, "CLUSTER", "FAILOVER", "TAKEOVER").Err())
+	require.Eventually(t, func() bool {
+		info, err := cmd(t, r, "INFO", "replication").Text()
+		return err == nil && strings.Contains(info, "role:master")
+	}, 10*time.Second, 20*time.Millisecond, "the replica of shard %d took over", j)
+	if !kill {
+		m.Resume()
+	}
+	cc := redistest.ClusterClient(t, append(c.Addrs(), r.Addr()))
+	require.Eventually(t, func() bool {
+		return cc.Set(bg(), "probe:"+key, "1", time.Second).Err() == nil // routed to the new master
+	}, 10*time.Second, 20*time.Millisecond, "the cluster serves the shard of %q again", key)
+	n, err := cc.Exists(bg(), key).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "the new master lacks %q", key)
+}
+
+func TestRealFailoverQuarantine(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		name := "forced failover"
+		if kill {
+			name = "killed master"
+		}
+		t.Run(name, func(t *testing.T) { failoverRun(t, kill, true) })
+		t.Run(name+", quarantine off", func(t *testing.T) { failoverRun(t, kill, false) })
+	}
+}
+
+// failoverRun is one scenario: the failover of the key's shard on
+// clusters 0 and 1 during the hold.
+func failoverRun(t *testing.T, kill, on bool) {
+	clusters, pools := failoverClusters(t)
+	q := redlock.WithQuarantine(0)
+	if on {
+		q = redlock.WithQuarantine(failoverQuarantine)
+	}
+	const key = "failover:k"
+	other := "failover:u" // a key of the other shard of cluster 0
+	for i := 0; shardOf(clusters[0], other) == shardOf(clusters[0], key); i++ {
+		other = fmt.Sprintf("failover:u%d", i)
+	}
+	holder := newClient(t, pools, q)
+	watcher := newClient(t, pools, q) // it sees the shards before the failover
+	for _, k := range []string{key, other} {
+		l, err := watcher.TryLock(bg(), k, time.Second)
+		require.NoError(t, err, "%s before the failover", k)
+		require.NoError(t, l.Unlock(bg()))
+	}
+
+	for i := range 2 {
+		cutReplica(t, clusters[i], shardOf(clusters[i], key))
+	}
+	l, err := holder.TryLock(bg(), key, failoverTTL)
+	require.NoError(t, err)
+	for i := range 2 {
+		takeOver(t, clusters[i], shardOf(clusters[i], key), kill, key)
+	}
+	require.True(t, time.Now().Before(l.Until()), "the failovers ended while the lock is valid")
+	fresh := newClient(t, pools, q) // created after the failover
+
+	// A cluster client learns the new master of a killed one at its next
+	// reload (pool: every 2s while in use): a Client's first tries may find
+	// nodes 0 and 1 silent. Each tries until both answered.
+	answered := func(err error) bool {
+		return err == nil || strings.Count(err.Error(), "took over") >= 2
+	}
+	if !on {
+		var rival *redlock.Lock
+		require.Eventually(t, func() bool {
+			rival, err = fresh.TryLock(bg(), key, failoverTTL)
+			return err == nil
+		}, 6*time.Second, 50*time.Millisecond, "the unsafe control: a second holder while the first is valid")
+		assert.True(t, time.Now().Before(l.Until()), "both valid at once")
+		_ = rival.Unlock(bg())
+		return
+	}
+	for _, c := range []*redlock.Client{watcher, fresh} {
+		require.Eventually(t, func() bool {
+			_, err = c.TryLock(bg(), key, failoverTTL)
+			require.Error(t, err, "a second holder while the first is valid")
+			return answered(err)
+		}, 6*time.Second, 50*time.Millisecond)
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, redlock.ErrNodeQuarantined, "the refusal names the quarantine")
+	}
+	require.True(t, time.Now().Before(l.Until()), "the rivals tried while the lock is valid")
+	u, err := fresh.TryLock(bg(), other, failoverTTL)
+	require.NoError(t, err, "a key of an unaffected shard still locks")
+	require.NoError(t, u.Unlock(bg()))
+
+	// After the quarantine (counted from the first sight of each new
+	// master, after the lock's validity), the key locks again.
+	var got *redlock.Lock
+	require.Eventually(t, func() bool {
+		got, err = fresh.TryLock(bg(), key, failoverTTL)
+		if err == nil {
+			return true
+		}
+		require.False(t, time.Now().Before(l.Until()) && !assert.ErrorIs(t, err, redlock.ErrNotObtained))
+		return false
+	}, failoverQuarantine+5*time.Second, 200*time.Millisecond, "locks again after the quarantine: %v", err)
+	assert.False(t, time.Now().Before(l.Until()), "granted only after the first lock's validity")
+	require.NoError(t, got.Unlock(bg()))
+}
