@@ -232,54 +232,6 @@ func TestRetryStopped(t *testing.T) {
 	}
 }
 
-// TestGrantsDeliverJudged: a grant message reaches the waiter of its
-// token, judged by the Hub's health for the waiter's key; a message for a
-// token nobody here waits with, or on another channel, is dropped.
-func TestGrantsDeliverJudged(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := newFakeListener()
-		unhealthy := errors.New("quarantined")
-		ns := []pool.Notifier{fakeNotifier{l}}
-		h := &Hub{}
-		var mu sync.Mutex
-		var judged []string
-		h.Init(HubConfig{Channel: ChannelPrefix + "ID", Notifiers: ns, Timeout: time.Second, Clock: clock.Real{},
-			Health: func(_ context.Context, i int, key string) error {
-				mu.Lock()
-				defer mu.Unlock()
-				judged = append(judged, key)
-				return unhealthy
-			}})
-		defer h.Close()
-		w := New(nil, Config{Clock: clock.Real{}, N: 1, Quorum: 1, Token: "TOKEN", TTL: time.Second})
-		h.Grants.Register(w, "k")
-		h.Grants.Start()
-		synctest.Wait()
-		l.msgs <- pool.Message{Channel: ChannelPrefix + "OTHER", Payload: "TOKEN 1"}
-		l.msgs <- pool.Message{Channel: h.Grants.Channel(), Payload: "NOBODY 1"}
-		l.msgs <- pool.Message{Channel: h.Grants.Channel(), Payload: "TOKEN 3"}
-		synctest.Wait()
-		select {
-		case g := <-w.grants:
-			if g.Node != 0 || g.Seq != 3 || !errors.Is(g.Err, unhealthy) {
-				t.Fatalf("grant %+v, want node 0 after round 3, judged unhealthy", g)
-			}
-		default:
-			t.Fatal("the grant did not reach its waiter")
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(w.grants) != 0 || len(judged) != 1 || judged[0] != "k" {
-			t.Fatalf("%d more grants, judged %q; want only ours, judged once for its key", len(w.grants), judged)
-		}
-		h.Grants.Unregister(w)
-		h.Grants.Deliver("TOKEN", 0, 4)
-		if len(w.grants) != 0 {
-			t.Fatal("a grant reached an unregistered waiter")
-		}
-	})
-}
-
 func TestReleasesWatch(t *testing.T) {
 	var r Releases
 	a, stopA := r.Watch([]string{"x", "y"})
@@ -319,56 +271,4 @@ func TestContended(t *testing.T) {
 	if len(c.until) > contendedKeys {
 		t.Fatalf("%d keys remembered, want at most %d once the old ones passed", len(c.until), contendedKeys)
 	}
-}
-
-// TestGrantsSlowHealthOffTheListener: a grant from a node whose health
-// reads it (Reads) is judged in a goroutine of its own, bounded by the node
-// timeout: Deliver returns at once, the grant reaches the waiter once
-// judged, and Close waits for the judgement; after Close such a grant is
-// dropped.
-func TestGrantsSlowHealthOffTheListener(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		judging := make(chan struct{})
-		var deadline time.Duration
-		h := &Hub{}
-		h.Init(HubConfig{Channel: ChannelPrefix + "ID", Notifiers: []pool.Notifier{nil, nil}, Timeout: 50 * time.Millisecond,
-			Clock: clock.Real{}, Reads: func(i int) bool { return i == 1 },
-			Health: func(ctx context.Context, i int, key string) error {
-				if i == 1 {
-					d, _ := ctx.Deadline()
-					deadline = time.Until(d)
-					<-judging
-				}
-				return nil
-			}})
-		w := New(nil, Config{Clock: clock.Real{}, N: 2, Quorum: 2, Token: "TOKEN", TTL: time.Second})
-		h.Grants.Register(w, "k")
-		h.Grants.Deliver("TOKEN", 1, 1) // slow: returns at once
-		h.Grants.Deliver("TOKEN", 0, 1) // not slow: judged here
-		if g := <-w.grants; g.Node != 0 {
-			t.Fatalf("first grant from node %d, want node 0's (node 1's is still judged)", g.Node)
-		}
-		synctest.Wait()
-		if deadline != 50*time.Millisecond {
-			t.Fatalf("a slow judgement bounded by %v, want the node timeout", deadline)
-		}
-		closed := make(chan struct{})
-		go func() { h.Close(); close(closed) }()
-		synctest.Wait()
-		select {
-		case <-closed:
-			t.Fatal("Close returned while a grant was being judged")
-		default:
-		}
-		close(judging)
-		<-closed
-		if g := <-w.grants; g.Node != 1 || g.Err != nil {
-			t.Fatalf("grant %+v, want node 1's, judged healthy", g)
-		}
-		h.Grants.Deliver("TOKEN", 1, 2) // after Close: dropped, nothing started
-		synctest.Wait()
-		if len(w.grants) != 0 {
-			t.Fatal("a slow grant after Close reached the waiter")
-		}
-	})
 }
