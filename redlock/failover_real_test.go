@@ -113,13 +113,16 @@ func takeOver(t *testing.T, c *redistest.ReplicatedCluster, j int, kill bool, ke
 }
 
 func TestRealFailoverQuarantine(t *testing.T) {
+	t.Parallel()
 	for _, kill := range []bool{false, true} {
 		name := "forced failover"
 		if kill {
 			name = "killed master"
 		}
-		t.Run(name, func(t *testing.T) { failoverRun(t, kill, true) })
-		t.Run(name+", quarantine off", func(t *testing.T) { failoverRun(t, kill, false) })
+		// Each scenario has clusters of its own and mostly waits (the
+		// failovers, the 14s quarantine): they run at once.
+		t.Run(name, func(t *testing.T) { t.Parallel(); failoverRun(t, kill, true) })
+		t.Run(name+", quarantine off", func(t *testing.T) { t.Parallel(); failoverRun(t, kill, false) })
 	}
 }
 

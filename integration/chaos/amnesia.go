@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -71,6 +72,15 @@ func (c Config) holderTTL() time.Duration {
 func (c Config) playsMajorityAmnesia() bool {
 	return !c.Unsafe && !c.Fencing && c.ClusterShards <= 0
 }
+
+// playsFailover reports whether the shard nemesis plays failover rounds
+// (shards.go): on clusters, in the safe run and in the unsafe one (whose
+// only rounds they are, with the quarantine off).
+func (c Config) playsFailover() bool { return c.ClusterShards > 0 }
+
+// hasHolder reports whether the safe run has a holder of its own for its
+// rounds (the unsafe run's is its victim).
+func (c Config) hasHolder() bool { return !c.Unsafe && (c.playsMajorityAmnesia() || c.playsFailover()) }
 
 // amnesiaLog counts the amnesia rounds of a run.
 type amnesiaLog struct {
@@ -170,39 +180,63 @@ func (n *nemesis) runUnsafe(ctx context.Context) error {
 
 // amnesiaRound asks the holder to take its claims and, once it holds them
 // all, kills nodes and starts them again at once (kind names the fault),
-// marks them out for the clients' quarantine (settle), and waits for the
-// holder's report, which decides whether the round counts. It reports
-// whether the round was played (false: the holder did not take its claims,
-// or the run ended first); the error is a node that could not be brought
-// back.
+// and marks them out for the clients' quarantine (settle): see
+// holderRound, whose results it returns.
 func (n *nemesis) amnesiaRound(ctx context.Context, nodes []int, kind string) (bool, error) {
+	h := holderRound{victim: n.victim, workloads: n.workloads, settle: n.settle, log: n.amnesia, logf: n.logf,
+		what: fmt.Sprintf("nodes %v: %s", nodes, kind)}
+	return h.play(ctx, func() error {
+		err := n.restartEmpty(nodes, kind)
+		n.markOut(nodes, time.Now())
+		return err
+	})
+}
+
+// holderRound is one round that the holder keeps its claims through: an
+// amnesia round (the nodes of a majority restarted empty) or a failover
+// round (shards.go).
+type holderRound struct {
+	victim    chan<- amnesia
+	workloads []Workload // those whose claims must stay valid for the round to count
+	settle    time.Duration
+	log       *amnesiaLog
+	logf      func(format string, args ...any)
+	what      string // the faults, for the log
+}
+
+// play asks the holder to take its claims and, once it holds them all,
+// runs inject (the faults: it returns once the nodes are back), then waits
+// for the holder's report, which decides whether the round counts. It
+// reports whether the round was played (false: the holder did not take
+// its claims, or the run ended first); the error is inject's (a node that
+// could not be brought back).
+func (h holderRound) play(ctx context.Context, inject func() error) (bool, error) {
 	req := newAmnesia()
 	select {
-	case n.victim <- req:
+	case h.victim <- req:
 	case <-ctx.Done():
 		return false, nil
 	}
 	asked := time.Now()
 	if err := <-req.ready; err != nil {
-		n.logf("nemesis: amnesia round not played: holder: %v", err)
+		h.logf("nemesis: round not played (%s): holder: %v", h.what, err)
 		return false, nil
 	}
-	n.logf("nemesis: nodes %v: %s (the holder took its claims in %v)", nodes, kind, time.Since(asked).Round(time.Millisecond))
+	h.logf("nemesis: %s (the holder took its claims in %v)", h.what, time.Since(asked).Round(time.Millisecond))
 	killed := time.Now()
-	err := n.restartEmpty(nodes, kind)
+	err := inject()
 	back := time.Now()
-	n.markOut(nodes, back)
 	close(req.restarted)
 	rep := <-req.held
-	missing := slices.DeleteFunc(slices.Clone(n.workloads), func(w Workload) bool { return slices.Contains(rep.valid, w) })
-	n.amnesia.record(len(missing) == 0, killed, back, back.Add(n.settle))
+	missing := slices.DeleteFunc(slices.Clone(h.workloads), func(w Workload) bool { return slices.Contains(rep.valid, w) })
+	h.log.record(len(missing) == 0, killed, back, back.Add(h.settle))
 	took := back.Sub(killed).Round(time.Millisecond)
 	if len(missing) == 0 {
-		n.logf("nemesis: amnesia round: nodes %v back %v after the kill; every claim of %v still valid %v later; probes: %v",
-			nodes, took, n.workloads, victimLinger, rep.probes)
+		h.logf("nemesis: round %s: back %v after the fault; every claim of %v still valid %v later; probes: %v",
+			h.what, took, h.workloads, victimLinger, rep.probes)
 	} else {
-		n.logf("nemesis: amnesia round NOT COUNTED: nodes %v back %v after the kill; the claims of %v ran out first; probes: %v",
-			nodes, took, missing, rep.probes)
+		h.logf("nemesis: round NOT COUNTED (%s): back %v after the fault; the claims of %v ran out first; probes: %v",
+			h.what, took, missing, rep.probes)
 	}
 	return true, err
 }

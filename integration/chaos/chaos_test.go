@@ -183,10 +183,12 @@ func configFromEnv() (chaos.Config, bool, error) {
 }
 
 // TestChaosClusters is a short safe run on three Redis Clusters of three
-// masters (containers, or processes without a Docker engine), the nemesis
-// killing or pausing single shards, every workload playing (locks,
-// multi-locks, readers and writers, permits, the election): no two holds overlap, no
-// update is lost, and every workload keeps taking locks.
+// masters (containers, or processes without a Docker engine), the ordinary
+// keys' shard with a replica, the nemesis killing or pausing single shards
+// and, first, failing over that shard on two clusters while the holder's
+// claims are valid, every workload playing (locks, multi-locks, readers
+// and writers, permits, the election): no two holds overlap, no update is
+// lost, every workload takes locks, and a failover round counted.
 func TestChaosClusters(t *testing.T) {
 	res, err := chaos.Run(t, chaos.Config{Duration: clusterSmokeDuration, ClusterShards: 3})
 	if err != nil {
@@ -201,11 +203,30 @@ func TestChaosClusters(t *testing.T) {
 	if got := res.Config.Workloads(); len(got) != len(chaos.Workloads) {
 		t.Errorf("workloads %v: every workload plays on clusters", got)
 	}
-	for _, msg := range res.Unexercised() { // clusters have no majority-amnesia round
+	for _, msg := range res.Unexercised() { // a failover round among them
 		t.Error(msg)
 	}
+	t.Log(res.Summary())
 }
 
-// clusterSmokeDuration is TestChaosClusters' run: a few rounds of shard
-// faults, each kill held past the 3s TTL.
+// TestChaosClustersUnsafe is the negative control of the failover round:
+// the same round, the clients' quarantine off (and a client writing past
+// its validity), must let a second holder in, in every workload.
+func TestChaosClustersUnsafe(t *testing.T) {
+	res, err := chaos.Run(t, chaos.Config{Duration: clusterSmokeDuration, ClusterShards: 3, Unsafe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failover.Rounds == 0 {
+		t.Errorf("no failover round counted (%d not counted, %d skipped)", res.Failover.Uncounted, res.Failover.Skipped)
+	}
+	if missed := res.Missed(); len(missed) > 0 {
+		t.Errorf("the failover round with the quarantine off found no violation in workloads %v: the round cannot fail", missed)
+	}
+	t.Log(res.Summary())
+}
+
+// clusterSmokeDuration is the length of the cluster runs: the failover
+// round, its quarantine, and a few rounds of shard faults, each kill held
+// past the 3s TTL.
 const clusterSmokeDuration = 15 * time.Second

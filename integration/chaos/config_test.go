@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/integration/cluster"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -112,7 +113,7 @@ func TestMajorityAmnesiaConfig(t *testing.T) {
 	}{
 		{"safe", Config{}, true, 9*time.Second + 90*time.Millisecond + time.Second},
 		{"fenced: every node persists", Config{Fencing: true}, false, 3*time.Second + 30*time.Millisecond + time.Second},
-		{"clusters: the shard nemesis", Config{ClusterShards: 3}, false, 3*time.Second + 30*time.Millisecond + time.Second},
+		{"clusters: the failover round's holder sets it", Config{ClusterShards: 3}, false, 9*time.Second + 90*time.Millisecond + time.Second},
 		{"unsafe: quarantine off", Config{Unsafe: true}, false, 0},
 		{"fenced, the smoke's 1s node timeout: the leaderships' 4s TTL", Config{Fencing: true, NodeTimeout: time.Second}, false,
 			4*time.Second + 40*time.Millisecond + time.Second},
@@ -148,6 +149,8 @@ func TestCrew(t *testing.T) {
 		{"safe: a holder of its own", Config{}, 5*2 + 8 + 4 + 4 + 3 + 1, 5 + 8 + 4 + 4 + 3 + 2, 29},
 		{"unsafe: the first worker", Config{Unsafe: true}, 5 + 8 + 4 + 4 + 3, 5 + 8 + 4 + 4 + 3 + 1, 0},
 		{"fenced: no holder", Config{Fencing: true}, 5*2 + 8 + 4 + 4 + 3, 5 + 8 + 4 + 4 + 3, -1},
+		{"clusters: a holder of its own", Config{ClusterShards: 3}, 5*2 + 8 + 4 + 4 + 3 + 1, 5 + 8 + 4 + 4 + 3 + 2, 29},
+		{"clusters, unsafe: the first worker", Config{ClusterShards: 3, Unsafe: true}, 5 + 8 + 4 + 4 + 3, 5 + 8 + 4 + 4 + 3 + 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Duration, tc.cfg.Seed, tc.cfg.Logf = time.Second, 1, t.Logf
@@ -161,7 +164,7 @@ func TestCrew(t *testing.T) {
 				assert.Equal(t, i, w.id)
 				if i == tc.holder {
 					assert.Equal(t, victim, w.role)
-					assert.Equal(t, append(cfg.victimClaims(), ownClaims(cfg.victimClaims())...), w.victimClaims)
+					assert.Equal(t, append(cfg.sharedClaims(), cfg.ownClaims(cfg.victimClaims())...), w.victimClaims)
 					assert.Equal(t, cfg.holderTTL(), w.victimTTL)
 					require.NotNil(t, w.prober)
 					assert.Equal(t, len(ws), w.prober.id, "the prober's holds are its own")
@@ -183,7 +186,7 @@ func TestCrew(t *testing.T) {
 func TestProbeClaims(t *testing.T) {
 	cfg, err := Config{Duration: time.Second, Seed: 1, Logf: t.Logf}.withDefaults(t)
 	require.NoError(t, err)
-	own := ownClaims(cfg.victimClaims())
+	own := cfg.ownClaims(cfg.victimClaims())
 	assert.Equal(t, []claim{
 		{workload: Exclusive, keys: []string{"chaos:amnesia:exclusive:0"}},
 		{workload: Multi, keys: []string{"chaos:amnesia:multi:0", "chaos:amnesia:multi:1"}},
@@ -200,4 +203,24 @@ func TestProbeClaims(t *testing.T) {
 		{workload: Election, keys: []string{"chaos:amnesia:election:0"}},
 	}, probeClaims(own))
 	assert.Equal(t, "chaos:0", cfg.victimClaims()[0].keys[0], "ownClaims copies the keys")
+}
+
+// On clusters the failover round breaks one shard, the ordinary keys':
+// the holder's claims lie there, its own keys under their hash tag, and of
+// the workers' keys only the ordinary ones.
+func TestFailoverClaims(t *testing.T) {
+	cfg, err := Config{Duration: time.Second, Seed: 1, Logf: t.Logf, ClusterShards: 3}.withDefaults(t)
+	require.NoError(t, err)
+	assert.Equal(t, []claim{
+		{workload: Exclusive, keys: []string{"{chaos}:0"}},
+		{workload: Multi, keys: []string{"{chaos}:1", "{chaos}:2"}},
+	}, cfg.sharedClaims())
+	for _, c := range cfg.ownClaims(cfg.victimClaims()) {
+		for _, k := range c.keys {
+			assert.Equal(t, cfg.failoverShard(), cluster.ShardOf(k, 3), "%s on the failover shard", k)
+		}
+	}
+	assert.True(t, cfg.playsFailover())
+	_, err = Config{Duration: time.Second, ClusterShards: 3, Fencing: true}.withDefaults(t)
+	assert.Error(t, err, "no fenced runs on clusters")
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlockgo/redlock/integration/cluster"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -201,20 +202,45 @@ func validWorkloads(held []heldClaim, now time.Time) []Workload {
 	return out
 }
 
+// sharedClaims are the holder's claims on the workers' keys: victimClaims,
+// but on clusters only those on the failover round's shard (the ordinary
+// keys': the others' keys lie on other shards, which the round leaves
+// alone).
+func (c Config) sharedClaims() []claim {
+	claims := c.victimClaims()
+	if c.ClusterShards <= 0 {
+		return claims
+	}
+	return slices.DeleteFunc(claims, func(cl claim) bool {
+		return slices.ContainsFunc(cl.keys, func(k string) bool { return cluster.ShardOf(k, c.ClusterShards) != c.failoverShard() })
+	})
+}
+
+// failoverShard is the shard of the clusters whose replica takes over in a
+// failover round: the ordinary keys', which the holder's own keys share
+// there (ownClaims).
+func (c Config) failoverShard() int { return cluster.ShardOf(c.ordinaryKeys()[0], c.ClusterShards) }
+
 // ownClaims are the holder's claims on keys nobody else uses, one for each
 // of claims (victimClaims), alike but for the key: its prober tries them
-// (probeClaims). On the restarted nodes these keys are free, so only the
-// quarantine can refuse the prober; on the shared keys the workers' own
-// attempts leave their tokens and queue entries there, which refuse it
-// too, whatever the quarantine says (a queued writer refuses readers).
-func ownClaims(claims []claim) []claim {
+// (probeClaims). On the restarted nodes (or the new masters of a failover)
+// these keys are free, so only the quarantine can refuse the prober; on
+// the shared keys the workers' own attempts leave their tokens and queue
+// entries there, which refuse it too, whatever the quarantine says (a
+// queued writer refuses readers). On clusters they carry the ordinary
+// keys' hash tag, so that they lie on the failover round's shard.
+func (c Config) ownClaims(claims []claim) []claim {
+	prefix := "chaos:amnesia:"
+	if c.ClusterShards > 0 {
+		prefix = "{chaos}:amnesia:"
+	}
 	out := make([]claim, len(claims))
-	for i, c := range claims {
-		c.keys = slices.Clone(c.keys)
-		for j := range c.keys {
-			c.keys[j] = fmt.Sprintf("chaos:amnesia:%s:%d", c.workload, j)
+	for i, cl := range claims {
+		cl.keys = slices.Clone(cl.keys)
+		for j := range cl.keys {
+			cl.keys[j] = fmt.Sprintf("%s%s:%d", prefix, cl.workload, j)
 		}
-		out[i] = c
+		out[i] = cl
 	}
 	return out
 }

@@ -25,7 +25,12 @@ type Result struct {
 	// Amnesia is what the amnesia rounds did (the majority-amnesia rounds
 	// of the safe run, the victim's rounds of the unsafe one).
 	Amnesia AmnesiaReport
-	Elapsed time.Duration
+	// Failover is what the failover rounds on clusters did (shards.go):
+	// the same counts, a round counted when every claim of the holder
+	// stayed valid from before the first takeover until the new masters
+	// served and the holder had lingered.
+	Failover AmnesiaReport
+	Elapsed  time.Duration
 }
 
 // AmnesiaReport is what a run's amnesia rounds did: a majority of the
@@ -63,8 +68,8 @@ func (r Result) FaultCount() int {
 // played with its holds and the violations it is party to.
 func (r Result) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "acquisitions=%d faults=%d violations=%d lost_updates=%d majority_amnesia_rounds=%d",
-		r.Acquisitions, r.FaultCount(), r.Violations(), r.LostUpdates, r.Amnesia.Rounds)
+	fmt.Fprintf(&b, "acquisitions=%d faults=%d violations=%d lost_updates=%d majority_amnesia_rounds=%d failover_rounds=%d",
+		r.Acquisitions, r.FaultCount(), r.Violations(), r.LostUpdates, r.Amnesia.Rounds, r.Failover.Rounds)
 	for _, w := range r.Config.Workloads() {
 		x := r.Workload(w)
 		holds := "holds"
@@ -122,15 +127,22 @@ func (r Result) Unexercised() []string {
 			out = append(out, fmt.Sprintf("workload %s took no lock in %v: the run checked nothing there (is the machine overloaded?)", w, r.Elapsed.Round(time.Second)))
 		}
 	}
-	a := r.Amnesia
+	out = append(out, r.roundsUnexercised("majority-amnesia", "restart", r.Config.playsMajorityAmnesia(), r.Amnesia)...)
+	return append(out, r.roundsUnexercised("failover", "failover", r.Config.playsFailover(), r.Failover)...)
+}
+
+// roundsUnexercised is Unexercised for one kind of round (name) that a
+// holder keeps its claims through, testing the quarantine of what.
+func (r Result) roundsUnexercised(name, what string, plays bool, a AmnesiaReport) []string {
+	var out []string
 	switch {
-	case !r.Config.playsMajorityAmnesia():
+	case !plays:
 	case a.Rounds == 0 && r.Elapsed >= minAmnesiaRun:
-		out = append(out, fmt.Sprintf("no majority-amnesia round counted in %v (%d not counted, %d skipped): the restart quarantine went untested", r.Elapsed.Round(time.Second), a.Uncounted, a.Skipped))
+		out = append(out, fmt.Sprintf("no %s round counted in %v (%d not counted, %d skipped): the %s quarantine went untested", name, r.Elapsed.Round(time.Second), a.Uncounted, a.Skipped, what))
 	case a.Rounds > 0 && r.Elapsed-a.QuarantineEnd >= recoverWindow:
 		for _, w := range r.Config.Workloads() {
 			if a.HoldsAfter[w] == 0 {
-				out = append(out, fmt.Sprintf("workload %s took no lock in the %v after the first majority quarantine ended: the run did not recover from it", w, (r.Elapsed-a.QuarantineEnd).Round(time.Second)))
+				out = append(out, fmt.Sprintf("workload %s took no lock in the %v after the first %s quarantine ended: the run did not recover from it", w, (r.Elapsed-a.QuarantineEnd).Round(time.Second), name))
 			}
 		}
 	}
@@ -219,22 +231,28 @@ func (r Result) log(logf func(string, ...any)) {
 		logf("chaos: election: %d leaderships, %d leaders received by %d Observe streams; %d terms began again after a majority amnesia (its counter forgotten: not judged)",
 			r.Workload(Election).Holds, r.Observed, electionStreams, r.TermRestarts)
 	}
-	if a := r.Amnesia; a.Rounds+a.Uncounted+a.Skipped > 0 {
-		logf("chaos: majority-amnesia rounds: %d counted, %d not counted (a claim ran out before the nodes were back), %d skipped (claims not taken); slowest restart %v",
-			a.Rounds, a.Uncounted, a.Skipped, a.SlowestRestart.Round(time.Millisecond))
-	}
-	if a := r.Amnesia; a.Rounds > 0 {
-		var after []string
-		for _, w := range r.Config.Workloads() {
-			after = append(after, fmt.Sprintf("%s %d", w, a.HoldsAfter[w]))
-		}
-		logf("chaos: the first majority quarantine ended %v into the run; holds begun after it: %s",
-			a.QuarantineEnd.Round(time.Millisecond), strings.Join(after, ", "))
-	}
+	r.Amnesia.log(logf, "majority-amnesia", r.Config.Workloads())
+	r.Failover.log(logf, "failover", r.Config.Workloads())
 	listed(logf, "overlap", r.Overlaps)
 	listed(logf, "excess", r.Excesses)
 	listed(logf, "fence", r.FenceViolations)
 	listed(logf, "term", r.TermViolations)
+}
+
+// log writes what the rounds of one kind (name) did.
+func (a AmnesiaReport) log(logf func(string, ...any), name string, workloads []Workload) {
+	if a.Rounds+a.Uncounted+a.Skipped > 0 {
+		logf("chaos: %s rounds: %d counted, %d not counted (a claim ran out before the nodes were back), %d skipped (claims not taken); slowest fault %v",
+			name, a.Rounds, a.Uncounted, a.Skipped, a.SlowestRestart.Round(time.Millisecond))
+	}
+	if a.Rounds > 0 {
+		var after []string
+		for _, w := range workloads {
+			after = append(after, fmt.Sprintf("%s %d", w, a.HoldsAfter[w]))
+		}
+		logf("chaos: the first %s quarantine ended %v into the run; holds begun after it: %s",
+			name, a.QuarantineEnd.Round(time.Millisecond), strings.Join(after, ", "))
+	}
 }
 
 // listed logs up to maxListed violations of one kind.

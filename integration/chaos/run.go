@@ -90,10 +90,13 @@ type Config struct {
 	// alive by WithAutoExtend; default 400, negative never.
 	LongEvery int
 	// ClusterShards, when positive, makes the lock nodes three Redis
-	// Clusters of that many masters each (cluster.StartRedisClusters), and
-	// the nemesis one of single shards (shards.go): masters killed and
-	// started again empty after the TTL, or paused. Only the safe run
-	// without fencing plays on clusters (their shards persist nothing).
+	// Clusters of that many masters each (cluster.StartRedisClusters), the
+	// shard of the ordinary keys with a replica, and the nemesis one of
+	// single shards (shards.go): masters killed and started again empty
+	// after the TTL, or paused, and failover rounds of the ordinary keys'
+	// shard on two clusters while the holder's claims are valid. Only runs
+	// without fencing play on clusters (their shards persist nothing); the
+	// unsafe run there plays failover rounds only, with the quarantine off.
 	// Every workload plays there; the ordinary keys share the hash tag
 	// {chaos} ("{chaos}:0", ...), since a multi-lock's keys must lie in one
 	// slot of a cluster node; the other keys have none, and spread over the
@@ -138,10 +141,8 @@ func (c Config) withDefaults(tb testing.TB) (Config, error) {
 	if c.Logf == nil {
 		c.Logf = tb.Logf
 	}
-	if c.ClusterShards > 0 {
-		if c.Unsafe || c.Fencing {
-			return c, errors.New("chaos: on clusters, only the safe run without fencing plays")
-		}
+	if c.ClusterShards > 0 && c.Fencing {
+		return c, errors.New("chaos: on clusters, only runs without fencing play")
 	}
 	if c.Unsafe && c.Clients < 3 {
 		return c, fmt.Errorf("chaos: an unsafe run needs at least 3 clients (victim, pauser, one honest), got %d", c.Clients)
@@ -231,12 +232,12 @@ func (c Config) crew(newClient func() *redlock.Client, base worker) ([]*worker, 
 	case c.Unsafe:
 		holder = workers[0]
 		workers[1].role = pauser
-	case c.playsMajorityAmnesia():
+	case c.hasHolder():
 		holder = add(newClient(), team{keys: c.ordinaryKeys()}, 0)
 	}
 	if holder != nil {
-		own := ownClaims(c.victimClaims())
-		holder.role, holder.victimClaims, holder.victimTTL = victim, append(c.victimClaims(), own...), c.holderTTL()
+		own := c.ownClaims(c.victimClaims())
+		holder.role, holder.victimClaims, holder.victimTTL = victim, append(c.sharedClaims(), own...), c.holderTTL()
 		holder.prober, holder.probes = add(newClient(), team{keys: c.ordinaryKeys()}, 0), probeClaims(own)
 		workers = workers[:len(workers)-1] // the holder runs it
 	}
@@ -317,10 +318,12 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 	}
 	workers, keys := cfg.crew(newLockClient, worker{ttl: cfg.TTL, leadTTL: cfg.electionTTL(), fencing: cfg.Fencing, store: st, rec: &rec,
 		stats: &stats, faults: &faults, victim: victims})
-	amnesia := &amnesiaLog{}
+	amnesia, failover := &amnesiaLog{}, &amnesiaLog{}
 	var n schedule
 	if rc, ok := nodes.(*cluster.RedisClusters); ok {
-		n = &shardNemesis{rc: rc, ttl: cfg.TTL, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), faults: &faults, logf: cfg.Logf}
+		n = &shardNemesis{rc: rc, ttl: cfg.TTL, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), faults: &faults, logf: cfg.Logf,
+			shard: cfg.failoverShard(), rounds: holderRound{victim: victims, workloads: cfg.Workloads(), settle: cfg.quarantine(),
+				log: failover, logf: cfg.Logf}}
 	} else {
 		n = &nemesis{c: nodes.(*cluster.Cluster), ttl: max(cfg.TTL, pauserTTL), rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
 			faults: &faults, logf: cfg.Logf, victim: victims, liveJumps: cfg.LiveClockJumps, settle: cfg.quarantine(),
@@ -358,9 +361,12 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	hist := rec.history(final)
-	hist.Amnesias = amnesia.killTimes()
+	// A failover forgets the terms on the shard's new masters as a restart does.
+	hist.Amnesias = append(amnesia.killTimes(), failover.killTimes()...)
+	slices.SortFunc(hist.Amnesias, time.Time.Compare)
 	res := Result{Report: Check(hist), Config: cfg, Faults: faults.snapshot(), Amnesia: amnesia.report(start, hist.Holds),
-		Failed: stats.failed.Load(), Skipped: stats.skipped.Load(), ReadErrors: stats.readErrs.Load(),
+		Failover: failover.report(start, hist.Holds),
+		Failed:   stats.failed.Load(), Skipped: stats.skipped.Load(), ReadErrors: stats.readErrs.Load(),
 		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), MultiLocks: stats.multi.Load(), Elapsed: time.Since(start)}
 	res.log(cfg.Logf)
 	if top := stats.topReasons(5); len(top) > 0 {
@@ -396,7 +402,7 @@ func startNodes(tb testing.TB, cfg Config) (func(...redlock.Option) *redlock.Cli
 		c := cluster.Start(tb, cfg.persistence()...)
 		return func(opts ...redlock.Option) *redlock.Client { return c.NewClient(tb, opts...) }, c
 	}
-	rc := cluster.StartRedisClusters(tb, 3, cfg.ClusterShards)
+	rc := cluster.StartRedisClusters(tb, 3, cfg.ClusterShards, cluster.WithReplicas(cfg.failoverShard()))
 	return func(opts ...redlock.Option) *redlock.Client {
 		c, err := redlock.New(rc.Pools(), opts...)
 		if err != nil {
@@ -422,7 +428,7 @@ func (c Config) quarantine() time.Duration {
 	if c.ElectionClients > 0 {
 		longest = max(longest, c.electionTTL())
 	}
-	if c.playsMajorityAmnesia() {
+	if c.hasHolder() {
 		longest = max(longest, c.holderTTL())
 	}
 	return longest + longest/100 + time.Second

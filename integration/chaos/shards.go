@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -14,6 +15,15 @@ import (
 const (
 	killShard  = "shard master kill+restart after TTL (no persistence)"
 	pauseShard = "shard master pause"
+	// failoverShard: the replica of the ordinary keys' shard, cut off
+	// before the holder took its claims, takes over (CLUSTER FAILOVER
+	// TAKEOVER, its master paused meanwhile) on two of the three clusters
+	// while the claims are valid: the new masters lack them, and only the
+	// clients' failover quarantine keeps anyone from taking what the
+	// holder holds. Counted once per cluster; the rounds in Result.Failover.
+	failoverShard = "shard failover to a replica without the locks, on a majority, while holds are valid (quarantined)"
+	// failoverUnsafe is the same round in the unsafe run, quarantine off.
+	failoverUnsafe = "shard failover to a replica without the locks, on a majority, while holds are valid (quarantine off)"
 )
 
 // shardNemesis injects faults into single shards of Redis Clusters while the
@@ -21,14 +31,27 @@ const (
 // empty (every key it held has expired by then, as for a standalone node
 // restarted late), a paused one comes back with everything. A round breaks
 // one or two shards, on different clusters, so a key's majority may be
-// lost (liveness) but never a key forgotten (safety).
+// lost (liveness) but never a key forgotten (safety), but for the failover
+// round, the first of the run and one in failoverEvery after it.
 type shardNemesis struct {
 	rc     *cluster.RedisClusters
 	ttl    time.Duration
 	rng    *rand.Rand
 	faults *faultLog
 	logf   func(format string, args ...any)
+	// shard is the one with a replica, which the failover round promotes;
+	// rounds asks the holder, and counts the failover rounds.
+	shard  int
+	rounds holderRound
+	// quarantineEnd is when the clients count the last failover round's
+	// new masters again: the next one waits for it (the holder could take
+	// no claim there before).
+	quarantineEnd time.Time
 }
+
+// failoverEvery makes about one round in failoverEvery of the safe
+// schedule, after the first, a failover round.
+const failoverEvery = 6
 
 // shardFault is one fault on one shard master.
 type shardFault struct {
@@ -40,7 +63,14 @@ type shardFault struct {
 // runSafe plays rounds of one or two shard faults until ctx ends. It
 // returns an error only when a shard could not be brought back.
 func (n *shardNemesis) runSafe(ctx context.Context) error {
-	for ctx.Err() == nil {
+	for first := true; ctx.Err() == nil; first = false {
+		if first || n.rng.IntN(failoverEvery) == 0 {
+			if err := n.failover(ctx, failoverShard, first); err != nil {
+				return err
+			}
+			sleep(ctx, durN(n.rng, maxQuiet))
+			continue
+		}
 		nodes := n.rng.Perm(len(n.rc.Pools()))[:1+n.rng.IntN(2)]
 		faults := make([]shardFault, len(nodes))
 		for i, node := range nodes {
@@ -59,10 +89,98 @@ func (n *shardNemesis) runSafe(ctx context.Context) error {
 	return nil
 }
 
-// runUnsafe implements schedule: clusters have no unsafe schedule
-// (Config.withDefaults refuses it).
-func (n *shardNemesis) runUnsafe(context.Context) error {
-	return fmt.Errorf("chaos: no unsafe schedule on clusters")
+// runUnsafe plays failover rounds until ctx ends, the clients' quarantine
+// off: the negative control of the safe run's failover round.
+func (n *shardNemesis) runUnsafe(ctx context.Context) error {
+	for ctx.Err() == nil {
+		if err := n.failover(ctx, failoverUnsafe, false); err != nil {
+			return err
+		}
+		sleep(ctx, time.Second)
+	}
+	return nil
+}
+
+// failover plays one failover round (kind) on the failover shard of two
+// clusters drawn at random, after the last one's quarantine: their
+// replicas are cut off, the holder takes its claims, and the replicas take
+// over while they are valid. A round the holder could not take its claims
+// for is asked again, a second apart, up to amnesiaAttempts times, or
+// until it plays when untilPlayed (the run's first: every run has one).
+// The error is a shard that could not be brought back.
+func (n *shardNemesis) failover(ctx context.Context, kind string, untilPlayed bool) error {
+	sleep(ctx, time.Until(n.quarantineEnd))
+	for attempt := 0; untilPlayed || attempt < amnesiaAttempts; attempt++ {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if attempt > 0 {
+			sleep(ctx, time.Second)
+		}
+		nodes := n.rng.Perm(len(n.rc.Pools()))[:len(n.rc.Pools())/2+1]
+		played, err := n.failoverRound(ctx, nodes, kind)
+		if played || err != nil {
+			return err
+		}
+	}
+	n.rounds.log.skip()
+	n.logf("nemesis: failover round SKIPPED: the holder could not take its claims in %d attempts", amnesiaAttempts)
+	return nil
+}
+
+// failoverRound cuts the replicas of the failover shard on clusters nodes,
+// has the holder take its claims and, once it holds them, makes each
+// replica take over (holderRound.play). It resumes the replicas when the
+// round was not played.
+func (n *shardNemesis) failoverRound(ctx context.Context, nodes []int, kind string) (bool, error) {
+	bg := context.Background() // a cut replica is resumed, even when the run ends
+	cut := make([]bool, len(nodes))
+	err := n.each(nodes, func(j, node int) error {
+		rctx, cancel := context.WithTimeout(bg, time.Minute)
+		defer cancel()
+		err := n.rc.CutReplica(rctx, node, n.shard)
+		cut[j] = err == nil
+		return err
+	})
+	h := n.rounds
+	h.what = fmt.Sprintf("shard %d of clusters %v: %s", n.shard, nodes, kind)
+	played := false
+	if err == nil {
+		played, err = h.play(ctx, func() error {
+			defer func() { n.quarantineEnd = time.Now().Add(h.settle) }()
+			return n.each(nodes, func(_, node int) error {
+				rctx, cancel := context.WithTimeout(bg, time.Minute)
+				defer cancel()
+				if err := n.rc.TakeOver(rctx, node, n.shard); err != nil {
+					return err
+				}
+				n.faults.add(kind)
+				return nil
+			})
+		})
+	} else {
+		n.logf("nemesis: failover round not played: %v", err)
+		err = nil
+	}
+	if !played {
+		for j, node := range nodes {
+			if cut[j] {
+				err = errors.Join(err, retry(func() error { return n.rc.ResumeReplica(bg, node, n.shard) }))
+			}
+		}
+	}
+	return played, err
+}
+
+// each runs op on clusters nodes in parallel (j: the index in nodes).
+func (n *shardNemesis) each(nodes []int, op func(j, node int) error) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for j, node := range nodes {
+		wg.Go(func() { errs[j] = op(j, node) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // play applies faults at once, each held for its time, and repairs them.

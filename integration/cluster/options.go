@@ -84,6 +84,7 @@ type config struct {
 	backend     Backend // "": from the environment
 	image       string  // "": from the environment
 	fakeClocks  bool
+	replicas    []int // StartRedisClusters: the shards that get a replica
 	err         error
 }
 
@@ -161,6 +162,13 @@ func WithImage(image string) Option {
 // that lets it run redis-server.
 func WithFakeClocks() Option {
 	return func(c *config) { c.fakeClocks = true }
+}
+
+// WithReplicas gives shards (by index) of every cluster of
+// StartRedisClusters one replica each, for RedisClusters.CutReplica and
+// TakeOver; the other shards have none. Start ignores it.
+func WithReplicas(shards ...int) Option {
+	return func(c *config) { c.replicas = append(c.replicas, shards...) }
 }
 
 func (p Persistence) valid() bool { return p >= NoPersistence && p <= AOFAlways }

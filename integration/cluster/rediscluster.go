@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,19 +25,25 @@ import (
 //
 // There are no proxies: a cluster client connects to the addresses the
 // shards announce, which a proxy in front of a seed would not cover. Faults
-// are per shard: kill, restart, pause.
+// are per shard: kill, restart, pause, and on a shard with a replica
+// (WithReplicas) a failover (failover.go).
 type RedisClusters struct {
 	tb      testing.TB
 	backend Backend
-	shards  [][]server // by cluster, then shard
 	pools   []pool.Pool
+
+	mu sync.Mutex // guards the roles below, which a failover swaps
+	// shards are the masters, by cluster then shard; replicas the shards'
+	// replicas, nil where a shard has none.
+	shards, replicas [][]server
 }
 
 // StartRedisClusters runs n clusters of masters shards each (slots split
 // evenly, in the same way on every cluster, with
-// cluster-require-full-coverage no) and one Pool per cluster, made by
-// pool.FromURL from a redis+cluster:// URL. Of opts, WithBackend and
-// WithImage count. It fails tb on error and skips it, outside CI, when
+// cluster-require-full-coverage no, and cluster-replica-no-failover yes: a
+// replica takes over only by TakeOver) and one Pool per cluster, made by
+// pool.FromURL from a redis+cluster:// URL. Of opts, WithBackend,
+// WithImage and WithReplicas count. It fails tb on error and skips it, outside CI, when
 // redis-server is not installed and REDLOCK_SKIP_REDIS is set (processes).
 func StartRedisClusters(tb testing.TB, n, masters int, opts ...Option) *RedisClusters {
 	tb.Helper()
@@ -62,17 +70,14 @@ func StartRedisClusters(tb testing.TB, n, masters int, opts ...Option) *RedisClu
 		if r.shards, err = be.startClusterShards(ctx, n, masters); err != nil {
 			tb.Fatalf("cluster: start %d clusters of %d containers: %v", n, masters, err)
 		}
-	default:
-		for _, c := range redistest.StartClusters(tb, n, masters, redistest.NoPersistence) {
-			shards := make([]server, len(c.Masters))
-			for j, m := range c.Masters {
-				shards[j] = &processServer{tb: tb, s: m}
-			}
-			r.shards = append(r.shards, shards)
+		if r.replicas, err = be.startReplicas(ctx, r.shards, cfg.replicas); err != nil {
+			tb.Fatalf("cluster: start replicas of shards %v: %v", cfg.replicas, err)
 		}
+	default:
+		r.startProcesses(n, masters, cfg.replicas)
 	}
 	for i := range r.shards {
-		addrs := r.addrs(i)
+		addrs := append(r.addrs(i), r.replicaAddrs(i)...)
 		p, err := pool.FromURL("redis+cluster://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr="))
 		if err != nil {
 			tb.Fatalf("cluster: %v", err)
@@ -86,11 +91,53 @@ func StartRedisClusters(tb testing.TB, n, masters int, opts ...Option) *RedisClu
 // Backend returns the backend the clusters run on.
 func (r *RedisClusters) Backend() Backend { return r.backend }
 
-// addrs returns the shards' addresses of cluster node.
+// startProcesses starts the clusters as redis-server processes, with a
+// replica for each of the shards withReplica.
+func (r *RedisClusters) startProcesses(n, masters int, withReplica []int) {
+	for _, c := range redistest.StartClusters(r.tb, n, masters, redistest.NoPersistence, noFailover...) {
+		shards, replicas := make([]server, len(c.Masters)), make([]server, len(c.Masters))
+		for j, m := range c.Masters {
+			shards[j] = &processServer{tb: r.tb, s: m}
+			if !slices.Contains(withReplica, j) {
+				continue
+			}
+			s := redistest.StartClusterNode(r.tb, redistest.NoPersistence, noFailover...)
+			ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+			err := redistest.Replicate(ctx, m.Addr(), m.Addr(), redistest.Master{Addr: s.Addr(), Port: s.Port, BusPort: s.BusPort})
+			cancel()
+			if err != nil {
+				r.tb.Fatalf("cluster: replica of shard %d: %v", j, err)
+			}
+			replicas[j] = &processServer{tb: r.tb, s: s}
+		}
+		r.shards, r.replicas = append(r.shards, shards), append(r.replicas, replicas)
+	}
+}
+
+// noFailover keeps every replica from taking over on its own (a paused or
+// killed master would otherwise be replaced): only TakeOver promotes.
+var noFailover = []string{"--cluster-replica-no-failover", "yes"}
+
+// addrs returns the masters' addresses of cluster node.
 func (r *RedisClusters) addrs(node int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	out := make([]string, len(r.shards[node]))
 	for j, s := range r.shards[node] {
 		out[j] = s.addr()
+	}
+	return out
+}
+
+// replicaAddrs returns the replicas' addresses of cluster node.
+func (r *RedisClusters) replicaAddrs(node int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, s := range r.replicas[node] {
+		if s != nil {
+			out = append(out, s.addr())
+		}
 	}
 	return out
 }
@@ -108,8 +155,11 @@ func (r *RedisClusters) Client(node int) *redis.ClusterClient {
 func (r *RedisClusters) Shards() int { return len(r.shards[0]) }
 
 // ShardOf returns the index of the shard that serves key on every cluster.
-func (r *RedisClusters) ShardOf(key string) int {
-	n := r.Shards()
+func (r *RedisClusters) ShardOf(key string) int { return ShardOf(key, r.Shards()) }
+
+// ShardOf returns the index of the shard that serves key in a cluster of n
+// masters formed by StartRedisClusters.
+func ShardOf(key string, n int) int {
 	slot := keyslot.Slot(key)
 	for i := n - 1; i > 0; i-- {
 		if slot >= i*keyslot.Slots/n {
@@ -140,10 +190,11 @@ func (r *RedisClusters) ResumeShard(ctx context.Context, node, shard int) error 
 
 // fault applies f to a shard.
 func (r *RedisClusters) fault(ctx context.Context, what string, node, shard int, f func(server, context.Context) error) error {
-	if node < 0 || node >= len(r.shards) || shard < 0 || shard >= len(r.shards[node]) {
-		return fmt.Errorf("cluster: %s: no shard %d on cluster %d", what, shard, node)
+	s, err := r.master(node, shard)
+	if err != nil {
+		return fmt.Errorf("cluster: %s: %w", what, err)
 	}
-	if err := f(r.shards[node][shard], ctx); err != nil {
+	if err := f(s, ctx); err != nil {
 		return fmt.Errorf("cluster: %s cluster %d shard %d: %w", what, node, shard, err)
 	}
 	return nil
@@ -153,12 +204,21 @@ func (r *RedisClusters) fault(ctx context.Context, what string, node, shard int,
 // waits until the cluster serves its slots again. It returns an error rather
 // than failing the test, so that a nemesis goroutine may call it.
 func (r *RedisClusters) RestartShard(ctx context.Context, node, shard int) error {
-	s := r.shards[node][shard]
+	s, err := r.master(node, shard)
+	if err != nil {
+		return fmt.Errorf("cluster: restart: %w", err)
+	}
 	if err := s.start(ctx); err != nil {
 		return err
 	}
 	// The master keeps its identity and slots in nodes.conf; it turns
 	// writable once the cluster agrees it is back.
+	return r.awaitWritable(ctx, node, shard, s)
+}
+
+// awaitWritable waits until s, the master of shard on cluster node, takes
+// writes of the shard's keys.
+func (r *RedisClusters) awaitWritable(ctx context.Context, node, shard int, s server) error {
 	key := r.keyOfShard(shard)
 	for {
 		err := redistest.WriteProbe(ctx, s.addr(), key)
@@ -171,6 +231,16 @@ func (r *RedisClusters) RestartShard(ctx context.Context, node, shard int) error
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// master returns the master of shard on cluster node now.
+func (r *RedisClusters) master(node, shard int) (server, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if node < 0 || node >= len(r.shards) || shard < 0 || shard >= len(r.shards[node]) {
+		return nil, fmt.Errorf("no shard %d on cluster %d", shard, node)
+	}
+	return r.shards[node][shard], nil
 }
 
 // keyOfShard returns a key served by shard.

@@ -64,6 +64,40 @@ func (b *containerBackend) startClusterShards(ctx context.Context, n, masters in
 	return out, g.Wait()
 }
 
+// startReplicas starts one replica for each of the shards withReplica of
+// every cluster of masters (by cluster, then shard), and returns them in
+// the same layout, nil where a shard has none, once each is in sync.
+func (b *containerBackend) startReplicas(ctx context.Context, masters [][]server, withReplica []int) ([][]server, error) {
+	out := make([][]server, len(masters))
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range masters {
+		out[i] = make([]server, len(masters[i]))
+		for _, j := range withReplica {
+			if j < 0 || j >= len(masters[i]) {
+				return nil, fmt.Errorf("no shard %d", j)
+			}
+			g.Go(func() error {
+				var err error
+				for range 3 { // as startClusterShards: a port may be taken meanwhile
+					var ports [2]int
+					if ports, err = freePorts(); err != nil {
+						continue
+					}
+					var s *shardServer
+					if s, err = b.startShard(gctx, i, j, ports[0], ports[1]); err != nil {
+						continue
+					}
+					m := masters[i][j].addr()
+					out[i][j] = s
+					return redistest.Replicate(gctx, m, m, redistest.Master{Addr: s.at, Port: ports[0], BusPort: ports[1]})
+				}
+				return fmt.Errorf("replica of cluster %d shard %d: %w", i, j, err)
+			})
+		}
+	}
+	return out, g.Wait()
+}
+
 // freePorts returns two distinct ports free now, a shard's and its cluster
 // bus's, never the same as those of another call until both were released
 // (the kernel hands out ephemeral ports in turn).
@@ -92,7 +126,7 @@ func (b *containerBackend) startShard(ctx context.Context, cluster, shard, port,
 			"--maxmemory-policy", "noeviction",
 			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
 			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
-			"--cluster-require-full-coverage", "no",
+			"--cluster-require-full-coverage", "no", noFailover[0], noFailover[1],
 		},
 		Labels: map[string]string{Label: "true", Label + ".cluster": strconv.Itoa(cluster),
 			Label + ".shard": strconv.Itoa(shard)},

@@ -75,8 +75,7 @@ func StartReplicatedClusters(t testing.TB, shards ...int) []*ReplicatedCluster {
 		c := StartClusters(t, 1, n, NoPersistence, "--cluster-replica-no-failover", "yes")[0]
 		rc := &ReplicatedCluster{Cluster: c}
 		for _, m := range c.Masters {
-			r := &Server{Dir: t.TempDir(), Persistence: NoPersistence, Extra: m.Extra}
-			r.startFresh(t, true)
+			r := StartClusterNode(t, NoPersistence, m.Extra...)
 			if err := replicate(ctx, c.Masters[0], m, r); err != nil {
 				t.Fatalf("replicated cluster %d: %v", i, err)
 			}
@@ -90,35 +89,5 @@ func StartReplicatedClusters(t testing.TB, shards ...int) []*ReplicatedCluster {
 // replicate makes r a replica of m, introduced to the cluster through
 // seed, and waits until its link is up.
 func replicate(ctx context.Context, seed, m, r *Server) error {
-	if err := do(ctx, seed.Addr(), "CLUSTER", "MEET", "127.0.0.1", r.Port, r.BusPort); err != nil {
-		return err
-	}
-	mc := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-	defer mc.Close()
-	id, err := mc.Do(ctx, "CLUSTER", "MYID").Text()
-	if err != nil {
-		return err
-	}
-	rcl := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
-	defer rcl.Close()
-	for {
-		err = rcl.Do(ctx, "CLUSTER", "REPLICATE", id).Err()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("CLUSTER REPLICATE on %s: %w", r.Addr(), err)
-		}
-		time.Sleep(20 * time.Millisecond) // r does not know m yet: gossip
-	}
-	for {
-		info, err := rcl.Info(ctx, "replication").Result()
-		if err == nil && strings.Contains(info, "master_link_status:up") {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("replica %s not in sync: %v (%v)", r.Addr(), ctx.Err(), err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return Replicate(ctx, seed.Addr(), m.Addr(), Master{Addr: r.Addr(), Port: r.Port, BusPort: r.BusPort})
 }
