@@ -12,6 +12,7 @@ import (
 	"github.com/redlockgo/redlock/clock"
 	"github.com/redlockgo/redlock/internal/fanout"
 	"github.com/redlockgo/redlock/internal/node"
+	"github.com/redlockgo/redlock/internal/wait"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -28,7 +29,7 @@ type Client struct {
 	minTTL time.Duration // the shortest TTL with validity after drift
 	judge  fanout.Judge  // judgeVote, bound once; nil when a node's health reads the key (vote.go)
 	life   lifecycle     // Close, Shutdown and the operations they wait for
-	waits  waiting       // what waiting calls share: grants, contended keys, wake-ups
+	waits  wait.Hub      // what waiting calls share: grants, contended keys, wake-ups
 }
 
 // lifecycle is what Close and Shutdown stop and wait for.
@@ -42,15 +43,6 @@ type lifecycle struct {
 	closeMu  sync.Mutex  // serialises Close and Shutdown
 	draining atomic.Bool // set by Shutdown: acquisitions are refused
 	held     heldLocks   // locks handed out and not unlocked, for Shutdown
-}
-
-// waiting is what a Client's waiting calls share.
-type waiting struct {
-	grants grants    // grants heard for this Client's waiters
-	busy   contended // keys its Lock calls recently found held
-	// released wakes LockAll, RLock and AcquirePermit calls when one of their
-	// keys is released here, or elsewhere and heard by grants (watch.go)
-	released releases
 }
 
 // New returns a Client over pools, one per independent Redis master. A lock
@@ -104,9 +96,16 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	}
 	c.life.closing = make(chan struct{})
 	c.life.done = c.life.wg.Done
-	c.waits.grants.health, c.waits.grants.reads = c.grantHealth, c.nodes.HealthReads
-	c.waits.grants.woken = &c.waits.released
-	c.waits.grants.channel = grantChannelPrefix + newToken()
+	c.waits.Init(wait.HubConfig{
+		Channel:   wait.ChannelPrefix + newToken(),
+		Notifiers: notifiers(pools),
+		Health:    c.grantHealth,
+		Reads:     c.nodes.HealthReads,
+		Timeout:   c.nodeTimeout(0),
+		Clock:     cfg.clock,
+		Closing:   c.life.closing,
+		Stopped:   stopped,
+	})
 	c.nodes.StartClocks(c.life.closing)
 	return c, nil
 }
@@ -170,7 +169,7 @@ func (c *Client) stop() {
 		close(c.life.closing)
 	}
 	c.life.mu.Unlock()
-	c.waits.grants.close()
+	c.waits.Close()
 	c.nodes.StopClocks()
 	c.life.wg.Wait()
 }
@@ -274,12 +273,12 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	ttl = ttl.Truncate(time.Millisecond)
 	// NextDelay(1) is asked once, before the first attempt's end is known.
 	delay, retry := lc.retry.NextDelay(1)
-	if !lc.fair && (!retry || !c.waits.busy.is(key, start)) {
+	if !lc.fair && (!retry || !c.waits.Busy.Is(key, start)) {
 		l, err := c.acquire(ctx, key, ttl, lc)
 		if err, end := afterAttempt(ctx, err, nil, retry); end {
 			return c.obtained(ctx, key, l, err, start, 1, lc)
 		}
-		c.waits.busy.mark(key, start)
+		c.waits.Busy.Mark(key, start)
 	}
 	l, retries, err := c.wait(ctx, key, ttl, lc, delay, retry)
 	return c.obtained(ctx, key, l, err, start, 1+retries, lc)

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redlockgo/redlock/internal/fanout"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -307,7 +306,7 @@ func (ls *Leadership) forget(ctx context.Context) {
 		return // closed: the record stays unread, as above
 	}
 	defer done()
-	fanout.Each(context.WithoutCancel(ctx), &c.life.wg, c.nodes.All(), c.nodeTimeout(l.ttl), func(ctx context.Context, i int) (bool, error) {
+	c.each(context.WithoutCancel(ctx), c.nodes.All(), c.nodeTimeout(l.ttl), func(ctx context.Context, i int) (bool, error) {
 		v, err := c.nodes.Pool(i).Eval(ctx, leaderDel, []string{c.leaderKey(i, l.key)}, l.token)
 		return asInt(v) == 1, err
 	})

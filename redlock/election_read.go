@@ -63,7 +63,7 @@ func (c *Client) Leader(ctx context.Context, election string) (Leader, error) {
 	}
 	key := electionKey(election)
 	views := make([]leaderView, c.nodes.Len())
-	votes := fanout.Each(ctx, &c.life.wg, c.nodes.All(), c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
+	votes := c.each(ctx, c.nodes.All(), c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
 		reply, err := c.nodes.Pool(i).Eval(ctx, leaderGet, []string{key, c.leaderKey(i, key)})
 		if err == nil {
 			err = views[i].parse(reply) // each goroutine writes its own node

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redlockgo/redlock/internal/fanout"
 	"github.com/redlockgo/redlock/internal/node"
+	"github.com/redlockgo/redlock/internal/wait"
 )
 
 // The engine: one acquisition, one background release and one Unlock for
@@ -79,7 +80,7 @@ type nodeTake struct {
 // cleanup still running in the background never removes a later attempt's
 // lock. w registers the Client as a watcher where the take is refused (nil:
 // nowhere). ttl (l's) is in whole milliseconds.
-func (c *Client) attempt(ctx context.Context, l *Lock, k leaseKind, lc lockConfig, w *watching) (*Lock, error) {
+func (c *Client) attempt(ctx context.Context, l *Lock, k leaseKind, lc lockConfig, w *wait.Watch) (*Lock, error) {
 	k = k.attempt()
 	timeout := c.nodeTimeout(l.ttl)
 	st := &attemptState{decided: make(chan struct{})}
@@ -94,7 +95,7 @@ func (c *Client) attempt(ctx context.Context, l *Lock, k leaseKind, lc lockConfi
 	res := c.decide(ctx, l.key, timeout, contendedGrace(timeout),
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
-				return k.take(ctx, c, i, l.token, l.ttl, false, w.on(c, i, k), &takes[i])
+				return k.take(ctx, c, i, l.token, l.ttl, false, c.watchOn(w, i, k), &takes[i])
 			})
 		},
 		func(v fanout.Vote, _ bool) {
@@ -285,7 +286,7 @@ func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout 
 	c.life.wg.Add(1) // callers run inside a registered operation
 	go func() {
 		defer c.life.wg.Done()
-		fanout.Each(context.Background(), &c.life.wg, nodes, fanout.CallBound(timeout), func(ctx context.Context, i int) (bool, error) {
+		c.each(context.Background(), nodes, fanout.CallBound(timeout), func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) { return release.release(ctx, i) })
 		})
 	}()
@@ -293,11 +294,11 @@ func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout 
 
 // release gives l back on every node and returns at the majority. Each
 // node hands the key straight to the first waiter in its queue, or, with
-// nobody queued, wakes the key's watchers (watch.go).
+// nobody queued, wakes the key's watchers (internal/wait, watch.go).
 func (l *Lock) release(ctx context.Context) fanout.Result {
 	c := l.c
 	keys := l.kind.watched()
-	defer c.waits.released.wake(keys)
+	defer c.waits.Released.Wake(keys)
 	slots := l.kind.enter(c, l.token, nil)
 	release := l.kind.releaser(c, l.token, l.leave, true)
 	return c.confirm(context.WithoutCancel(ctx), releaseTimeout(c.nodeTimeout(l.ttl), len(keys)),
@@ -320,43 +321,3 @@ func releaseTimeout(timeout time.Duration, n int) time.Duration {
 // perKeyRelease is what a multi-lock's release allows per key: about the
 // 40µs a key took on a loaded machine at MaxKeys (docs/multilock.md).
 const perKeyRelease = 50 * time.Microsecond
-
-// obtain is TryRLock, TryAcquirePermit and TryLockAll after their own
-// checks (one attempt), and RLock, AcquirePermit and LockAll (wait):
-// attempts paced by the retry strategy until one succeeds, the strategy
-// stops, ctx ends, the Client closes or a node says the key holds another
-// kind (ErrWrongKind: no retry can succeed); a release that leaves a watched key
-// free cuts the pause short, and so does the confirmation of a subscription
-// that the attempt's registration went without (watch.go). ttl is in whole
-// milliseconds.
-func (c *Client) obtain(ctx context.Context, k leaseKind, ttl time.Duration, lc lockConfig, wait bool) (*Lock, error) {
-	start := c.cfg.clock.Now()
-	keys := k.watched()
-	var woken <-chan struct{}
-	var channels []string
-	if wait {
-		var stop func()
-		woken, channels, stop = c.startWatching(keys)
-		defer stop()
-	}
-	var prev error // the error of the last attempt that ran to its decision
-	for attempt := 1; ; attempt++ {
-		var delay time.Duration
-		retry := false
-		if wait {
-			// Asked before the attempt: an attempt followed by a pause
-			// watches for the key's release, for that long.
-			delay, retry = lc.retry.NextDelay(attempt)
-		}
-		w := c.watching(channels, retry, delay, ttl)
-		l, err := c.attempt(ctx, c.newLock(keys[0], newToken(), ttl, lc.heal), k, lc, w)
-		err, end := afterAttempt(ctx, err, prev, retry)
-		if end || errors.Is(err, ErrWrongKind) {
-			return c.obtained(ctx, keys[0], l, err, start, attempt, lc)
-		}
-		prev = err
-		if err := c.pause(ctx, delay, woken, w, err); err != nil {
-			return c.obtained(ctx, keys[0], nil, err, start, attempt, lc)
-		}
-	}
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redlockgo/redlock/internal/fanout"
 	"github.com/redlockgo/redlock/internal/node"
+	"github.com/redlockgo/redlock/internal/wait"
 )
 
 // Sentinel errors, for errors.Is. Errors returned by this package wrap them;
@@ -227,6 +228,16 @@ func afterAttempt(ctx context.Context, err, prev error, retry bool) (error, bool
 		err = withContext(cmp.Or(prev, err), cut)
 	}
 	return err, err == nil || cut != nil || !retry
+}
+
+// stopped is the error of a call that retries whose pause was cut by cause
+// (wait.HubConfig.Stopped): last, the last attempt's error, with ctx's
+// error, or with ErrClosed.
+func stopped(last, cause error) error {
+	if errors.Is(cause, wait.ErrClosed) {
+		return errors.Join(last, ErrClosed)
+	}
+	return withContext(last, cause)
 }
 
 // withContext returns err joined with ctx's error when ctx has ended, so that

@@ -1,7 +1,5 @@
 package redlock
 
-import "github.com/redlockgo/redlock/pool"
-
 // WaitIdle waits for the Client's background node calls (stragglers,
 // cleanup) to end, so tests can inspect the nodes deterministically. It must
 // not run concurrently with new operations.
@@ -17,14 +15,6 @@ var (
 // ShardedNodes starts c's listeners, as its first wait would, and returns
 // how many of them found sharded pub/sub on their node so far.
 func (c *Client) ShardedNodes() int {
-	c.waits.grants.start(c.nodes.Pools(), c.nodeTimeout(0))
-	c.waits.grants.mu.Lock()
-	defer c.waits.grants.mu.Unlock()
-	n := 0
-	for _, l := range c.waits.grants.byNode {
-		if sl, ok := l.(pool.ShardedListener); ok && sl.Sharded() {
-			n++
-		}
-	}
-	return n
+	c.waits.Grants.Start()
+	return c.waits.Grants.ShardedNodes()
 }

@@ -67,7 +67,7 @@ func (e *exclusive) releaser(c *Client, token string, keep any, wake bool) relea
 	r := &exclusiveRelease{c: c, keys: c.releaseKeys(e.key)}
 	r.args = c.releaseArgs(r.buf[:0], token, keep)
 	if wake {
-		r.args = append(r.args, "wake") // an Unlock wakes the key's watchers (release.lua, watch.go)
+		r.args = append(r.args, "wake") // an Unlock wakes the key's watchers (release.lua, internal/wait/watch.go)
 	}
 	return r
 }
@@ -247,3 +247,27 @@ func (m multi) watched() []string       { return m.keys }
 func (m multi) places() bool            { return false }
 func (m multi) attempt() leaseKind      { return m }
 func (m multi) placed(string) leaseKind { return m }
+
+// releaseAllOn runs ReleaseAll on node i and returns how many keys it
+// deleted; the waiters of this Client it handed keys to hear of it at once.
+// With wake (an Unlock), the keys it leaves free wake their watchers.
+func (c *Client) releaseAllOn(ctx context.Context, i int, keys []string, token string, wake bool) (int, error) {
+	ks, args := c.queueKeysAll(i, keys), []any{token, len(keys), c.cfg.lockDelay.Milliseconds()}
+	if wake {
+		ks = append(ks, c.watchKeys(i, keys)...)
+	}
+	v, err := c.nodes.Pool(i).Eval(ctx, scripts.ReleaseAll, ks, args...)
+	if err != nil {
+		return 0, err
+	}
+	arr, _ := v.([]any)
+	if len(arr) == 0 {
+		return 0, errMalformed
+	}
+	for j := 1; j+1 < len(arr); j += 2 {
+		if next, ok := arr[j].(string); ok {
+			c.waits.Grants.Deliver(next, i, int(asInt(arr[j+1])))
+		}
+	}
+	return int(asInt(arr[0])), nil
+}

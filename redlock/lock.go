@@ -262,7 +262,7 @@ func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Dur
 	}
 	c := l.c
 	slots := c.nodes.TakeAll(l.key, l.token, false, nodes)
-	fanout.Each(context.WithoutCancel(ctx), &c.life.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+	c.each(context.WithoutCancel(ctx), nodes, timeout, func(ctx context.Context, i int) (bool, error) {
 		return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
 			return l.healOn(ctx, i, ttl)
 		})

@@ -85,33 +85,6 @@ func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, 
 	return c.obtain(ctx, multi{keys: keys, fencing: lc.fencing}, ttl.Truncate(time.Millisecond), lc, true)
 }
 
-// pause waits delay (at least minRetryDelay), or less when woken fires or
-// a node where w registered before the Client listened there listens now
-// (watch.go). When ctx ends or the Client closes first, it returns last,
-// the error of the attempt before, joined with the reason.
-func (c *Client) pause(ctx context.Context, delay time.Duration, woken <-chan struct{}, w *watching, last error) error {
-	t := c.cfg.clock.NewTimer(max(delay, minRetryDelay))
-	defer t.Stop()
-	deaf := c.listenFor(w)
-	defer deaf.stop()
-	for {
-		select {
-		case <-t.C():
-			return nil
-		case <-woken:
-			return nil
-		case <-deaf.C():
-			if deaf.caughtUp() {
-				return nil
-			}
-		case <-ctx.Done():
-			return withContext(last, ctx.Err())
-		case <-c.life.closing:
-			return errors.Join(last, ErrClosed)
-		}
-	}
-}
-
 // Keys returns every key of the lock, sorted: one for a lock taken by
 // TryLock or Lock, all of them for one taken by TryLockAll or LockAll. It
 // returns nil for a nil Lock. The slice is the caller's.

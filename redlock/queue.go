@@ -9,22 +9,26 @@ import (
 	"github.com/redlockgo/redlock/internal/wait"
 )
 
-// queueing is a Client's side of the waiters' node calls: it implements
-// wait.Nodes for the waiters of one key.
+// queueing is a Lock call's side of its wait (wait.Queue): the node calls
+// of its waiter's rounds, judged here (wait.Nodes), and the Lock its grants
+// make.
 type queueing struct {
 	c       *Client
 	key     string
 	kind    *exclusive // the lock's kind: how a grant is given back
 	keys    [][]string // Enqueue's KEYS on each node (releaseKeys)
 	timeout time.Duration
-	// channels are the waiters' channels on each node (grants.hold); nil
+	lc      lockConfig
+	// channels are the waiters' channels on each node (wait.Grants.Hold); nil
 	// until the waiting begins.
 	channels []string
+	lock     *Lock // once Won
+	lost     bool  // Lost was called: its error is final
 }
 
 func (c *Client) queueing(key string, ttl time.Duration, lc lockConfig) *queueing {
 	kind := c.exclusiveKind(key, lc)
-	return &queueing{c: c, key: key, kind: &kind, keys: c.releaseKeys(key), timeout: c.nodeTimeout(ttl)}
+	return &queueing{c: c, key: key, kind: &kind, keys: c.releaseKeys(key), timeout: c.nodeTimeout(ttl), lc: lc}
 }
 
 // Round implements wait.Nodes.
@@ -103,11 +107,14 @@ func (q *queueing) channel(i int) string {
 	if i < len(q.channels) {
 		return q.channels[i]
 	}
-	return q.c.waits.grants.channel
+	return q.c.waits.Grants.Channel()
 }
 
+// Hear implements wait.Queue.
+func (q *queueing) Hear(channels []string) { q.channels = channels }
+
 // Listening implements wait.Nodes.
-func (q *queueing) Listening(i int) bool { return q.c.waits.grants.listening(i, q.channel(i)) }
+func (q *queueing) Listening(i int) bool { return q.c.waits.Grants.Listening(i, q.channel(i)) }
 
 // GiveBack implements wait.Nodes: the keys nodes granted the waiter pass
 // to the next waiters, in the background; the waiter stays queued.
@@ -115,18 +122,29 @@ func (q *queueing) GiveBack(w *wait.Waiter, nodes []int) {
 	q.c.undo(q.kind, w.Token(), "", nodes, q.timeout)
 }
 
-// leave takes the waiter out of every queue, and gives back any key granted
-// to it, in the background. Its rounds still on their way cannot queue it
-// again for a lease.
-func (q *queueing) leave(w *wait.Waiter) {
+// Lost implements wait.Queue: it takes the waiter out of every queue, and
+// gives back any key granted to it, in the background (its rounds still on
+// their way cannot queue it again for a lease), and returns the error of
+// the wait, with the nodes' votes.
+func (q *queueing) Lost(ctx context.Context, w *wait.Waiter, err error) error {
 	q.c.undo(q.kind, w.Token(), w.Lease().Milliseconds(), q.c.nodes.All(), q.timeout)
+	q.lost = true
+	return q.c.waitError(w, err, ctx)
+}
+
+// Won implements wait.Queue: the grants of w, valid until until, become
+// q's lock (granted).
+func (q *queueing) Won(ctx context.Context, w *wait.Waiter, until time.Time) error {
+	l, err := q.c.granted(ctx, q, w, until, q.lc)
+	q.lock = l
+	return err
 }
 
 // releaseArgs appends to buf Release's arguments for token: keep is how long, in
 // ms, the token may not queue again ("": it stays queued). They are built
 // once per release, for every node.
 func (c *Client) releaseArgs(buf []any, token string, keep any) []any {
-	return c.withDelay(append(buf, token, keep, c.waits.grants.channel))
+	return c.withDelay(append(buf, token, keep, c.waits.Grants.Channel()))
 }
 
 // releaseOn runs Release on node i with its keys (releaseKeys) and args
@@ -145,17 +163,18 @@ func (c *Client) releaseOn(ctx context.Context, i int, keys []string, args []any
 	}
 	if len(arr) >= 3 {
 		if next, ok := arr[1].(string); ok {
-			c.waits.grants.deliver(next, i, int(asInt(arr[2])))
+			c.waits.Grants.Deliver(next, i, int(asInt(arr[2])))
 		}
 	}
 	return asInt(arr[0]) == 1, nil
 }
 
 // wait is Lock after its first attempt (none WithFairness): the caller
-// waits in the nodes' queues (see waiter) until a majority granted it, the
-// retry strategy gives up, ctx ends or the Client closes. The waiter joins
-// the queues at once; delay and retry are NextDelay(1)'s answer, for the
-// first retry. It returns the lock, or the error, and the number of retries.
+// waits in the nodes' queues (wait.Hub.Wait, with q as its wait.Queue)
+// until a majority granted it, the retry strategy gives up, ctx ends or the
+// Client closes. The waiter joins the queues at once; delay and retry are
+// NextDelay(1)'s answer, for the first retry. It returns the lock, or the
+// error, and the number of retries.
 func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc lockConfig, delay time.Duration, retry bool) (*Lock, int, error) {
 	q := c.queueing(key, ttl, lc)
 	w := wait.New(q, wait.Config{Clock: c.cfg.clock, N: c.nodes.Len(), Quorum: c.nodes.Quorum(), Token: newToken(),
@@ -165,34 +184,13 @@ func (c *Client) wait(ctx context.Context, key string, ttl time.Duration, lc loc
 			w.Silent(i) // until the node answers this waiter
 		}
 	}
-	c.waits.grants.register(w, key)
-	defer c.waits.grants.unregister(w)
-	c.waits.grants.start(c.nodes.Pools(), c.nodeTimeout(0))
-	channels, release := c.waits.grants.hold(key, c.nodes.Len())
-	defer release()
-	q.channels = channels
-	for {
-		until, err := w.Wait(ctx, c.life.closing, delay, retry)
-		if w.Waited() {
-			c.waits.busy.mark(key, c.cfg.clock.Now())
+	if err := c.waits.Wait(ctx, w, key, q, delay, retry); err != nil {
+		if !q.lost {
+			err = withContext(err, ctx.Err()) // the grants' confirmation, cut by ctx
 		}
-		if err != nil {
-			q.leave(w)
-			return nil, w.Retries(), c.waitError(w, err, ctx)
-		}
-		l, err := c.granted(ctx, q, w, until, lc)
-		if err == nil {
-			return l, w.Retries(), nil
-		}
-		// The grants could not be confirmed (fence, extension): give them
-		// back and wait on.
-		q.GiveBack(w, c.nodes.All())
-		w.Restart()
-		if ctx.Err() != nil {
-			return nil, w.Retries(), withContext(err, ctx.Err())
-		}
-		delay, retry = w.NextDelay()
+		return nil, w.Retries(), err
 	}
+	return q.lock, w.Retries(), nil
 }
 
 // granted turns the grants of a waiter into a Lock valid until until. A lock

@@ -205,7 +205,7 @@ func (r *ownedRelease) release(ctx context.Context, i int) (bool, error) {
 	}
 	if len(arr) >= 3 {
 		if next, ok := arr[1].(string); ok {
-			c.waits.grants.deliver(next, i, int(asInt(arr[2])))
+			c.waits.Grants.Deliver(next, i, int(asInt(arr[2])))
 		}
 	}
 	code := asInt(arr[0])

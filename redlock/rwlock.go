@@ -122,7 +122,7 @@ func (r readLease) release(ctx context.Context, c *Client, i int, token string, 
 	}
 	if len(arr) >= 3 { // the last reader handed the key to a waiting writer
 		if next, ok := arr[1].(string); ok {
-			c.waits.grants.deliver(next, i, int(asInt(arr[2])))
+			c.waits.Grants.Deliver(next, i, int(asInt(arr[2])))
 		}
 	}
 	return asInt(arr[0]) == 1, nil

@@ -96,7 +96,7 @@ func (c *Client) Status(ctx context.Context, key string) (KeyStatus, error) {
 		nodes[i] = i
 		st.Nodes[i] = NodeStatus{Node: i, Addr: c.nodes.Pool(i).Addr()}
 	}
-	votes := fanout.Each(ctx, &c.life.wg, nodes, c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
+	votes := c.each(ctx, nodes, c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
 		n := &st.Nodes[i] // each goroutine writes its own node
 		err := c.readStatus(ctx, i, key, n)
 		if err == nil && n.Kind == "readers" && n.Leases < 0 {

@@ -54,6 +54,15 @@ func (c *Client) confirm(ctx context.Context, timeout time.Duration, op fanout.O
 	return fanout.Quorum(ctx, &c.life.wg, c.nodes.Len(), c.nodes.Quorum(), timeout, op, nil)
 }
 
+// each runs op on nodes (nil: none) in parallel, each call bounded by
+// timeout, and returns every node's answer (fanout.Each): the fan-out of
+// the calls that decide nothing (a background release, healing, a status
+// or leader read, a record's removal). Its answers are not judged: the
+// callers either give a hold back or only report.
+func (c *Client) each(ctx context.Context, nodes []int, timeout time.Duration, op fanout.Op) []fanout.Vote {
+	return fanout.Each(ctx, &c.life.wg, nodes, timeout, op)
+}
+
 // vote turns node i's yes into an error when the node must not count (see
 // health); any other answer stands. It is called after the node's answer
 // arrived, so that the identity health reads is the one the answer was
@@ -83,8 +92,8 @@ func (c *Client) health(ctx context.Context, i int, key string) error {
 // does not count reaches the waiter as that node's error: the node holds
 // our token but votes for nobody, and the waiter's next round there judges
 // it again. On a node whose health reads it (a cluster node's shard),
-// grants.deliver calls it in a goroutine of its own, under ctx bounded by
-// the node timeout.
+// wait.Grants.Deliver calls it in a goroutine of its own, under ctx
+// bounded by the node timeout (wait.HubConfig.Reads).
 func (c *Client) grantHealth(ctx context.Context, i int, key string) error {
 	return c.health(ctx, i, key)
 }

@@ -13,7 +13,9 @@ import (
 // where decide judges each node's answer (health) before it counts: a new
 // kind or call that fanned out on its own would go around the quarantine
 // and the clock check, as readers, permits and multi-locks once did; a
-// node's health is read only there too (health, grantHealth).
+// node's health is read only there too (health, grantHealth). The fan-outs
+// that decide nothing go through vote.go too (each), so that every fan-out
+// of the package is in one file.
 func TestOneJudge(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -37,6 +39,9 @@ func TestOneJudge(t *testing.T) {
 			}
 			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "fanout" && (sel.Sel.Name == "Quorum" || sel.Sel.Name == "QuorumOn" || sel.Sel.Name == "Decide") {
 				t.Errorf("%s: fanout.%s outside vote.go: decide (judged) or confirm (a release) instead", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "fanout" && sel.Sel.Name == "Each" {
+				t.Errorf("%s: fanout.Each outside vote.go: each (a fan-out that decides nothing) instead", fset.Position(sel.Pos()))
 			}
 			if x, ok := sel.X.(*ast.SelectorExpr); ok && x.Sel.Name == "nodes" && sel.Sel.Name == "Health" {
 				t.Errorf("%s: nodes.Health outside vote.go: health (or grantHealth) instead", fset.Position(sel.Pos()))
