@@ -107,9 +107,16 @@ func takeOver(t *testing.T, c *redistest.ReplicatedCluster, j int, kill bool, ke
 	require.Eventually(t, func() bool {
 		return cc.Set(bg(), "probe:"+key, "1", time.Second).Err() == nil // routed to the new master
 	}, 10*time.Second, 20*time.Millisecond, "the cluster serves the shard of %q again", key)
-	n, err := cc.Exists(bg(), key).Result()
+	// The scenario is a promoted replica without the key. The replica was
+	// cut off before the lock was taken, but on a loaded machine the key
+	// can still reach the new master (seen in CI runs: the holder's own
+	// call, or the link, outliving the cut): it is deleted there, so that
+	// every run plays the hazard.
+	n, err := cc.Del(bg(), key).Result()
 	require.NoError(t, err)
-	require.Zero(t, n, "the new master lacks %q", key)
+	if n > 0 {
+		t.Logf("the key reached the new master of shard %d anyway; deleted", j)
+	}
 }
 
 func TestRealFailoverQuarantine(t *testing.T) {
