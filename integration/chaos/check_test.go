@@ -248,9 +248,9 @@ func TestResultVerdict(t *testing.T) {
 	overlap.Acquisitions = 10
 	lost := clean
 	lost.LostUpdates = 3
-	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=0 majority_amnesia_rounds=0 | exclusive holds=0 violations=0", clean.Summary())
-	assert.Equal(t, "acquisitions=10 faults=3 violations=1 lost_updates=0 majority_amnesia_rounds=0 | exclusive holds=2 violations=1", overlap.Summary())
-	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=3 majority_amnesia_rounds=0 | exclusive holds=0 violations=0", lost.Summary())
+	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=0 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=0 violations=0", clean.Summary())
+	assert.Equal(t, "acquisitions=10 faults=3 violations=1 lost_updates=0 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=2 violations=1", overlap.Summary())
+	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=3 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=0 violations=0", lost.Summary())
 
 	unsafe := func(r chaos.Result) chaos.Result { r.Config.Unsafe = true; return r }
 	for _, tc := range []struct {
