@@ -7,6 +7,7 @@ import (
 
 	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/internal/wait"
+	"github.com/redlockgo/redlock/pool"
 )
 
 // queueing is a Lock call's side of its wait (wait.Queue): the node calls
@@ -152,21 +153,29 @@ func (c *Client) releaseArgs(buf []any, token string, keep any) []any {
 // node handed the key on to a waiter of this Client, that waiter hears of
 // it from the reply, at once, and the node publishes nothing.
 func (c *Client) releaseOn(ctx context.Context, i int, keys []string, args []any) (bool, error) {
-	v, err := c.nodes.Pool(i).Eval(ctx, scripts.Release, keys, args...)
+	code, err := c.releaseWith(ctx, i, scripts.Release, keys, args)
+	return code == 1, err
+}
+
+// releaseWith runs a release script with Release's reply ({code, next
+// waiter, its round} or {code}) on node i, hands the key's grant to the
+// next waiter when it is this Client's, and returns the code.
+func (c *Client) releaseWith(ctx context.Context, i int, script *pool.Script, keys []string, args []any) (int64, error) {
+	v, err := c.nodes.Pool(i).Eval(ctx, script, keys, args...)
 	c.nodes.Note(i, err)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	arr, _ := v.([]any)
 	if len(arr) == 0 {
-		return false, errMalformed
+		return 0, errMalformed
 	}
 	if len(arr) >= 3 {
 		if next, ok := arr[1].(string); ok {
 			c.waits.Grants.Deliver(next, i, int(asInt(arr[2])))
 		}
 	}
-	return asInt(arr[0]) == 1, nil
+	return asInt(arr[0]), nil
 }
 
 // wait is Lock after its first attempt (none WithFairness): the caller

@@ -193,23 +193,8 @@ type ownedRelease struct {
 // (and maybe handed to a waiter, which hears of it as after Release) or
 // the owner's other holds kept.
 func (r *ownedRelease) release(ctx context.Context, i int) (bool, error) {
-	c := r.c
-	v, err := c.nodes.Pool(i).Eval(ctx, scripts.OwnedRelease, r.keys[i], r.args...)
-	c.nodes.Note(i, err)
-	if err != nil {
-		return false, err
-	}
-	arr, _ := v.([]any)
-	if len(arr) == 0 {
-		return false, errMalformed
-	}
-	if len(arr) >= 3 {
-		if next, ok := arr[1].(string); ok {
-			c.waits.Grants.Deliver(next, i, int(asInt(arr[2])))
-		}
-	}
-	code := asInt(arr[0])
-	return code == 1 || code == scripts.OwnedReturned, nil
+	code, err := r.c.releaseWith(ctx, i, scripts.OwnedRelease, r.keys[i], r.args)
+	return code == 1 || code == scripts.OwnedReturned, err
 }
 
 func (o *owned) raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error) {
