@@ -43,10 +43,10 @@ type shardNemesis struct {
 	// rounds asks the holder, and counts the failover rounds.
 	shard  int
 	rounds holderRound
-	// quarantineEnd is when the clients count the last failover round's
-	// new masters again: the next one waits for it (the holder could take
-	// no claim there before).
-	quarantineEnd time.Time
+	// room keeps the rounds from taking a shard out on a second cluster
+	// while it is out on one, counting the clients' quarantine after a
+	// shard came back without its data.
+	room shardRoom
 }
 
 // failoverEvery makes about one round in failoverEvery of the safe
@@ -60,8 +60,9 @@ type shardFault struct {
 	hold        time.Duration
 }
 
-// runSafe plays rounds of one or two shard faults until ctx ends. It
-// returns an error only when a shard could not be brought back.
+// runSafe plays rounds of one or two shard faults until ctx ends, each on
+// a shard that no other cluster has out (room). It returns an error only
+// when a shard could not be brought back.
 func (n *shardNemesis) runSafe(ctx context.Context) error {
 	for first := true; ctx.Err() == nil; first = false {
 		if first || n.rng.IntN(failoverEvery) == 0 {
@@ -71,15 +72,10 @@ func (n *shardNemesis) runSafe(ctx context.Context) error {
 			sleep(ctx, durN(n.rng, maxQuiet))
 			continue
 		}
-		nodes := n.rng.Perm(len(n.rc.Pools()))[:1+n.rng.IntN(2)]
-		faults := make([]shardFault, len(nodes))
-		for i, node := range nodes {
-			f := shardFault{kind: pauseShard, node: node, shard: n.rng.IntN(n.rc.Shards()),
-				hold: minHold + durN(n.rng, maxHold-minHold)}
-			if n.rng.IntN(2) == 0 {
-				f.kind, f.hold = killShard, n.ttl+restartMargin
-			}
-			faults[i] = f
+		faults := n.draw()
+		if len(faults) == 0 {
+			sleep(ctx, 100*time.Millisecond) // no room: a quarantine lasts
+			continue
 		}
 		if err := n.play(faults); err != nil {
 			return err
@@ -87,6 +83,24 @@ func (n *shardNemesis) runSafe(ctx context.Context) error {
 		sleep(ctx, durN(n.rng, maxQuiet))
 	}
 	return nil
+}
+
+// draw draws a round of one or two faults on distinct clusters, each
+// on a random shard, keeping those there is room for (marked out).
+func (n *shardNemesis) draw() []shardFault {
+	var faults []shardFault
+	now := time.Now()
+	for _, node := range n.rng.Perm(len(n.rc.Pools()))[:1+n.rng.IntN(2)] {
+		f := shardFault{kind: pauseShard, node: node, shard: n.rng.IntN(n.rc.Shards()),
+			hold: minHold + durN(n.rng, maxHold-minHold)}
+		if n.rng.IntN(2) == 0 {
+			f.kind, f.hold = killShard, n.ttl+restartMargin
+		}
+		if n.room.take(shardOut{node, f.shard}, faults, now) {
+			faults = append(faults, f)
+		}
+	}
+	return faults
 }
 
 // runUnsafe plays failover rounds until ctx ends, the clients' quarantine
@@ -102,14 +116,16 @@ func (n *shardNemesis) runUnsafe(ctx context.Context) error {
 }
 
 // failover plays one failover round (kind) on the failover shard of two
-// clusters drawn at random, after the last one's quarantine: their
+// clusters drawn at random, once no cluster has had that shard out (the
+// last round's quarantine, a killed master's) for recoverWindow, the time
+// in which every workload must take a lock again (Result.Unexercised): their
 // replicas are cut off, the holder takes its claims, and the replicas take
 // over while they are valid. A round the holder could not take its claims
 // for is asked again, a second apart, up to amnesiaAttempts times, or
 // until it plays when untilPlayed (the run's first: every run has one).
 // The error is a shard that could not be brought back.
 func (n *shardNemesis) failover(ctx context.Context, kind string, untilPlayed bool) error {
-	sleep(ctx, time.Until(n.quarantineEnd))
+	n.room.awaitClear(ctx, n.shard, recoverWindow)
 	for attempt := 0; untilPlayed || attempt < amnesiaAttempts; attempt++ {
 		if ctx.Err() != nil {
 			return nil
@@ -134,6 +150,15 @@ func (n *shardNemesis) failover(ctx context.Context, kind string, untilPlayed bo
 // round was not played.
 func (n *shardNemesis) failoverRound(ctx context.Context, nodes []int, kind string) (bool, error) {
 	bg := context.Background() // a cut replica is resumed, even when the run ends
+	for _, node := range nodes {
+		n.room.hold(shardOut{node, n.shard})
+	}
+	back := time.Now() // when the clients count the shard again: at once if not played
+	defer func() {
+		for _, node := range nodes {
+			n.room.back(shardOut{node, n.shard}, back)
+		}
+	}()
 	cut := make([]bool, len(nodes))
 	err := n.each(nodes, func(j, node int) error {
 		rctx, cancel := context.WithTimeout(bg, time.Minute)
@@ -147,7 +172,7 @@ func (n *shardNemesis) failoverRound(ctx context.Context, nodes []int, kind stri
 	played := false
 	if err == nil {
 		played, err = h.play(ctx, func() error {
-			defer func() { n.quarantineEnd = time.Now().Add(h.settle) }()
+			defer func() { back = time.Now().Add(h.settle + sightLag) }()
 			return n.each(nodes, func(_, node int) error {
 				rctx, cancel := context.WithTimeout(bg, time.Minute)
 				defer cancel()
@@ -217,5 +242,11 @@ func (n *shardNemesis) apply(f shardFault) error {
 		n.faults.add(f.kind)
 	}
 	time.Sleep(f.hold)
-	return retry(func() error { return undo(ctx, f.node, f.shard) })
+	err := retry(func() error { return undo(ctx, f.node, f.shard) })
+	back := time.Now() // a paused master kept its data
+	if f.kind == killShard {
+		back = back.Add(n.rounds.settle + sightLag) // the clients' shard check keeps it out
+	}
+	n.room.back(shardOut{f.node, f.shard}, back)
+	return err
 }
