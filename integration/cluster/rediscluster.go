@@ -76,6 +76,9 @@ func StartRedisClusters(tb testing.TB, n, masters int, opts ...Option) *RedisClu
 	default:
 		r.startProcesses(n, masters, cfg.replicas)
 	}
+	if len(cfg.replicas) > 0 {
+		r.awaitMeshes()
+	}
 	for i := range r.shards {
 		addrs := append(r.addrs(i), r.replicaAddrs(i)...)
 		p, err := pool.FromURL("redis+cluster://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr="))
@@ -114,9 +117,25 @@ func (r *RedisClusters) startProcesses(n, masters int, withReplica []int) {
 	}
 }
 
+// awaitMeshes waits until every node of each cluster knows every other
+// (redistest.AwaitMesh): a replica is met through its master only, and a
+// takeover before the others know it can leave them routing its slots to
+// the old master.
+func (r *RedisClusters) awaitMeshes() {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for i := range r.shards {
+		if err := redistest.AwaitMesh(ctx, append(r.addrs(i), r.replicaAddrs(i)...)); err != nil {
+			r.tb.Fatalf("cluster %d: %v", i, err)
+		}
+	}
+}
+
 // noFailover keeps every replica from taking over on its own (a paused or
-// killed master would otherwise be replaced): only TakeOver promotes.
-var noFailover = []string{"--cluster-replica-no-failover", "yes"}
+// killed master would otherwise be replaced): only TakeOver promotes. And a
+// master sends a replica its full sync at once, not after Redis's default
+// 5s wait for more (redistest.ReplicaArgs).
+var noFailover = redistest.ReplicaArgs
 
 // addrs returns the masters' addresses of cluster node.
 func (r *RedisClusters) addrs(node int) []string {

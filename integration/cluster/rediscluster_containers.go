@@ -120,14 +120,14 @@ func (b *containerBackend) startShard(ctx context.Context, cluster, shard, port,
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	req := testcontainers.ContainerRequest{
 		Image: b.image,
-		Cmd: []string{
+		Cmd: append([]string{
 			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", "/data",
 			"--protected-mode", "no", "--save", "", "--appendonly", "no",
 			"--maxmemory-policy", "noeviction",
 			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
 			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
-			"--cluster-require-full-coverage", "no", noFailover[0], noFailover[1],
-		},
+			"--cluster-require-full-coverage", "no",
+		}, noFailover...),
 		Labels: map[string]string{Label: "true", Label + ".cluster": strconv.Itoa(cluster),
 			Label + ".shard": strconv.Itoa(shard)},
 		HostConfigModifier: func(hc *container.HostConfig) { hc.NetworkMode = "host" },

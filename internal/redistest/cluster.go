@@ -39,26 +39,37 @@ func StartClusters(t testing.TB, k, n int, p Persistence, extra ...string) []*Cl
 	}
 	clusters := make([]*Cluster, k)
 	for i := range clusters {
-		c := &Cluster{Masters: make([]*Server, n)}
-		for j := range c.Masters {
-			s := &Server{Dir: t.TempDir(), Persistence: p, Extra: extra}
-			s.startFresh(t, true)
-			c.Masters[j] = s
-		}
-		clusters[i] = c
+		clusters[i] = startUnformed(t, n, p, extra)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	errs := make([]error, k)
-	var wg sync.WaitGroup
-	for i, c := range clusters {
-		wg.Go(func() { errs[i] = c.form(ctx) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := inParallel(k, func(i int) error { return clusters[i].form(ctx) }); err != nil {
 		t.Fatalf("form %d clusters of %d masters: %v", k, n, err)
 	}
 	return clusters
+}
+
+// startUnformed starts the n masters of a cluster that is not formed yet.
+func startUnformed(t testing.TB, n int, p Persistence, extra []string) *Cluster {
+	t.Helper()
+	c := &Cluster{Masters: make([]*Server, n)}
+	for j := range c.Masters {
+		s := &Server{Dir: t.TempDir(), Persistence: p, Extra: extra}
+		s.startFresh(t, true)
+		c.Masters[j] = s
+	}
+	return c
+}
+
+// inParallel runs op(0) to op(n-1) at once and joins their errors.
+func inParallel(n int, op func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = op(i) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // form assigns the slots, introduces the masters to the first and waits for

@@ -56,6 +56,13 @@ func runID(ctx context.Context, rc *redis.Client) (string, error) {
 	return "", errors.New("INFO server has no run_id")
 }
 
+// ReplicaArgs are the redis-server arguments of every node of a replicated
+// cluster: no replica takes over on its own (cluster-replica-no-failover),
+// and a master sends a replica its full sync at once, not after Redis's
+// default 5s wait for more replicas (repl-diskless-sync-delay 0). A master
+// that a failover made a replica syncs with the new one the same way.
+var ReplicaArgs = []string{"--cluster-replica-no-failover", "yes", "--repl-diskless-sync-delay", "0"}
+
 // ReplicatedCluster is a Cluster whose every master has one replica.
 type ReplicatedCluster struct {
 	*Cluster
@@ -66,22 +73,34 @@ type ReplicatedCluster struct {
 // many masters, each with one replica (cluster-replica-no-failover yes: a
 // replica takes over only when a test says so, CLUSTER FAILOVER), and
 // returns once every replica is in sync. The masters are declared fresh.
+// Every node starts a full sync at once (ReplicaArgs).
 func StartReplicatedClusters(t testing.TB, shards ...int) []*ReplicatedCluster {
 	t.Helper()
 	out := make([]*ReplicatedCluster, len(shards))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	for i, n := range shards {
-		c := StartClusters(t, 1, n, NoPersistence, "--cluster-replica-no-failover", "yes")[0]
-		rc := &ReplicatedCluster{Cluster: c}
-		for _, m := range c.Masters {
-			r := StartClusterNode(t, NoPersistence, m.Extra...)
-			if err := replicate(ctx, c.Masters[0], m, r); err != nil {
-				t.Fatalf("replicated cluster %d: %v", i, err)
-			}
-			rc.Replicas = append(rc.Replicas, r)
+		rc := &ReplicatedCluster{Cluster: startUnformed(t, n, NoPersistence, ReplicaArgs)}
+		for range rc.Masters {
+			rc.Replicas = append(rc.Replicas, StartClusterNode(t, NoPersistence, ReplicaArgs...))
 		}
 		out[i] = rc
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := inParallel(len(out), func(i int) error {
+		c := out[i]
+		if err := c.form(ctx); err != nil {
+			return fmt.Errorf("form cluster %d: %w", i, err)
+		}
+		err := inParallel(len(c.Masters), func(j int) error {
+			return replicate(ctx, c.Masters[0], c.Masters[j], c.Replicas[j])
+		})
+		if err != nil {
+			return err
+		}
+		return AwaitMesh(ctx, append(c.Addrs(), addrsOf(c.Replicas)...))
+	})
+	if err != nil {
+		t.Fatalf("replicated clusters %v: %v", shards, err)
 	}
 	return out
 }
@@ -90,4 +109,61 @@ func StartReplicatedClusters(t testing.TB, shards ...int) []*ReplicatedCluster {
 // seed, and waits until its link is up.
 func replicate(ctx context.Context, seed, m, r *Server) error {
 	return Replicate(ctx, seed.Addr(), m.Addr(), Master{Addr: r.Addr(), Port: r.Port, BusPort: r.BusPort})
+}
+
+// AwaitMesh returns once every node of a cluster (addrs: all of them,
+// masters and replicas) knows every other as connected (CLUSTER NODES: a
+// line each, none in handshake, none without an address, every link up),
+// or ctx's error. A replica met through one master is known to the others
+// by gossip only: a takeover before that can leave them routing its slots
+// to the old master. The integration harness waits for it too.
+func AwaitMesh(ctx context.Context, addrs []string) error {
+	var why string
+	for {
+		why = ""
+		for _, a := range addrs {
+			if w := meshGap(ctx, a, len(addrs)); w != "" {
+				why = w
+				break
+			}
+		}
+		if why == "" {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("cluster mesh: %w (%s)", ctx.Err(), why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// meshGap says what the node at addr does not know yet of a cluster of n
+// nodes, or "".
+func meshGap(ctx context.Context, addr string, n int) string {
+	rc := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer rc.Close()
+	out, err := rc.ClusterNodes(ctx).Result()
+	if err != nil {
+		return fmt.Sprintf("%s: %v", addr, err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != n {
+		return fmt.Sprintf("%s knows %d of %d nodes", addr, len(lines), n)
+	}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 8 || strings.Contains(f[2], "handshake") || strings.Contains(f[2], "noaddr") || f[7] != "connected" {
+			return fmt.Sprintf("%s: %s", addr, l)
+		}
+	}
+	return ""
+}
+
+// addrsOf returns the addresses of servers.
+func addrsOf(servers []*Server) []string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = s.Addr()
+	}
+	return out
 }
