@@ -135,6 +135,10 @@ func (k *keeper) extendBefore(l *Lock, ttl, left time.Duration) error {
 	if left >= fanout.CallBound(timeout) {
 		return l.extend(k.ctx, ttl, timeout)
 	}
+	// The decision comes a little before the cut at the loss point, so
+	// that nodes still silent then are reported as timed out
+	// (ErrNodeTimeout), as at any other extension's node timeout.
+	timeout = min(timeout, left-left/16)
 	ctx, cancel := context.WithTimeoutCause(k.ctx, left, errLossPoint)
 	defer cancel()
 	return l.extend(ctx, ttl, timeout)

@@ -204,7 +204,11 @@ func collect(ctx context.Context, votes <-chan Vote, res *Result, t *tally, n, n
 			res.Expired = !graced
 			return
 		case <-ctx.Done():
-			return // node calls derive from ctx and are ending too
+			// Node calls derive from ctx and are ending too. A ctx that
+			// ended with the node timeout past (both ready at once, or the
+			// timer's goroutine late) is an expiry all the same.
+			res.Expired = !graced && time.Since(began) >= timeout
+			return
 		}
 	}
 }

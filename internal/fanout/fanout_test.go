@@ -524,3 +524,36 @@ func TestQuorumExpiredOnlyAtTheNodeTimeout(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+func TestQuorumCutByItsContextAtTheNodeTimeoutExpired(t *testing.T) {
+	// A context that ends when the node timeout ends too (a keeper's loss
+	// point) leaves the silent nodes timed out; one that ends before it
+	// does not. Here the timer is always seen first (context's own timer
+	// cancels from a goroutine of its own); the other order, which a
+	// loaded machine makes now and then, is what fan-out's check of the
+	// time past on ctx.Done covers (TestLossDeclaredBeforeUntilWhenNodesHang
+	// failed 4 runs in 40 on it before).
+	synctest.Test(t, func(t *testing.T) {
+		var wg sync.WaitGroup
+		silent := func(ctx context.Context, i int) (bool, error) {
+			if i == 0 {
+				return true, nil
+			}
+			<-ctx.Done()
+			return false, ctx.Err()
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		res := fanout.Quorum(ctx, &wg, 3, 2, time.Second, silent, nil)
+		cancel()
+		if !res.Expired || res.Reached {
+			t.Errorf("cut at the node timeout, reported %+v; want expired", res)
+		}
+		ctx, cancel = context.WithTimeout(t.Context(), 500*time.Millisecond)
+		res = fanout.Quorum(ctx, &wg, 3, 2, time.Second, silent, nil)
+		cancel()
+		if res.Expired {
+			t.Errorf("cut before the node timeout, reported %+v; want not expired", res)
+		}
+		wg.Wait()
+	})
+}
