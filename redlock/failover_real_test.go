@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,15 +125,19 @@ func takeOver(t *testing.T, c *redistest.ReplicatedCluster, j int, kill bool, ke
 
 func TestRealFailoverQuarantine(t *testing.T) {
 	t.Parallel()
+	var wg sync.WaitGroup
 	for _, kill := range []bool{false, true} {
 		name := "forced failover"
 		if kill {
 			name = "killed master"
 		}
 		// Each scenario has clusters of its own and mostly waits (the
-		// failovers, the 14s quarantine): they run at once.
-		t.Run(name, func(t *testing.T) { t.Parallel(); failoverRun(t, kill) })
+		// failovers, the 14s quarantine): they run at once, started
+		// together when the test starts (parallel subtests would queue
+		// for -test.parallel's slots behind every other test).
+		wg.Go(func() { t.Run(name, func(t *testing.T) { failoverRun(t, kill) }) })
 	}
+	wg.Wait()
 }
 
 // failoverRun is one scenario: the failover of the keys' shard on clusters
