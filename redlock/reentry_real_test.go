@@ -141,8 +141,11 @@ func TestRealReentryAfterExpiry(t *testing.T) {
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	job := redlock.WithOwner("job")
+	// Long enough that an attempt's validity is not used up on a loaded
+	// machine (100ms was, with 16 tests at a time).
+	const shortTTL = 300 * time.Millisecond
 
-	gone, err := a.TryLock(bg(), "e1", 100*time.Millisecond, job)
+	gone, err := a.TryLock(bg(), "e1", shortTTL, job)
 	require.NoError(t, err)
 	time.Sleep(time.Until(gone.Until()) + 150*time.Millisecond)
 	again, err := a.TryLock(bg(), "e1", 10*time.Second, job)
@@ -152,7 +155,7 @@ func TestRealReentryAfterExpiry(t *testing.T) {
 	a.WaitIdle()
 	assert.Zero(t, realHolders(t, servers, "e1", "o:job"), "one Unlock: the expired hold did not count")
 
-	gone, err = a.TryLock(bg(), "e2", 100*time.Millisecond, job)
+	gone, err = a.TryLock(bg(), "e2", shortTTL, job)
 	require.NoError(t, err)
 	time.Sleep(time.Until(gone.Until()) + 150*time.Millisecond)
 	other, err := a.TryLock(bg(), "e2", 10*time.Second, redlock.WithOwner("other"))
@@ -168,7 +171,7 @@ func TestRealReentryAfterExpiry(t *testing.T) {
 
 	outer, err := a.TryLock(bg(), "e3", 10*time.Second, job)
 	require.NoError(t, err)
-	inner, err := a.TryLock(bg(), "e3", 100*time.Millisecond, job)
+	inner, err := a.TryLock(bg(), "e3", shortTTL, job)
 	require.NoError(t, err)
 	time.Sleep(time.Until(inner.Until()) + 150*time.Millisecond)
 	require.ErrorIs(t, inner.Extend(bg(), time.Second), redlock.ErrNotHeld)
