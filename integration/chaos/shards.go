@@ -65,7 +65,11 @@ type shardFault struct {
 // when a shard could not be brought back.
 func (n *shardNemesis) runSafe(ctx context.Context) error {
 	for first := true; ctx.Err() == nil; first = false {
-		if first || n.rng.IntN(failoverEvery) == 0 {
+		// A failover round after the first plays only once its shard has
+		// been clear for recoverWindow (see failover); until then the
+		// other rounds go on.
+		due := n.rng.IntN(failoverEvery) == 0 && n.room.clearFor(n.shard, recoverWindow, time.Now())
+		if first || due {
 			if err := n.failover(ctx, failoverShard, first); err != nil {
 				return err
 			}
