@@ -67,10 +67,16 @@ func TestLossDeclaredBeforeUntilWhenNodesHang(t *testing.T) {
 			fn.faults[1].Hang(true)
 			until := l.Until()
 			margin := max(tc.ttl/10, 2*nt)
-			lostAt := advanceUntilDone(t, clk, l.Done(), 10*time.Millisecond)
+			const step = 10 * time.Millisecond
+			lostAt := advanceUntilDone(t, clk, l.Done(), step)
 
 			assert.True(t, lostAt.Before(until), "lost at %v, validity ends %v", lostAt, until)
-			assert.False(t, lostAt.After(until.Add(-margin+nt)),
+			// At most one node timeout past the loss point, and a few of
+			// the fake clock's steps: it moves on in steps while the
+			// extensions wait in real time, and node 0's jump of one node
+			// timeout can come while the keeper sleeps towards the loss
+			// point (2 runs in 100 were 22ms past one node timeout).
+			assert.False(t, lostAt.After(until.Add(-margin+nt+3*step)),
 				"lost at %v: %v before the end of validity, the margin is %v", lostAt, until.Sub(lostAt), margin)
 			require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
 			require.ErrorIs(t, l.Err(), redlock.ErrNodeTimeout)
