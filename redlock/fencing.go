@@ -64,15 +64,28 @@ func (c *Client) setFenced(ctx context.Context, i int, key, token string, ttl ti
 	if len(arr) < 2 {
 		return false, errors.New("redlock: malformed fence reply")
 	}
-	s, _ := arr[1].(string)
-	n, err := strconv.ParseUint(s, 10, 64)
+	n, err := parseCounter(arr[1], c.fenceKey(i, key))
 	if err != nil {
-		// The key is ours but the counter is unusable: report the node as
-		// failed, so the attempt's cleanup releases it.
-		return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", c.fenceKey(i, key), s)
+		return false, err
 	}
 	*counter = n
 	return true, nil
+}
+
+// parseCounter reads a fence counter from a script's reply (a decimal
+// string); key names the counter in the error, if known. A counter that is
+// not a number fails the node: the key is ours there, so the attempt's
+// cleanup releases it.
+func parseCounter(v any, key string) (uint64, error) {
+	s, _ := v.(string)
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		if key != "" {
+			key += " "
+		}
+		return 0, fmt.Errorf("redlock: fence counter %sis not a number: %q", key, s)
+	}
+	return n, nil
 }
 
 // raiseFence is phase 2: pick max+1 over the counters read by the nodes
@@ -130,10 +143,9 @@ func (c *Client) readFences(ctx context.Context, l *Lock) (fanout.Result, []node
 				if err != nil || r == nil {
 					return false, err
 				}
-				s, _ := r.(string)
-				n, err := strconv.ParseUint(s, 10, 64)
+				n, err := parseCounter(r, c.fenceKey(i, l.key))
 				if err != nil {
-					return false, fmt.Errorf("fence counter %s is not a number: %q", c.fenceKey(i, l.key), s)
+					return false, err
 				}
 				takes[i].counter = n
 				return true, nil

@@ -3,8 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redlockgo/redlock/internal/node"
@@ -194,10 +192,9 @@ func (m multi) counters(c *Client, i int, replies []any, t *nodeTake) (bool, err
 	}
 	var top uint64
 	for j, v := range replies {
-		s, _ := v.(string)
-		n, err := strconv.ParseUint(s, 10, 64)
+		n, err := parseCounter(v, c.fenceKey(i, m.keys[j]))
 		if err != nil {
-			return false, fmt.Errorf("redlock: fence counter %s is not a number: %q", c.fenceKey(i, m.keys[j]), s)
+			return false, err
 		}
 		top = max(top, n)
 	}

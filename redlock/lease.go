@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redlockgo/redlock/internal/scripts"
@@ -33,16 +31,27 @@ func parseTake(v any, withPlace bool, t *nodeTake) (bool, error) {
 	return ok, err
 }
 
+// takeRefusal is the error of a take script's reply that refuses for
+// what the key holds: {OtherKind, kind} (another kind of lock) or
+// {TakeDelayed, pttl} (the lock-delay); nil for any other reply.
+func takeRefusal(arr []any) error {
+	switch {
+	case len(arr) < 2:
+	case asInt(arr[0]) == scripts.OtherKind:
+		return kindError(arr[1], "")
+	case asInt(arr[0]) == scripts.TakeDelayed:
+		return delayError(time.Duration(max(asInt(arr[1]), 0)) * time.Millisecond)
+	}
+	return nil
+}
+
 func parseTakeReply(v any, withPlace bool) (ok bool, place string, counter uint64, err error) {
 	arr, _ := v.([]any)
 	if len(arr) == 0 {
 		return false, "", 0, errMalformed
 	}
-	switch {
-	case asInt(arr[0]) == scripts.OtherKind && len(arr) > 1:
-		return false, "", 0, kindError(arr[1], "")
-	case asInt(arr[0]) == scripts.TakeDelayed && len(arr) > 1:
-		return false, "", 0, delayError(time.Duration(max(asInt(arr[1]), 0)) * time.Millisecond)
+	if err := takeRefusal(arr); err != nil {
+		return false, "", 0, err
 	}
 	if asInt(arr[0]) != 1 {
 		return false, "", 0, nil
@@ -57,12 +66,8 @@ func parseTakeReply(v any, withPlace bool) (ok bool, place string, counter uint6
 	if len(arr) < 2 {
 		return false, "", 0, errMalformed
 	}
-	s, _ := arr[1].(string)
-	counter, err = strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		// The lease is ours but the counter is unusable: report the node as
-		// failed, so the attempt's cleanup releases it.
-		return false, "", 0, fmt.Errorf("redlock: fence counter is not a number: %q", s)
+	if counter, err = parseCounter(arr[1], ""); err != nil {
+		return false, "", 0, err
 	}
 	return true, place, counter, nil
 }

@@ -128,12 +128,11 @@ func (o *owned) take(ctx context.Context, c *Client, i int, token string, ttl ti
 	if len(arr) == 0 {
 		return false, errMalformed
 	}
-	switch code := asInt(arr[0]); {
-	case code == scripts.OtherKind && len(arr) > 1:
-		return false, kindError(arr[1], "")
-	case code == scripts.TakeDelayed && len(arr) > 1:
-		return false, delayError(time.Duration(max(asInt(arr[1]), 0)) * time.Millisecond)
-	case code != scripts.OwnedTaken:
+	if err := takeRefusal(arr); err != nil {
+		return false, err
+	}
+	switch {
+	case asInt(arr[0]) != scripts.OwnedTaken:
 		return false, nil
 	case len(arr) < 4:
 		return false, errMalformed
@@ -147,7 +146,6 @@ func (o *owned) take(ctx context.Context, c *Client, i int, token string, ttl ti
 // less one. A number that cannot be read fails the node, whose hold the
 // attempt's cleanup then gives back.
 func ownedCounter(counter, fence any, t *nodeTake) error {
-	s, _ := counter.(string)
 	if f, _ := fence.(string); f != "" && t.place == ownedAgain {
 		n, err := strconv.ParseUint(f, 10, 64)
 		if err != nil || n == 0 {
@@ -156,12 +154,9 @@ func ownedCounter(counter, fence any, t *nodeTake) error {
 		t.counter = n - 1
 		return nil
 	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return fmt.Errorf("redlock: fence counter is not a number: %q", s)
-	}
+	n, err := parseCounter(counter, "")
 	t.counter = n
-	return nil
+	return err
 }
 
 func (o *owned) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
