@@ -42,15 +42,10 @@ func (r *shardRoom) take(s shardOut, taken []shardFault, now time.Time) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for o, until := range r.out {
-		if o.shard == s.shard && until.After(now) {
-			return false
-		}
+	if !r.clearLocked(s.shard, 0, now) {
+		return false
 	}
-	if r.out == nil {
-		r.out = make(map[shardOut]time.Time)
-	}
-	r.out[s] = forever
+	r.setLocked(s, forever)
 	return true
 }
 
@@ -59,10 +54,7 @@ func (r *shardRoom) take(s shardOut, taken []shardFault, now time.Time) bool {
 func (r *shardRoom) hold(s shardOut) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.out == nil {
-		r.out = make(map[shardOut]time.Time)
-	}
-	r.out[s] = forever
+	r.setLocked(s, forever)
 }
 
 // back marks s back at until: now for a shard that kept its data (a paused
@@ -70,19 +62,30 @@ func (r *shardRoom) hold(s shardOut) {
 func (r *shardRoom) back(s shardOut, until time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.out[s] = until
+	r.setLocked(s, until)
 }
 
 // clearFor reports whether no cluster has had shard out for quiet at now.
 func (r *shardRoom) clearFor(shard int, quiet time.Duration, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.clearLocked(shard, quiet, now)
+}
+
+func (r *shardRoom) clearLocked(shard int, quiet time.Duration, now time.Time) bool {
 	for o, until := range r.out {
 		if o.shard == shard && until.Add(quiet).After(now) {
 			return false
 		}
 	}
 	return true
+}
+
+func (r *shardRoom) setLocked(s shardOut, until time.Time) {
+	if r.out == nil {
+		r.out = make(map[shardOut]time.Time)
+	}
+	r.out[s] = until
 }
 
 // awaitClear waits, until ctx ends, for no cluster to have had shard out
