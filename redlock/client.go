@@ -211,6 +211,17 @@ func (c *Client) begin() (func(), error) {
 // outlasts the drift allowance (3ms with the default WithDriftFactor) to
 // MaxTTL; outside that range TryLock and Lock return an error without
 // calling a node.
+//
+// key must not be empty nor one of the names the library keeps beside a key
+// (docs/design.md, "Key names"): a key ending with ":fence", ":queue",
+// ":queue:leases", ":queue:entries", ":queue:left", ":queue:watch",
+// ":queue:holds", ":held", ":readers" or ":leader"; one beginning with
+// "fence{", "queue{", "queue:leases{", "queue:entries{", "queue:left{",
+// "held{", "readers{" or "leader{"; one beginning with "election:"
+// (Campaign's), "redlock:fresh-start", "redlock:reign" or
+// "redlock:ceiling". Every acquisition refuses such a key with an error
+// saying "reserved", without calling a node, so no caller's key can touch
+// another lock's fence counter, queue or leader record.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	done, lc, err := c.beginLock(ctx, key, ttl, opts)
 	if err != nil {
@@ -324,16 +335,19 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 	if ctx == nil {
 		return lockConfig{}, errors.New("redlock: nil context")
 	}
-	if key == "" {
-		return lockConfig{}, errors.New("redlock: empty key")
-	}
 	if c.life.draining.Load() {
 		return lockConfig{}, ErrClosed // Shutdown has begun
 	}
-	if err := c.checkTTL(ttl); err != nil {
+	lc, err := c.lockConfig(opts)
+	if err != nil {
 		return lockConfig{}, err
 	}
-	lc, err := c.lockConfig(opts)
+	if !lc.election {
+		err = checkKey(key)
+	}
+	if err == nil {
+		err = c.checkTTL(ttl)
+	}
 	if err == nil && lc.autoExtend {
 		err = c.checkKeepable(ttl)
 	}

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"strconv"
 	"sync"
 	"time"
@@ -38,10 +39,18 @@ var (
 	leaderDel = pool.NewScript(leaderDelSrc)
 )
 
-// electionKey returns the lock key of an election: "election:" + name. A
-// hash tag in the name stays the key's tag ("election:{orders}" is in the
+// electionKey returns the lock key of an election: "election:" + name
+// (keyspace.Election), or an error when name is empty or the key would be
+// reserved (a name ending in ":leader" would be another election's record).
+// A hash tag in the name stays the key's tag ("election:{orders}" is in the
 // slot of "orders"), so every companion key of the election shares it.
-func electionKey(election string) string { return "election:" + election }
+func electionKey(election string) (string, error) {
+	key, err := keyspace.Election(election)
+	if err != nil {
+		return "", fmt.Errorf("redlock: %w", err)
+	}
+	return key, nil
+}
 
 // leaderKey returns the name of the leader record of the election key
 // key on node i: key + ":leader" on a standalone node, as the queue and
@@ -50,21 +59,20 @@ func (c *Client) leaderKey(i int, key string) string {
 	return c.nodes.Names(i).Leader(key)
 }
 
-// checkElection validates the election name and the leader's value.
-func checkElection(election, value string, needValue bool) error {
-	if election == "" {
-		return errors.New("redlock: empty election name")
-	}
-	if !needValue {
-		return nil
+// checkElection validates the election name and the leader's value, and
+// returns the election's lock key.
+func checkElection(election, value string, needValue bool) (string, error) {
+	key, err := electionKey(election)
+	if err != nil || !needValue {
+		return key, err
 	}
 	if value == "" {
-		return errors.New("redlock: empty leader value")
+		return "", errors.New("redlock: empty leader value")
 	}
 	if len(value) > MaxLeaderValue {
-		return fmt.Errorf("redlock: leader value of %d bytes exceeds MaxLeaderValue (%d)", len(value), MaxLeaderValue)
+		return "", fmt.Errorf("redlock: leader value of %d bytes exceeds MaxLeaderValue (%d)", len(value), MaxLeaderValue)
 	}
-	return nil
+	return key, nil
 }
 
 // Leadership is the leadership of one election, held by one campaigner on
@@ -104,9 +112,12 @@ var errResigned = fmt.Errorf("%w: resigned", ErrNotHeld)
 // reads it at once. On failure the error wraps ErrNotObtained, and
 // ctx.Err() when ctx ended the wait; nothing is left held.
 //
-// election must not be empty; value must not be empty nor longer than
-// MaxLeaderValue; ttl is as for Lock, and must leave room to auto-extend
-// (WithAutoExtend). The election's lock key is "election:" + election.
+// election must not be empty, and "election:" + election, the election's
+// lock key, must be a key TryLock's rules allow but for its prefix: a name
+// ending with ":leader" (the record of another election), ":fence",
+// ":queue" and the other reserved endings is refused, without calling a
+// node. value must not be empty nor longer than MaxLeaderValue; ttl is as
+// for Lock, and must leave room to auto-extend (WithAutoExtend).
 func (c *Client) Campaign(ctx context.Context, election, value string, ttl time.Duration) (*Leadership, error) {
 	if c == nil {
 		return nil, errNilClient
@@ -114,10 +125,11 @@ func (c *Client) Campaign(ctx context.Context, election, value string, ttl time.
 	if ctx == nil {
 		return nil, errors.New("redlock: nil context")
 	}
-	if err := checkElection(election, value, true); err != nil {
+	key, err := checkElection(election, value, true)
+	if err != nil {
 		return nil, err
 	}
-	l, err := c.Lock(ctx, electionKey(election), ttl, WithFencing(), WithAutoExtend(0))
+	l, err := c.Lock(ctx, key, ttl, WithFencing(), WithAutoExtend(0), asElection())
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +243,7 @@ func (ls *Leadership) Proclaim(ctx context.Context, value string) error {
 	if ctx == nil {
 		return errors.New("redlock: nil context")
 	}
-	if err := checkElection(ls.election, value, true); err != nil {
+	if _, err := checkElection(ls.election, value, true); err != nil {
 		return err
 	}
 	ls.opMu.Lock()

@@ -23,10 +23,10 @@ const ObserveInterval = 100 * time.Millisecond
 // The channel is unbuffered and owned by ctx: a goroutine sends on it
 // until ctx ends or the Client closes, then closes it (within one read of
 // the nodes, at most the node timeout). For a nil Client, a nil ctx or an
-// empty election name, or after Close, the channel is closed at once.
+// election name that Campaign refuses (empty or reserved), or after Close, the channel is closed at once.
 func (c *Client) Observe(ctx context.Context, election string) <-chan Leader {
 	ch := make(chan Leader)
-	if ctx == nil || checkElection(election, "", false) != nil {
+	if _, err := checkElection(election, "", false); ctx == nil || err != nil {
 		close(ch)
 		return ch
 	}

@@ -58,10 +58,10 @@ func (c *Client) Leader(ctx context.Context, election string) (Leader, error) {
 	if ctx == nil {
 		return Leader{}, errors.New("redlock: nil context")
 	}
-	if err := checkElection(election, "", false); err != nil {
+	key, err := checkElection(election, "", false)
+	if err != nil {
 		return Leader{}, err
 	}
-	key := electionKey(election)
 	views := make([]leaderView, c.nodes.Len())
 	votes := c.each(ctx, c.nodes.All(), c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
 		reply, err := c.nodes.Pool(i).Eval(ctx, leaderGet, []string{key, c.leaderKey(i, key)})

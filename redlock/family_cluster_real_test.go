@@ -147,7 +147,7 @@ func clusterMulti(t *testing.T, clusters []*redistest.Cluster, a, b *redlock.Cli
 	}
 	// A key that names another's companion on a cluster node is refused.
 	_, err := a.TryLockAll(bg(), []string{"res:multi", "fence{res:multi}"}, 10*time.Second)
-	require.ErrorContains(t, err, "companion key")
+	require.ErrorContains(t, err, "companion on a Redis Cluster")
 	// Keys of several slots are refused before any node is called.
 	_, err = a.TryLockAll(bg(), []string{"cart:1", "cart:2"}, 10*time.Second)
 	require.ErrorContains(t, err, "must hash to one slot")

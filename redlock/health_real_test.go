@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/internal/redistest"
-	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
 )
@@ -61,7 +61,7 @@ func conflicts() []conflict {
 		{
 			name: "reader vs writer",
 			hold: func(c *redlock.Client) (*redlock.Lock, error) { return c.TryRLock(bg(), "rw2", healthTTL) },
-			keys: []string{"rw2", scripts.ReadersKey("rw2")},
+			keys: []string{"rw2", keyspace.Standalone{}.Readers("rw2")},
 			rival: func(ctx context.Context, c *redlock.Client, wait bool) (*redlock.Lock, error) {
 				return try(wait, func() (*redlock.Lock, error) { return c.TryLock(ctx, "rw2", healthTTL) },
 					func() (*redlock.Lock, error) { return c.Lock(ctx, "rw2", healthTTL) })
@@ -106,7 +106,7 @@ func conflicts() []conflict {
 			hold: func(c *redlock.Client) (*redlock.Lock, error) {
 				return c.TryLock(bg(), "own1", healthTTL, redlock.WithOwner("job"))
 			},
-			keys:  []string{"own1", scripts.HoldsKey("own1")},
+			keys:  []string{"own1", keyspace.Standalone{}.Holds("own1")},
 			rival: ownerRival("own1", "job"),
 		},
 		{
@@ -114,7 +114,7 @@ func conflicts() []conflict {
 			hold: func(c *redlock.Client) (*redlock.Lock, error) {
 				return c.TryLock(bg(), "own2", healthTTL, redlock.WithOwner("job"))
 			},
-			keys:  []string{"own2", scripts.HoldsKey("own2")},
+			keys:  []string{"own2", keyspace.Standalone{}.Holds("own2")},
 			rival: ownerRival("own2", "other"),
 		},
 	}

@@ -132,7 +132,7 @@ func TestRealStatusEveryKind(t *testing.T) {
 	c := newClient(t, pools)
 	for _, h := range heldKinds {
 		t.Run(h.kind, func(t *testing.T) {
-			key := "status:" + h.kind
+			key := "status-" + h.kind
 			l, err := h.take(c, key)
 			require.NoError(t, err)
 			c.WaitIdle()

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/keyslot"
-	"github.com/redlockgo/redlock/internal/node"
 )
 
 // TryLockAll makes one attempt to take the locks on every key of keys at
@@ -22,10 +21,11 @@ import (
 //
 // keys are sorted and duplicates dropped, so the order of the caller's keys
 // does not matter and Keys() lists them sorted. More than MaxKeys keys
-// (once duplicates are dropped), an empty keys, an empty key,
-// or a key that names another key's companion (its fence counter or its queue:
-// key+":fence", key+":queue..." on a standalone node, "fence{"+key+"}", ...
-// on a cluster node) is an error, and no node is called.
+// (once duplicates are dropped), an empty keys, or a key that TryLock
+// refuses (empty, or one of the reserved names of docs/design.md, such as
+// another key's companion: key+":fence", key+":queue..." on a standalone
+// node, "fence{"+key+"}", ... on a cluster node) is an error, and no node is
+// called.
 //
 // On failure the error wraps ErrNotObtained (and ctx.Err() when ctx ended
 // the attempt), with one *NodeError per node that did not agree; a node
@@ -98,7 +98,7 @@ func (l *Lock) Keys() []string {
 // checkAll validates the arguments of a multi-lock and returns its keys
 // sorted, without duplicates.
 func (c *Client) checkAll(ctx context.Context, keys []string, ttl time.Duration, opts []LockOption) ([]string, lockConfig, error) {
-	keys, err := normalKeys(keys, c.nodes.Namings())
+	keys, err := normalKeys(keys)
 	if err == nil && c.nodes.AnyCluster() {
 		err = oneSlot(keys)
 	}
@@ -139,10 +139,10 @@ func oneSlot(keys []string) error {
 const MaxKeys = 1000
 
 // normalKeys sorts keys and drops duplicates. It refuses no keys, more than
-// MaxKeys, an empty key, and a key that is another key's companion (its
-// fence counter or one of its queue's keys) under one of kinds, the namings
-// of the nodes: the lock would overwrite what that key keeps there.
-func normalKeys(keys []string, kinds []node.Names) ([]string, error) {
+// MaxKeys, and a key that checkKey refuses: so no key of the set is another
+// key's companion (its fence counter or one of its queue's keys), whose
+// contents the lock would overwrite.
+func normalKeys(keys []string) ([]string, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("redlock: no keys")
 	}
@@ -152,22 +152,9 @@ func normalKeys(keys []string, kinds []node.Names) ([]string, error) {
 	if len(keys) > MaxKeys {
 		return nil, fmt.Errorf("redlock: a multi-lock takes at most %d keys (MaxKeys), got %d; split the set, or lock a key that stands for it", MaxKeys, len(keys))
 	}
-	if keys[0] == "" {
-		return nil, errors.New("redlock: empty key")
-	}
-	companions := make(map[string]string, 6*len(keys)*len(kinds))
-	for _, n := range kinds {
-		for _, k := range keys {
-			companions[n.Fence(k)] = k
-			for _, q := range n.Queue(k)[1:] {
-				companions[q] = k
-			}
-			companions[n.Watch(k)] = k
-		}
-	}
 	for _, k := range keys {
-		if base, ok := companions[k]; ok {
-			return nil, fmt.Errorf("redlock: key %q is a companion key of %q (its fence counter or queue) in the same lock", k, base)
+		if err := checkKey(k); err != nil {
+			return nil, err
 		}
 	}
 	return keys, nil

@@ -1,6 +1,27 @@
 package redlock
 
-import "github.com/redlockgo/redlock/internal/node"
+import (
+	"fmt"
+
+	"github.com/redlockgo/redlock/internal/keyspace"
+	"github.com/redlockgo/redlock/internal/node"
+)
+
+// checkKey refuses a caller's key that is empty, or that could name another
+// object's key: a companion of another key (its fence counter, queue,
+// readers, markers, leader record, in either naming), an election's lock key,
+// or a marker of the library's (keyspace.Check, docs/design.md). Every
+// acquisition checks its keys here, before any node is called.
+func checkKey(key string) error {
+	if err := keyspace.Check(key); err != nil {
+		return fmt.Errorf("redlock: %w", err)
+	}
+	return nil
+}
+
+// asElection marks an acquisition as an election's (Campaign): its key is
+// "election:" + name, built and checked by keyspace.Election.
+func asElection() LockOption { return func(c *lockConfig) { c.election = true } }
 
 // clusterFenceKey returns the Redis key of the fence counter of the lock key
 // on a node that is a Redis Cluster (node.ClusterFenceKey). See

@@ -111,6 +111,7 @@ type lockConfig struct {
 	maxHold     time.Duration // WithMaxHold; 0: no cap
 	owner       string        // WithOwner; "": no owner (reentry.go)
 	onLost      func(error)
+	election    bool // the key is an election's (Campaign): keyspace.Election checked it
 	err         error
 }
 

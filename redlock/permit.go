@@ -34,7 +34,7 @@ const MaxPermits = 1 << 16
 // WithFairness does not apply and is ignored. See docs/permits.md.
 //
 // limit must be between 1 and MaxPermits; ttl has the range of TryLock's;
-// otherwise, or with an empty key, it returns an error without calling a
+// otherwise, or with a key TryLock refuses (empty or reserved), it returns an error without calling a
 // node. The cleanup of a failed attempt runs in the background, each node
 // call bounded by the node timeout.
 func (c *Client) TryAcquirePermit(ctx context.Context, key string, limit int, ttl time.Duration, opts ...LockOption) (*Lock, error) {

@@ -16,7 +16,7 @@ import (
 // the caller names the owner (a job id, a request id) with WithOwner, and
 // a Lock, TryLock or Do by an owner that holds the key already adds a hold
 // to the owner's instead of being refused. The key then holds the owner's
-// value ('o:' + owner) and a hash next to it (scripts.HoldsKey) each hold's
+// value ('o:' + owner) and a hash next to it (keyspace.Standalone.Holds) each hold's
 // expiry; the scripts (internal/scripts/owned_*.lua) check and change both
 // in one step. An owner's lock is its own kind (owned), chosen once when
 // the call starts: the plain exclusive kind does not look at owners.

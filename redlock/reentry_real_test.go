@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/redlock"
@@ -19,7 +20,7 @@ func holdsOn(t *testing.T, servers []*redistest.Server, key string) []map[string
 	t.Helper()
 	out := make([]map[string]string, len(servers))
 	for i, s := range servers {
-		m, err := s.Client(t).HGetAll(bg(), scripts.HoldsKey(key)).Result()
+		m, err := s.Client(t).HGetAll(bg(), keyspace.Standalone{}.Holds(key)).Result()
 		require.NoError(t, err)
 		delete(m, ".")
 		out[i] = m
@@ -70,7 +71,7 @@ func TestRealReentryCountsHolds(t *testing.T) {
 	}
 	assert.Zero(t, realHolders(t, servers, "acct", "o:job-1"), "free after the third Unlock")
 	for i, s := range servers {
-		assert.Zero(t, s.Client(t).Exists(bg(), scripts.HoldsKey("acct")).Val(), "no record left on node %d", i)
+		assert.Zero(t, s.Client(t).Exists(bg(), keyspace.Standalone{}.Holds("acct")).Val(), "no record left on node %d", i)
 	}
 	other, err := b.TryLock(bg(), "acct", time.Second, redlock.WithOwner("job-2"))
 	require.NoError(t, err, "the other owner gets it")
@@ -91,7 +92,7 @@ func TestRealReentryNeedsTheOwnersMajority(t *testing.T) {
 	require.NoError(t, err)
 	a.WaitIdle()
 	for _, s := range servers[:3] {
-		dropHold(t, s, []string{"k", scripts.HoldsKey("k")})
+		dropHold(t, s, []string{"k", keyspace.Standalone{}.Holds("k")})
 		require.NoError(t, s.Client(t).Set(bg(), "k", "SOMEONEELSE", 10*time.Second).Err())
 	}
 	_, err = a.TryLock(bg(), "k", 10*time.Second, job)
@@ -194,7 +195,7 @@ func TestRealReentryUnlockRetried(t *testing.T) {
 	require.NoError(t, inner.Unlock(bg()))
 	a.WaitIdle()
 	for i, p := range pools {
-		r, err := p.Eval(bg(), scripts.OwnedRelease, scripts.Keys("r"), "o:job", "", "", "wake", inner.Token())
+		r, err := p.Eval(bg(), scripts.OwnedRelease, keyspace.Standalone{}.Queue("r"), "o:job", "", "", "wake", inner.Token())
 		require.NoError(t, err)
 		assert.Equal(t, []any{int64(0)}, r, "node %d: the hold was given back already", i)
 	}
@@ -266,8 +267,8 @@ func TestRealReentryDoAndWaiters(t *testing.T) {
 		owner <- l
 	}()
 	require.Eventually(t, func() bool {
-		return servers[0].Client(t).ZCard(bg(), scripts.Keys("w")[1]).Val() == 1 &&
-			servers[0].Client(t).Exists(bg(), scripts.WatchKey("w")).Val() == 1
+		return servers[0].Client(t).ZCard(bg(), keyspace.Standalone{}.Queue("w")[1]).Val() == 1 &&
+			servers[0].Client(t).Exists(bg(), keyspace.Standalone{}.Watch("w")).Val() == 1
 	}, 5*time.Second, 5*time.Millisecond, "both wait")
 	require.NoError(t, inner.Unlock(bg()))
 	assert.Equal(t, 5, realHolders(t, servers, "w", "o:job"), "still the owner's")

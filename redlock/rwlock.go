@@ -30,7 +30,7 @@ import (
 // completed before this one began; readers that overlap may share a fence.
 // WithFairness does not apply to readers and is ignored. See docs/rwlock.md.
 //
-// ttl has the range of TryLock's; outside it, or with an empty key, TryRLock
+// ttl has the range of TryLock's; outside it, or with a key TryLock refuses (empty or reserved), TryRLock
 // returns an error without calling a node. The cleanup of a failed attempt
 // runs in the background, each node call bounded by the node timeout.
 func (c *Client) TryRLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {

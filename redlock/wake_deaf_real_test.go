@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -57,7 +57,7 @@ func requireDeafWatcher(t *testing.T, nodes []*redis.Client, key string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		for _, c := range nodes {
-			chans, err := c.ZRange(bg(), scripts.WatchKey(key), 0, -1).Result()
+			chans, err := c.ZRange(bg(), keyspace.Standalone{}.Watch(key), 0, -1).Result()
 			if err != nil || len(chans) != 1 {
 				return false
 			}

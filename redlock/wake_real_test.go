@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/internal/redistest"
-	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -42,7 +42,7 @@ func watchers(t *testing.T, nodes []*redis.Client, key string) []int64 {
 	t.Helper()
 	out := make([]int64, len(nodes))
 	for i, c := range nodes {
-		n, err := c.ZCard(bg(), scripts.WatchKey(key)).Result()
+		n, err := c.ZCard(bg(), keyspace.Standalone{}.Watch(key)).Result()
 		require.NoError(t, err)
 		out[i] = n
 	}
@@ -56,7 +56,7 @@ func requireWatching(t *testing.T, nodes []*redis.Client, key string, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		for _, c := range nodes {
-			chans, err := c.ZRange(bg(), scripts.WatchKey(key), 0, -1).Result()
+			chans, err := c.ZRange(bg(), keyspace.Standalone{}.Watch(key), 0, -1).Result()
 			if err != nil || len(chans) != n {
 				return false
 			}
@@ -242,13 +242,13 @@ func TestRealDeadWatcherExpires(t *testing.T) {
 	require.NoError(t, waiter.Close())
 	assert.Equal(t, []int64{1, 1, 1, 1, 1}, watchers(t, nodes, "d1"), "one entry per Client, however many attempts")
 	for _, c := range nodes {
-		ttl, err := c.PTTL(bg(), scripts.WatchKey("d1")).Result()
+		ttl, err := c.PTTL(bg(), keyspace.Standalone{}.Watch("d1")).Result()
 		require.NoError(t, err)
 		assert.LessOrEqual(t, ttl, 1700*time.Millisecond, "the set expires with its last lease")
 	}
 	require.Eventually(t, func() bool {
 		for _, c := range nodes {
-			if n, err := c.Exists(bg(), scripts.WatchKey("d1"), scripts.WatchKey("d2")).Result(); err != nil || n > 0 {
+			if n, err := c.Exists(bg(), keyspace.Standalone{}.Watch("d1"), keyspace.Standalone{}.Watch("d2")).Result(); err != nil || n > 0 {
 				return false
 			}
 		}

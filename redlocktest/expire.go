@@ -7,7 +7,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2/proto"
 
-	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/internal/keyspace"
 )
 
 //go:embed expire.lua
@@ -48,7 +48,7 @@ func (n *Nodes) Expire(key string) {
 
 // expire ends the holds on key on this node.
 func (nd *node) expire(key string) error {
-	keys := []string{key, scripts.ReadersKey(key), scripts.HeldKey(key), scripts.HoldsKey(key)}
+	keys := []string{key, keyspace.Standalone{}.Readers(key), keyspace.Standalone{}.Held(key), keyspace.Standalone{}.Holds(key)}
 	nd.mu.Lock() // no Stop or Start meanwhile
 	defer nd.mu.Unlock()
 	if !nd.up {

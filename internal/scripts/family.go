@@ -3,7 +3,6 @@ package scripts
 import (
 	_ "embed"
 
-	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -46,13 +45,3 @@ var (
 	// PermitFence raises the fence counter while the permit is live.
 	PermitFence = pool.NewScript(permitFenceSrc)
 )
-
-// ReadersKey returns the key of the readers of the lock key: a zset of
-// reader token -> expiry. Named after the key, so that a key with a hash tag
-// keeps it in its slot.
-func ReadersKey(key string) string { return key + ":readers" }
-
-// ClusterReadersKey is ReadersKey for a node that is a Redis Cluster, in the
-// key's hash slot (keyslot.Companion): for a key with a hash tag it is the
-// name ReadersKey gives.
-func ClusterReadersKey(key string) string { return keyslot.Companion(key, "readers") }

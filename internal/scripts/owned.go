@@ -3,7 +3,6 @@ package scripts
 import (
 	_ "embed"
 
-	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -41,12 +40,3 @@ const (
 	OwnedTaken    = 1
 	OwnedReturned = 2
 )
-
-// HoldsKey returns the name of the holds of the lock key held by an owner
-// (owned_take.lua): named after its queue (Keys), as WatchKey is, since
-// OwnedRelease, which takes Release's KEYS, derives it from KEYS[2].
-func HoldsKey(key string) string { return Keys(key)[1] + ":holds" }
-
-// ClusterHoldsKey is HoldsKey for a node that is a Redis Cluster: its queue
-// (ClusterKeys) followed by ":holds", in the key's hash slot.
-func ClusterHoldsKey(key string) string { return keyslot.Companion(key, "queue") + ":holds" }

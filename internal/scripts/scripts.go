@@ -8,7 +8,6 @@ package scripts
 import (
 	_ "embed"
 
-	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -89,43 +88,3 @@ const (
 	ExtendTaken    = 0
 	ExtendExtended = 1
 )
-
-// Keys returns the KEYS of Enqueue and Release for the lock key: the key,
-// then its queue, the queue's leases, its entries and the waiters that left
-// it. The companion keys are named after the key, so that a key with a hash
-// tag keeps them in its slot.
-func Keys(key string) []string {
-	q := key + ":queue"
-	return []string{key, q, q + ":leases", q + ":entries", q + ":left"}
-}
-
-// ClusterKeys is Keys for a node that is a Redis Cluster: the companion keys
-// are named by keyslot.Companion, in the key's hash slot. For a key with a
-// hash tag they are the names Keys gives.
-func ClusterKeys(key string) []string {
-	keys := []string{key, "", "", "", ""}
-	for i, name := range []string{"queue", "queue:leases", "queue:entries", "queue:left"} {
-		keys[i+1] = keyslot.Companion(key, name)
-	}
-	return keys
-}
-
-// HeldKey returns the name of key's holder marker, which a lock-delay keeps
-// (acquire_delay.lua): named after the key, as Keys names its queue.
-func HeldKey(key string) string { return key + ":held" }
-
-// ClusterHeldKey is HeldKey for a node that is a Redis Cluster, in the key's
-// hash slot (keyslot.Companion).
-func ClusterHeldKey(key string) string { return keyslot.Companion(key, "held") }
-
-// WatchKey returns the name of the lock key's watch set (watch.lua): the
-// channels of the Clients blocked in LockAll, RLock or AcquirePermit on the
-// key, which an Unlock that leaves the key free wakes. It is the key's
-// queue (Keys) followed by ":watch": release.lua, whose KEYS after the
-// queue's are the lock-delay's, derives it from KEYS[2], in the same slot.
-func WatchKey(key string) string { return Keys(key)[1] + ":watch" }
-
-// ClusterWatchKey is WatchKey for a node that is a Redis Cluster: its queue
-// (ClusterKeys) followed by ":watch", which keeps the queue's hash tag and so
-// the key's slot.
-func ClusterWatchKey(key string) string { return keyslot.Companion(key, "queue") + ":watch" }

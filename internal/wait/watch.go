@@ -11,7 +11,7 @@ import (
 // AcquirePermit, an owner's Lock) and will try again registers its
 // Client's channel (the one its grants come on) as a watcher of the key it
 // found taken, on each node, in the script of the attempt that found it
-// taken: the key's watch set (scripts.WatchKey), channel -> expiry. An
+// taken: the key's watch set (keyspace.Naming.Watch), channel -> expiry. An
 // Unlock whose release leaves a key free on a node ends by publishing
 // "free <key>" to the watchers there and dropping the set (watch.lua); the
 // Client's listener (Grants) passes the key to Releases, which wakes the
