@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/redlockgo/redlock/internal/node"
@@ -267,4 +268,25 @@ func (c *Client) releaseAllOn(ctx context.Context, i int, keys []string, token s
 		}
 	}
 	return int(asInt(arr[0])), nil
+}
+
+// multiPrefix begins a multi-lock's token; no exclusive lock's token does
+// (newToken spells base32, in capitals), so Resume can refuse it.
+const multiPrefix = "m:"
+
+// isMultiToken reports whether token is a multi-lock's.
+func isMultiToken(token string) bool { return strings.HasPrefix(token, multiPrefix) }
+
+// tokenPrefixer is a kind whose tokens say what they are (multi).
+type tokenPrefixer interface{ tokenPrefix() string }
+
+// tokenPrefix implements tokenPrefixer.
+func (multi) tokenPrefix() string { return multiPrefix }
+
+// kindToken returns a new token for an attempt of kind k.
+func kindToken(k leaseKind) string {
+	if p, ok := k.(tokenPrefixer); ok {
+		return p.tokenPrefix() + newToken()
+	}
+	return newToken()
 }

@@ -31,7 +31,7 @@ func (c *Client) obtain(ctx context.Context, k leaseKind, ttl time.Duration, lc 
 	var prev error // the error of the last attempt that ran to its decision
 	attempts, err := c.waits.Retry(ctx, keys, s, c.nodeTimeout(ttl), func(ctx context.Context, w *wait.Watch, retry bool) (error, bool) {
 		var err error
-		l, err = c.attempt(ctx, c.newLock(keys[0], newToken(), ttl, lc.heal), k, lc, w)
+		l, err = c.attempt(ctx, c.newLock(keys[0], kindToken(k), ttl, lc.heal), k, lc, w)
 		err, end := afterAttempt(ctx, err, prev, retry)
 		prev = err
 		return err, end || errors.Is(err, ErrWrongKind)

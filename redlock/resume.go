@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -25,7 +26,11 @@ import (
 //
 // On failure the error wraps ErrNotHeld (the token does not hold key on a
 // majority any more) or ErrNotExtended (nodes did not answer in time), and
-// ctx.Err() when ctx ended the call. Both Locks, the original and the
+// ctx.Err() when ctx ended the call. A token that is not an exclusive
+// lock's is refused: a multi-lock's at once, with ErrWrongKind and no node
+// called; on a key that holds permits or a key of the application's, the
+// node that refused names it with ErrWrongKind (as TryLock's does); on a
+// key held by readers, ErrNotHeld. Both Locks, the original and the
 // resumed one, act on the same hold: whichever unlocks first releases it.
 //
 // Readers, permits, multi-locks and an owner's holds (WithOwner) cannot be
@@ -43,6 +48,8 @@ func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duratio
 		return nil, errors.New("redlock: empty token")
 	case lc.owner != "" || isOwnerValue(token):
 		return nil, errors.New("redlock: an owner's holds cannot be resumed")
+	case isMultiToken(token):
+		return nil, fmt.Errorf("%w: the token is a multi-lock's, which cannot be resumed one key at a time", ErrWrongKind)
 	}
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond)
@@ -57,6 +64,7 @@ func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duratio
 		l.fence, err = c.fenceHeld(ctx, l)
 	}
 	if err != nil {
+		err = c.nameKind(ctx, key, err) // permits, or a key of the application's
 		e := Event{Kind: NotObtained, Key: key, Start: start, Duration: c.cfg.clock.Since(start), Attempts: 1, Err: err}
 		c.emit(ctx, e)
 		return nil, err

@@ -97,3 +97,48 @@ func TestRealResumeFencedAndKept(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, next.Fence(), lb.Fence(), "a later holder's fence is greater still")
 }
+
+// Resume of one key of a multi-lock with the multi-lock's token would split
+// it (on dd8673a it succeeded, and after its Unlock the multi-lock could no
+// longer extend): it is refused with ErrWrongKind, no node called, and the
+// multi-lock is whole.
+func TestRealResumeRefusesAMultiLockToken(t *testing.T) {
+	servers, pools := realNodes(t, 3)
+	c := newClient(t, pools)
+	m, err := c.TryLockAll(bg(), []string{"rm1", "rm2"}, 5*time.Second)
+	require.NoError(t, err)
+	_, err = c.Resume(bg(), "rm1", m.Token(), 5*time.Second)
+	require.ErrorIs(t, err, redlock.ErrWrongKind)
+	assert.Contains(t, err.Error(), "multi-lock")
+	require.NoError(t, m.Extend(bg(), 5*time.Second), "the multi-lock is whole")
+	require.NoError(t, m.Unlock(bg()))
+	c.WaitIdle()
+	for _, s := range servers {
+		n, err := s.Client(t).Exists(bg(), "rm1", "rm2").Result()
+		require.NoError(t, err)
+		assert.Zero(t, n)
+	}
+}
+
+// Resume on a key that holds permits or readers answers that the token is
+// not an exclusive lock's (ErrWrongKind, ErrNotHeld), never a timeout (on
+// dd8673a: ErrNotExtended wrapping raw WRONGTYPE errors, which callers retry
+// on).
+func TestRealResumeOnAnotherKind(t *testing.T) {
+	_, pools := realNodes(t, 3)
+	c := newClient(t, pools)
+	p, err := c.TryAcquirePermit(bg(), "sem", 2, 5*time.Second)
+	require.NoError(t, err)
+	_, err = c.Resume(bg(), "sem", p.Token(), 5*time.Second)
+	require.ErrorIs(t, err, redlock.ErrWrongKind)
+	assert.NotErrorIs(t, err, redlock.ErrNotExtended)
+	assert.NotContains(t, err.Error(), "WRONGTYPE")
+	require.NoError(t, p.Unlock(bg()))
+
+	r, err := c.TryRLock(bg(), "rw", 5*time.Second)
+	require.NoError(t, err)
+	_, err = c.Resume(bg(), "rw", r.Token(), 5*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotHeld)
+	assert.NotErrorIs(t, err, redlock.ErrNotExtended)
+	require.NoError(t, r.Unlock(bg()))
+}
