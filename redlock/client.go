@@ -257,7 +257,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // without waking anyone else. Waiters are served in the order they queued,
 // across Clients and processes. Retry k (k = 1, 2, ...) of the retry
 // strategy (WithRetry) is one round of calls to the nodes, sent NextDelay(k)
-// (at least 1ms) after the attempt before it: it refreshes the waiter's
+// (at least 10ms) after the attempt before it: it refreshes the waiter's
 // place and takes the key if it is free and the waiter is first, which
 // covers a lost message and an expiry. Between retries further apart than a
 // third of the TTL, rounds at that interval keep the waiter's place; they

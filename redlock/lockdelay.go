@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -100,7 +99,3 @@ func delayedReply(arr []any) error {
 func delayError(left time.Duration) error {
 	return fmt.Errorf("%w: %v left", ErrLockDelay, left)
 }
-
-// isDelayed reports whether err is a refusal for the lock-delay: the node
-// answered, and set nothing.
-func isDelayed(err error) bool { return err != nil && errors.Is(err, ErrLockDelay) }

@@ -16,8 +16,10 @@ type Strategy interface {
 
 // MinDelay is the floor under every delay a Strategy returns: a delay
 // below it, zero or negative included, counts as MinDelay, so that no
-// strategy makes a call spin on the nodes.
-const MinDelay = time.Millisecond
+// strategy makes a blocking call of any kind poll a node more often than
+// every 10ms (a waiter is woken by releases, not by polling: retries only
+// cover a lost message and a key that vanished without a release).
+const MinDelay = 10 * time.Millisecond
 
 // Func adapts a function to a Strategy.
 type Func func(attempt int) (time.Duration, bool)
@@ -26,10 +28,10 @@ type Func func(attempt int) (time.Duration, bool)
 func (f Func) NextDelay(attempt int) (time.Duration, bool) { return f(attempt) }
 
 // Exponential doubles the delay from lo up to hi, and picks each delay at
-// random in its upper half. Bad bounds are corrected: lo at least 1ms, hi
-// at least lo.
+// random in its upper half. Bad bounds are corrected: lo at least
+// 2*MinDelay (so that its jitter stays above the floor), hi at least lo.
 func Exponential(lo, hi time.Duration) Strategy {
-	lo = max(lo, time.Millisecond)
+	lo = max(lo, 2*MinDelay)
 	return exponential{lo: lo, hi: max(hi, lo)}
 }
 
@@ -45,9 +47,9 @@ func (e exponential) NextDelay(attempt int) (time.Duration, bool) {
 }
 
 // Constant waits d, picked at random in its upper half, between attempts.
-// d is at least 1ms.
+// d is at least 2*MinDelay (so that its jitter stays above the floor).
 func Constant(d time.Duration) Strategy {
-	return constant(max(d, time.Millisecond))
+	return constant(max(d, 2*MinDelay))
 }
 
 type constant time.Duration

@@ -74,9 +74,10 @@ func (w *Waiter) Wait(ctx context.Context, closing <-chan struct{}, delay time.D
 	}
 }
 
-// onRoundTimer sends a round: the strategy's next retry when it is due,
-// else a heartbeat that only keeps the waiter's place (it may still take
-// a free key it is first for). It returns the timer of the next round.
+// onRoundTimer sends a round: the strategy's next retry when it is due, to
+// every node, else a heartbeat that only keeps the waiter's place (it may
+// still take a free key it is first for), to the nodes that are not quiet.
+// It returns the timer of the next round.
 func (w *Waiter) onRoundTimer() clock.Timer {
 	now := w.clk.Now()
 	if w.last || now.Before(w.retryAt) {
@@ -87,7 +88,11 @@ func (w *Waiter) onRoundTimer() clock.Timer {
 		return w.clk.NewTimer(min(w.retryAt.Sub(now), w.heartbeat))
 	}
 	w.retries++
-	w.sendRound(notQuiet)
+	// A retry asks every node, quiet ones included: a key that vanished
+	// without a release (an operator's DEL, a holder that shortened its
+	// lease and died, the test kit's Expire) announces nothing, and Lock's
+	// doc promises that the next retry finds it.
+	w.sendRound(everyNode)
 	return w.nextRound(w.retry.NextDelay(w.retries + 1))
 }
 

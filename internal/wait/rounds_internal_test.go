@@ -14,9 +14,12 @@ import (
 	"github.com/redlockgo/redlock/internal/scripts"
 )
 
-// The waiter's rounds: quiet nodes, checks after a minority's grants, splits and deaf nodes.
+// The waiter's rounds: retries to every node, quiet nodes at heartbeats, checks after a minority's grants, splits and deaf nodes.
 
-func TestWaiterSkipsQuietNodesOnRetriesButNotForever(t *testing.T) {
+// A retry asks every node, quiet ones too (on dd8673a it asked only the
+// node that was not listening): a key that vanished without a release is
+// found at the next retry, whatever the holder's TTL.
+func TestWaiterAsksEveryNodeAtEachRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeQueue{deaf: map[int]bool{2: true}}
 		w := newTestWaiter(f, every(100*time.Millisecond))
@@ -26,83 +29,83 @@ func TestWaiterSkipsQuietNodesOnRetriesButNotForever(t *testing.T) {
 			w.replies <- Reply{Node: r.node, Seq: r.seq, Code: scripts.EnqueueQueued, Holder: "1", HolderTTL: 5 * time.Second}
 		}
 		synctest.Wait()
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100*time.Millisecond - time.Millisecond)
 		synctest.Wait()
-		got := f.take()
-		if len(got) != 1 || got[0].node != 2 {
-			t.Fatalf("retry 1 must go to the node whose grants would not be announced only, got %v", nodesOf(got))
+		if got := f.take(); len(got) != 0 {
+			t.Fatalf("before retry 1 nothing is due: got %v", nodesOf(got))
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if got := nodesOf(f.take()); !slices.Equal(got, []int{0, 1, 2}) {
+			t.Fatalf("retry 1 must ask every node, the quiet ones too, got %v", got)
 		}
 		if w.retries != 1 {
-			t.Fatalf("a retry answered from what the waiter knows still counts: retries %d", w.retries)
-		}
-		w.replies <- Reply{Node: 2, Seq: got[0].seq, Code: scripts.EnqueueQueued, Holder: "1", HolderTTL: 5 * time.Second}
-		// Nodes 0 and 1 stay quiet until their lease needs a refresh: the
-		// heartbeat (a third of the lease) after their last round.
-		var quietUntil time.Duration
-		for elapsed := 100 * time.Millisecond; ; {
-			time.Sleep(100 * time.Millisecond)
-			elapsed += 100 * time.Millisecond
-			synctest.Wait()
-			got := f.take()
-			for _, r := range got {
-				w.replies <- Reply{Node: r.node, Seq: r.seq, Code: scripts.EnqueueQueued, Holder: "1", HolderTTL: 5 * time.Second}
-			}
-			if len(got) > 1 {
-				quietUntil = elapsed
-				break
-			}
-			if elapsed > w.heartbeat+time.Second {
-				t.Fatalf("no round to the quiet nodes within %v: the heartbeat is %v", elapsed, w.heartbeat)
-			}
-		}
-		if quietUntil < w.heartbeat || quietUntil > w.heartbeat+100*time.Millisecond {
-			t.Fatalf("quiet nodes asked again after %v, want at the heartbeat %v", quietUntil, w.heartbeat)
+			t.Fatalf("retries %d, want 1", w.retries)
 		}
 	})
 }
 
-func TestWaiterAsksAgainOnceTheHoldersKeyRunsOut(t *testing.T) {
+// A holder's key that vanished early (its TTL was 5s; the key is gone
+// after 100ms, with no release) is taken at the next retry, not at the
+// heartbeat or the key's expiry.
+func TestWaiterTakesAKeyThatVanishedEarlyAtTheNextRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeQueue{}
 		w := newTestWaiter(f, every(100*time.Millisecond))
-		start(w, t.Context(), 100*time.Millisecond, true)
-		synctest.Wait()
-		for _, r := range f.take() {
-			w.replies <- Reply{Node: r.node, Seq: r.seq, Code: scripts.EnqueueQueued, Holder: "1", HolderTTL: 250 * time.Millisecond}
-		}
-		synctest.Wait()
-		time.Sleep(100 * time.Millisecond)
-		synctest.Wait()
-		if got := f.take(); len(got) != 0 {
-			t.Fatalf("the holder's key lives on and the nodes announce releases: no round expected, got %v", nodesOf(got))
-		}
-		time.Sleep(200 * time.Millisecond) // past the key's expiry: a free key must be taken
-		synctest.Wait()
-		if got := f.take(); len(got) != 3 {
-			t.Fatalf("the holder's key ran out: every node must be asked, got %v", nodesOf(got))
-		}
-	})
-}
-
-func TestWaiterGivesUpOnTimeWhenEveryNodeIsQuiet(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := &fakeQueue{}
-		w := newTestWaiter(f, Limit(every(100*time.Millisecond), 2))
 		begun := time.Now()
 		out := start(w, t.Context(), 100*time.Millisecond, true)
 		synctest.Wait()
 		for _, r := range f.take() {
 			w.replies <- Reply{Node: r.node, Seq: r.seq, Code: scripts.EnqueueQueued, Holder: "1", HolderTTL: 5 * time.Second}
 		}
+		time.Sleep(100 * time.Millisecond) // the key is DELeted meanwhile
+		synctest.Wait()
+		got := f.take()
+		if len(got) != 3 {
+			t.Fatalf("retry 1 must ask every node, got %v", nodesOf(got))
+		}
+		for _, r := range got {
+			answer(w, r, scripts.EnqueueSet, 0, "")
+		}
 		r := <-out
-		if !errors.Is(r.err, ErrGaveUp) {
-			t.Fatalf("err %v, want ErrGaveUp", r.err)
+		if r.err != nil {
+			t.Fatalf("the vanished key was not taken: %v", r.err)
 		}
-		if took := time.Since(begun); took != 200*time.Millisecond {
-			t.Fatalf("gave up after %v, want the two retries' 200ms", took)
+		if took := time.Since(begun); took != 100*time.Millisecond {
+			t.Fatalf("taken after %v, want at retry 1 (100ms); the heartbeat is %v", took, w.heartbeat)
 		}
-		if got := f.take(); len(got) != 0 {
-			t.Fatalf("quiet nodes asked: %v", nodesOf(got))
+	})
+}
+
+func TestWaiterGivesUpOnTimeAfterItsLastRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		w := newTestWaiter(f, Limit(every(100*time.Millisecond), 2))
+		begun := time.Now()
+		out := start(w, t.Context(), 100*time.Millisecond, true)
+		rounds := 0
+		for {
+			synctest.Wait()
+			for _, r := range f.take() {
+				rounds++
+				w.replies <- Reply{Node: r.node, Seq: r.seq, Code: scripts.EnqueueQueued, Holder: "1", HolderTTL: 5 * time.Second}
+			}
+			synctest.Wait()
+			select {
+			case r := <-out:
+				if !errors.Is(r.err, ErrGaveUp) {
+					t.Fatalf("err %v, want ErrGaveUp", r.err)
+				}
+				if took := time.Since(begun); took != 200*time.Millisecond {
+					t.Fatalf("gave up after %v, want the two retries' 200ms", took)
+				}
+				if rounds != 9 {
+					t.Fatalf("%d node calls, want 9: the first round and two retries to each of 3 nodes", rounds)
+				}
+				return
+			default:
+			}
+			time.Sleep(time.Millisecond)
 		}
 	})
 }

@@ -38,19 +38,17 @@ import (
 //	          a node says the key holds another kind         failed    return at once (Reply.Final)
 //	          ctx ended, or the Client closed               failed    return at once
 //
-// Quiet nodes. A retry round asks a node what the waiter would hear of
-// anyway. It is not sent to a node that is quiet: its last answer found the
-// key held, with time to live left, the waiter's place there was refreshed
-// within the heartbeat, and the Client's listener on the node has its
-// subscription confirmed, so a release there will be announced, and had it
-// already when that round went. The retry still counts. A waiter that
-// holds grants on a minority asks every node at each retry all the same:
-// the split it is in is resolved only by what the rounds tell of the other
-// holders (see settle), and nothing is announced while each waits for the
-// other. Rounds on a busy key stay about one per holder's TTL and per
-// heartbeat instead of one per backoff step; a holder that vanishes is
-// noticed when its key expires, as before, and a lost announcement costs at
-// most a heartbeat.
+// Quiet nodes. A heartbeat round (one that only keeps the waiter's place,
+// between retries further apart than the heartbeat) is not sent to a node
+// that is quiet: its last answer found the key held, with time to live
+// left, the waiter's place there was refreshed within the heartbeat, and
+// the Client's listener on the node has its subscription confirmed, so a
+// release there will be announced, and had it already when that round
+// went. A retry round asks every node, quiet ones too: a key that vanished
+// without a release (an operator's DEL, a holder that shortened its lease
+// and died, an expiry the test kit forces) is announced by nobody, and is
+// found at the next retry, as Lock's and WithRetry's docs say. The
+// strategy's floor (MinDelay, 10ms) bounds how often that is.
 //
 // Deaf nodes. A round that goes while the node's subscription is not yet
 // confirmed (a new Client's listener still connecting, a sharded channel

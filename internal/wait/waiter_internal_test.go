@@ -135,7 +135,7 @@ func TestWaiterDropsStaleGrantsAndKeepsNewerOnes(t *testing.T) {
 		answer(w, first[0], scripts.EnqueueQueued, 0, "")
 		answer(w, first[1], scripts.EnqueueQueued, 0, "")
 		answer(w, first[2], scripts.EnqueueQueued, 0, "")
-		time.Sleep(2 * time.Millisecond) // retry 1
+		time.Sleep(MinDelay) // retry 1: a delay under the floor counts as MinDelay
 		synctest.Wait()
 		for _, r := range f.take() {
 			if r.node == 0 {
