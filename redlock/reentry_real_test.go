@@ -326,3 +326,33 @@ func TestRealReentryLockDelay(t *testing.T) {
 	require.NoError(t, err, "released: no delay")
 	require.NoError(t, other.Unlock(bg()))
 }
+
+// An owner's Lock on a key held by readers waits for them, as a plain
+// writer does, and takes the key once the last reader leaves (on dd8673a
+// it failed at once with ErrWrongKind while a plain writer waited).
+func TestRealOwnerWaitsForReadersAsAWriterDoes(t *testing.T) {
+	_, pools := realNodes(t, 3)
+	c := newClient(t, pools)
+	r, err := c.TryRLock(bg(), "shared", 5*time.Second)
+	require.NoError(t, err)
+	_, err = c.TryLock(bg(), "shared", time.Second, redlock.WithOwner("job"))
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.NotErrorIs(t, err, redlock.ErrWrongKind, "readers are a holder, not another kind")
+	got := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+	defer cancel()
+	go func() {
+		l, err := c.Lock(ctx, "shared", 5*time.Second, redlock.WithOwner("job"))
+		if err == nil {
+			err = l.Unlock(bg())
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("the owner's Lock returned while a reader held the key: %v", err)
+	case <-time.After(200 * time.Millisecond): // a few retries of the default strategy
+	}
+	require.NoError(t, r.Unlock(bg()))
+	require.NoError(t, <-got, "the owner takes the key once the reader left")
+}

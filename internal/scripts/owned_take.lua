@@ -26,10 +26,10 @@ local other = other_kind(KEYS[1], 'string')
 if other then
   return {-1, other}
 end
+-- Readers ('r:readers') are a holder like any other: the owner waits for
+-- them to leave, as a plain writer does (rlock_release.lua wakes the
+-- watchers when the last one goes).
 local v = redis.call('GET', KEYS[1])
-if v == 'r:readers' then
-  return {-1, 'readers'}
-end
 local delay = tonumber(ARGV[4]) or 0
 local mode = 'again'
 if v == false then
