@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -29,6 +30,17 @@ func (s *suite) testIdentity(t *testing.T) {
 		assert.Equal(t, pool.PersistencePartial, id.Persistence)
 		assert.True(t, id.FreshStart, "the declaration is read after the login")
 		assert.NoError(t, id.Err)
+	})
+	t.Run("Database", func(t *testing.T) {
+		// The fresh-start key is read in the database the connection uses.
+		srv := redistest.Start(t, redistest.NoPersistence) // declared fresh in db 0
+		id := s.identify(t, srv.URL()+"/3", nil)
+		assert.False(t, id.FreshStart, "db 3 holds no declaration")
+		rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), DB: 3})
+		t.Cleanup(func() { _ = rc.Close() })
+		require.NoError(t, rc.Set(ctx(t), pool.FreshStartKey, id.RunID, 0).Err())
+		again := s.identify(t, srv.URL()+"/3", nil)
+		assert.True(t, again.FreshStart, "a new connection reads db 3's declaration")
 	})
 	t.Run("ConfigHidden", func(t *testing.T) {
 		srv := redistest.StartWith(t, redistest.AOFAlways, "--rename-command", "CONFIG", "")
