@@ -1,7 +1,10 @@
 package rueidispool_test
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +98,33 @@ func TestRealQuarantineOverRueidis(t *testing.T) {
 			_ = la.Unlock(bg()) // A holds one node of three now: the release cannot reach a majority
 		})
 	}
+}
+
+// TestNewPoolIsReported checks that a Pool made by New, which cannot tell
+// its node's identity, is not skipped by the quarantine in silence: New of
+// the lock's Client warns, naming the node, and Status marks it.
+func TestNewPoolIsReported(t *testing.T) {
+	srv := redistest.Start(t, redistest.NoPersistence)
+	p := rueidispool.New(newClient(t, srv.Addr()))
+	_, ok := p.(pool.Identifier)
+	require.False(t, ok, "New does not see its client's connections open")
+
+	var buf bytes.Buffer // written at New only, on this goroutine
+	c := quarantineClient(t, []pool.Pool{p}, redlock.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 1, "%q", buf.String())
+	assert.Contains(t, lines[0], `level=WARN msg="redlock: node restarts not checked" node=0 addr=`+srv.Addr())
+	st, err := c.Status(bg(), "k")
+	require.NoError(t, err)
+	assert.True(t, st.Nodes[0].Unverified)
+
+	from, err := rueidispool.FromURL(srv.URL())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = from.Close() })
+	buf.Reset()
+	c = quarantineClient(t, []pool.Pool{from}, redlock.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	assert.Empty(t, buf.String(), "FromURL's Pool is checked")
+	st, err = c.Status(bg(), "k")
+	require.NoError(t, err)
+	assert.False(t, st.Nodes[0].Unverified)
 }
