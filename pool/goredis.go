@@ -29,9 +29,13 @@ import (
 // A nil client, or a nil pointer of a client type such as
 // (*redis.Client)(nil), yields a Pool whose SetNX, Eval and Listen fail with
 // an error that says so, without touching client. Its Addr names the nil
-// client's type ("<nil *redis.Client>"), IsCluster reports false, Identity
-// reports nothing learned, and Close, having nothing to release, returns
-// nil.
+// client's type ("<nil *redis.Client>"), IsCluster reports false, and
+// Close, having nothing to release, returns nil.
+//
+// The Pool is not an Identifier: the connections are the caller's client's,
+// and the adapter does not see them open, so the lock's restart quarantine
+// cannot judge the node (the lock's Client says so when it is built). Use
+// FromURL for a node the quarantine must cover.
 func New(client redis.UniversalClient) Pool {
 	return newGoRedis(client, false)
 }
@@ -81,7 +85,6 @@ type goRedis struct {
 	addr         string
 	ctxDeadlines bool
 	owned        bool
-	ident        *identityCell // nil for New: see Identity
 }
 
 func (g *goRedis) Addr() string { return g.addr }

@@ -77,7 +77,8 @@ type Identity struct {
 // each time they open a connection. A server restart always breaks the
 // connections, so the identity a command's answer was given under is known
 // by the time the answer arrives. Pools made by FromURL and FromURLs
-// implement it.
+// implement it, and so do those of rueidispool.FromURL; pools made by New
+// over a client of the caller's do not.
 type Identifier interface {
 	// Identity returns what the pool learned at its latest connection, and
 	// false before its first connection.
@@ -118,25 +119,49 @@ func (c *identityCell) onConnect(ctx context.Context, cn *redis.Conn) error {
 	if err != nil && !isServerError(info.Err(), aof.Err(), fsync.Err(), fresh.Err()) {
 		return fmt.Errorf("pool: reading the server's identity: %w", err)
 	}
-	now := time.Now()
-	id := Identity{Learned: now}
-	var errs []error
-	if text, err := info.Result(); err == nil {
-		id.RunID, id.Started, err = parseInfoServer(text, now)
-		errs = append(errs, err)
-	} else {
-		errs = append(errs, fmt.Errorf("INFO server: %w", err))
-	}
-	id.Persistence, err = persistence(aof, fsync)
-	errs = append(errs, err)
-	v, ferr := fresh.Result()
-	id.FreshStart = ferr == nil && id.RunID != "" && v == id.RunID
-	id.Err = errors.Join(errs...)
+	var r identityReplies
+	r.info, r.infoErr = info.Result()
+	r.aof, r.aofErr = aof.Result()
+	r.fsync, r.fsyncErr = fsync.Result()
+	r.fresh, r.freshErr = fresh.Result()
+	id := r.identity(time.Now())
 
 	c.mu.Lock()
 	c.id, c.set = id, true
 	c.mu.Unlock()
 	return nil
+}
+
+// identityReplies are a server's answers to the commands that tell its
+// identity, each a value or the error the server answered instead, however
+// they were read (go-redis's OnConnect, ReadIdentity's RESP).
+type identityReplies struct {
+	info             string // INFO server
+	infoErr          error
+	aof, fsync       map[string]string // CONFIG GET appendonly, appendfsync
+	aofErr, fsyncErr error
+	fresh            string // GET FreshStartKey
+	freshErr         error  // a missing key included
+}
+
+// identity builds the Identity the replies tell, learned at now. A refused
+// command leaves its fields unknown and says why in Err.
+func (r identityReplies) identity(now time.Time) Identity {
+	id := Identity{Learned: now}
+	var errs []error
+	if r.infoErr == nil {
+		var err error
+		id.RunID, id.Started, err = parseInfoServer(r.info, now)
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, fmt.Errorf("INFO server: %w", r.infoErr))
+	}
+	var err error
+	id.Persistence, err = persistence(r)
+	errs = append(errs, err)
+	id.FreshStart = r.freshErr == nil && id.RunID != "" && r.fresh == id.RunID
+	id.Err = errors.Join(errs...)
+	return id
 }
 
 // isServerError reports whether every failed command failed with an error
@@ -176,17 +201,15 @@ func parseInfoServer(text string, now time.Time) (string, time.Time, error) {
 }
 
 // persistence reads the answers of CONFIG GET appendonly and appendfsync.
-func persistence(aof, fsync *redis.MapStringStringCmd) (Persistence, error) {
-	a, err := aof.Result()
-	if err != nil {
-		return PersistenceUnknown, fmt.Errorf("CONFIG GET appendonly: %w", err)
+func persistence(r identityReplies) (Persistence, error) {
+	if r.aofErr != nil {
+		return PersistenceUnknown, fmt.Errorf("CONFIG GET appendonly: %w", r.aofErr)
 	}
-	f, err := fsync.Result()
-	if err != nil {
-		return PersistenceUnknown, fmt.Errorf("CONFIG GET appendfsync: %w", err)
+	if r.fsyncErr != nil {
+		return PersistenceUnknown, fmt.Errorf("CONFIG GET appendfsync: %w", r.fsyncErr)
 	}
-	av, aok := a["appendonly"]
-	fv, fok := f["appendfsync"]
+	av, aok := r.aof["appendonly"]
+	fv, fok := r.fsync["appendfsync"]
 	switch {
 	case !aok || !fok:
 		return PersistenceUnknown, errors.New("CONFIG GET: appendonly or appendfsync hidden")
@@ -196,21 +219,19 @@ func persistence(aof, fsync *redis.MapStringStringCmd) (Persistence, error) {
 	return PersistencePartial, nil
 }
 
-// newIdentified returns an owned go-redis Pool for ropts that learns its
-// server's identity at every new connection.
-func newIdentified(ropts *redis.Options) *goRedis {
-	cell := &identityCell{}
-	ropts.OnConnect = cell.onConnect
-	g := newGoRedis(redis.NewClient(ropts), true)
-	g.ident = cell
-	return g
+// identified is an owned go-redis Pool that learns its server's identity
+// at every new connection (FromURL, FromURLs). A Pool made by New is not
+// one: its connections are the caller's, and the adapter does not see them
+// open.
+type identified struct {
+	*goRedis
+	*identityCell // Identity
 }
 
-// Identity implements Identifier: false for a Pool made by New (its
-// connections are the caller's, and the adapter does not see them open).
-func (g *goRedis) Identity() (Identity, bool) {
-	if g.ident == nil {
-		return Identity{}, false
-	}
-	return g.ident.Identity()
+// newIdentified returns an owned go-redis Pool for ropts that learns its
+// server's identity at every new connection.
+func newIdentified(ropts *redis.Options) *identified {
+	cell := &identityCell{}
+	ropts.OnConnect = cell.onConnect
+	return &identified{goRedis: newGoRedis(redis.NewClient(ropts), true), identityCell: cell}
 }

@@ -8,10 +8,10 @@ import (
 	"strconv"
 )
 
-// The little of RESP2 a subscription connection needs: commands as arrays
-// of bulk strings, and replies read as strings, integers, errors and
-// arrays. Sizes are bounded, so a confused peer cannot make the listener
-// allocate without limit.
+// The little of RESP2 a subscription connection and ReadIdentity need:
+// commands as arrays of bulk strings, and replies read as strings,
+// integers, errors and arrays. Sizes are bounded, so a confused peer cannot
+// make the reader allocate without limit.
 const (
 	maxBulk  = 1 << 20
 	maxArray = 1 << 10
@@ -43,7 +43,7 @@ type errorReply string
 
 func (e errorReply) Error() string { return string(e) }
 
-var errProtocol = errors.New("pool: malformed reply on the subscription connection")
+var errProtocol = errors.New("pool: malformed reply")
 
 // value reads one value: string (simple or bulk, "" for a nil bulk), int64,
 // []any, or an errorReply as the error.

@@ -91,6 +91,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		Clock:       cfg.clock,
 		Report:      c.reportNode,
 	})
+	c.warnUnchecked()
 	if !c.nodes.HealthReadsAny() {
 		c.judge = c.judgeVote // else decide binds a judge to each decision's key
 	}

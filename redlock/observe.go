@@ -31,10 +31,12 @@ const (
 	// once per run of the node; Err is a *NodeError wrapping
 	// ErrNodeQuarantined, Key is empty.
 	NodeQuarantined
-	// NodeUnverified: the Client cannot read a node's age (INFO hidden, or
-	// a Pool that does not tell it), so the quarantine cannot apply to it;
-	// the node counts. Reported once per run of the node; Err is a
-	// *NodeError wrapping ErrNodeUnverified, Key is empty.
+	// NodeUnverified: the Client cannot read a node's age (INFO hidden),
+	// so the quarantine cannot apply to it; the node counts. Reported once
+	// per run of the node; Err is a *NodeError wrapping ErrNodeUnverified,
+	// Key is empty. A Pool that does not tell its node's identity at all
+	// (no pool.Identifier) is not an event: New logs it (WithLogger) and
+	// NodeStatus.Unverified shows it.
 	NodeUnverified
 	// NodeClockFault: a node's clock advanced faster than the drift
 	// allowance permits (WithClockCheck); it does not count for a while.
@@ -111,6 +113,10 @@ func WithObserver(o Observer) Option {
 //     extension or release.
 //   - Error: a lock kept alive was lost.
 //
+// New also logs, at Warn, one line per node whose restarts the quarantine
+// cannot check ("redlock: node restarts not checked", with the node's
+// index and address: its Pool is no pool.Identifier; see WithQuarantine).
+//
 // Node addresses appear in errors; credentials and tokens never do. The
 // go-redis client logs on its own (dial failures, for one): see
 // redis.SetLogger in github.com/redis/go-redis/v9; this package does not
@@ -119,7 +125,7 @@ func WithLogger(l *slog.Logger) Option {
 	if l == nil {
 		return func(c *config) { c.fail("nil logger") }
 	}
-	return WithObserver(ObserverFunc(func(ctx context.Context, e Event) {
+	observe := WithObserver(ObserverFunc(func(ctx context.Context, e Event) {
 		level := logLevel(e)
 		if !l.Enabled(ctx, level) {
 			return
@@ -142,6 +148,10 @@ func WithLogger(l *slog.Logger) Option {
 		}
 		l.LogAttrs(ctx, level, "redlock: "+e.Kind.String(), attrs...)
 	}))
+	return func(c *config) {
+		observe(c)
+		c.loggers = append(c.loggers, l)
+	}
 }
 
 // logLevel is the level WithLogger logs e at.

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
@@ -37,6 +38,7 @@ type config struct {
 	clock       clock.Clock
 	lockOpts    []LockOption
 	observers   []Observer
+	loggers     []*slog.Logger // WithLogger's, for what is logged but is no Event (quarantine.go)
 	quarantine  *time.Duration // nil: the default (quarantine.go)
 	clockEvery  time.Duration  // 0: no clock check (clockcheck.go)
 	lockDelay   time.Duration  // 0: no lock-delay (lockdelay.go)

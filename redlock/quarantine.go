@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/redlockgo/redlock/internal/node"
@@ -25,14 +26,18 @@ const DefaultQuarantine = MaxTTL + time.Duration(float64(MaxTTL)*DefaultDriftFac
 // uses, plus its drift allowance. 0 disables the check.
 //
 // The check needs pools that tell their node's identity (pool.Identifier:
-// FromURL and FromURLs do). A node counts at once when it persists every
-// write (appendonly yes, appendfsync always), or when it carries the
-// fresh-start declaration (pool.FreshStartKey) for its current run. A node
-// whose uptime cannot be read (INFO hidden) counts, and is reported once
-// per run (a NodeUnverified event); one whose persistence cannot be read
-// (CONFIG hidden) is treated as not persisting every write. A Pool that is
-// not a pool.Identifier (pool.New over a client of yours, a wrapper) is
-// outside the check: its nodes count.
+// pool.FromURL, pool.FromURLs and rueidispool.FromURL do). A node counts at
+// once when it persists every write (appendonly yes, appendfsync always),
+// or when it carries the fresh-start declaration (pool.FreshStartKey) for
+// its current run. A node whose uptime cannot be read (INFO hidden)
+// counts, and is reported once per run (a NodeUnverified event); one whose
+// persistence cannot be read (CONFIG hidden) is treated as not persisting
+// every write. A Pool that is not a pool.Identifier (pool.New or
+// rueidispool.New over a client of yours, a wrapper) is outside the check:
+// its node counts, New logs one Warn line for it to each WithLogger logger
+// ("redlock: node restarts not checked", with its address), and Status
+// shows it (NodeStatus.Unverified). A Redis Cluster node has the check
+// below instead.
 //
 // A node that is a Redis Cluster (pool.Cluster) is judged per key, by the
 // master that serves the key's slot: after its yes, one script on that
@@ -89,4 +94,21 @@ func (c *Client) reportNode(ctx context.Context, i int, r node.Report, err error
 		kind = NodeClockFault
 	}
 	c.emit(ctx, Event{Kind: kind, Err: &NodeError{Node: i, Addr: c.nodes.Addr(i), Err: err}})
+}
+
+// warnUnchecked logs, to each WithLogger logger, one Warn line per node
+// the quarantine is on for but cannot check (node.Set.Unchecked): a
+// restart that loses its locks would go unnoticed, and nothing else says
+// so until it happens.
+func (c *Client) warnUnchecked() {
+	for i := range c.nodes.Len() {
+		if !c.nodes.Unchecked(i) {
+			continue
+		}
+		for _, l := range c.cfg.loggers {
+			l.LogAttrs(context.Background(), slog.LevelWarn, "redlock: node restarts not checked",
+				slog.Int("node", i), slog.String("addr", c.nodes.Addr(i)),
+				slog.String("reason", "its Pool does not tell its server's identity (not a pool.Identifier), so the restart quarantine cannot apply; the node counts"))
+		}
+	}
 }

@@ -67,6 +67,12 @@ type NodeStatus struct {
 	// Err is why the node could not be read (ErrNodeTimeout, a network
 	// error), nil when it answered.
 	Err error
+	// Unverified reports that the restart quarantine (WithQuarantine) is
+	// on but cannot age the node, which therefore counts: its Pool does
+	// not tell its server's identity (not a pool.Identifier), or the
+	// server hides its uptime (INFO refused). A restart of the node that
+	// lost its locks goes unnoticed. Always false with the quarantine off.
+	Unverified bool
 }
 
 // Status reads key on every node, in parallel and without changing it, and
@@ -118,6 +124,9 @@ func (c *Client) Status(ctx context.Context, key string) (KeyStatus, error) {
 		}
 	}
 	st.Answered = res.Yes
+	for i := range st.Nodes {
+		st.Nodes[i].Unverified = c.nodes.Unverified(i)
+	}
 	st.tally()
 	if st.Answered < st.Needed {
 		return st, withContext(c.quorumError("status", ErrNoMajority, res), ctx.Err())

@@ -2,7 +2,10 @@
 // must pass, run on real redis-server processes: the contract of SetNX and
 // Eval (TTL in milliseconds, reply normalisation, NOSCRIPT fallback), context
 // deadlines against a node that stopped answering, addresses without
-// credentials, TLS and ACL logins, the lock algorithm end to end, and, for
+// credentials, TLS and ACL logins, the lock algorithm end to end, the
+// node's identity that the lock's restart quarantine reads (pool.Identifier:
+// learned on each new connection, new after a restart by the time the first
+// answer from the new run arrives), and, for
 // an adapter that implements the optional pool.Notifier, release
 // notifications: delivery, Unsubscribe, Close, and resubscription after the
 // node restarts.
@@ -69,6 +72,7 @@ func Run(t *testing.T, newPool NewPool) {
 	t.Run("Secrets", s.testSecrets)
 	t.Run("MalformedURLs", s.testMalformedURLs)
 	t.Run("Notifier", s.testNotifier)
+	t.Run("Identity", s.testIdentity)
 }
 
 type suite struct {

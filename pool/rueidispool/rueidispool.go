@@ -68,6 +68,11 @@ import (
 // Addr is the client's node addresses, as rueidis reports them when New is
 // called.
 //
+// The Pool is not a pool.Identifier: the client's connections open where
+// the adapter does not see them, so the lock's restart quarantine cannot
+// judge the node (the lock's Client says so when it is built). Use FromURL
+// for a node the quarantine must cover.
+//
 // A nil client, or a nil pointer of a type that implements rueidis.Client,
 // yields a Pool whose SetNX, Eval and Listen fail with an error that says
 // so, without touching client. Its Addr names the nil client's type

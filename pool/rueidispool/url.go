@@ -84,6 +84,13 @@ func WithCredentials(username, password string) Option {
 // call, so that a lock can start with a minority of its nodes unavailable.
 // Close on the returned Pool closes the client.
 //
+// The Pool implements pool.Identifier, as pool.FromURL's does: on every new
+// connection, before any command of the lock's runs on it, it reads the
+// server's run_id, uptime and persistence and the fresh-start key
+// (pool.ReadIdentity, one round trip), so that the lock's restart
+// quarantine covers the node. A command the server refuses (a renamed
+// CONFIG) leaves its field unknown; a network error fails the connection.
+//
 // Errors never contain the user name or password, nor any part of them,
 // however malformed the URL: they quote it without userinfo and query, and
 // name the option at fault.
@@ -130,23 +137,29 @@ func FromURL(rawURL string, opts ...Option) (pool.Pool, error) {
 	// Pool. The first dial is refused at once instead; with ForceSingleClient
 	// rueidis still returns the client, which dials again on first use with
 	// that call's context.
+	//
+	// Every connection then reads the server's identity before rueidis's
+	// handshake (identity.go), so that the lock's restart quarantine can
+	// judge the node.
 	var ready atomic.Bool
 	dial := o.DialCtxFn
 	if dial == nil {
 		dial = dialContext
 	}
+	ident := &identity{}
+	identify := ident.dialer(dial, login{user: o.Username, password: o.Password, db: o.SelectDB})
 	o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, t *tls.Config) (net.Conn, error) {
 		if !ready.Load() {
 			return nil, errDeferred
 		}
-		return dial(ctx, addr, d, t)
+		return identify(ctx, addr, d, t)
 	}
 	client, err := rueidis.NewClient(o)
 	ready.Store(true)
 	if client == nil {
 		return nil, fmt.Errorf("rueidispool: %q: %w", safe, err)
 	}
-	return &adapter{client: client, addr: o.InitAddress[0], owned: true}, nil
+	return &identified{adapter: &adapter{client: client, addr: o.InitAddress[0], owned: true}, identity: ident}, nil
 }
 
 // queryOptions are the options rueidis.ParseURL reads, but for addr and

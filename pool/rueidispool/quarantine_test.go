@@ -1,0 +1,130 @@
+package rueidispool_test
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/pool/rueidispool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// openAll returns a FromURL Pool per server, closed when t ends.
+func openAll(t *testing.T, servers []*redistest.Server) []pool.Pool {
+	t.Helper()
+	pools := make([]pool.Pool, len(servers))
+	for i, s := range servers {
+		p, err := rueidispool.FromURL(s.URL())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		pools[i] = p
+	}
+	return pools
+}
+
+// quarantineClient returns a Client over pools, closed when t ends, with a node
+// timeout generous enough for a loaded machine.
+func quarantineClient(t *testing.T, pools []pool.Pool, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(pools, append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestRealQuarantineOverRueidis is issue 38's steps over rueidis pools:
+// three nodes without persistence, a 10s lock held, nodes 0 and 1
+// restarted without their data. A new Client under a 3s quarantine must
+// not take the key while the lock is valid, whether it uses the first
+// Client's pools (their connections broke and open again) or pools of its
+// own (their first connections are to the new runs).
+func TestRealQuarantineOverRueidis(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ownPools bool
+	}{{"SamePools", false}, {"OwnPools", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			servers := redistest.StartN(t, 3, redistest.NoPersistence)
+			pools := openAll(t, servers)
+			la, err := quarantineClient(t, pools).TryLock(bg(), "res", 10*time.Second)
+			require.NoError(t, err)
+			for _, s := range servers[:2] {
+				s.Kill()
+			}
+			for _, s := range servers[:2] {
+				s.Restart(t)
+			}
+			for _, s := range servers[:2] {
+				n, err := s.Client(t).Exists(bg(), "res").Result()
+				require.NoError(t, err)
+				require.Zero(t, n, "the restarted node forgot the lock")
+			}
+
+			if tc.ownPools {
+				pools = openAll(t, servers)
+			}
+			b := quarantineClient(t, pools, redlock.WithQuarantine(3*time.Second))
+			// A call may fail on a connection the restart broke (a
+			// network error, not a refusal); each attempt uses one up.
+			// Every attempt must fail, and one soon names the quarantine.
+			var quarantined error
+			for range 20 {
+				lb, err := b.TryLock(bg(), "res", 10*time.Second)
+				require.Error(t, err, "B got the key A holds")
+				require.Nil(t, lb)
+				require.True(t, time.Now().Before(la.Until()), "A's lock ran out before the check ended")
+				if errors.Is(err, redlock.ErrNodeQuarantined) {
+					quarantined = err
+					break
+				}
+			}
+			require.ErrorIs(t, quarantined, redlock.ErrNotObtained)
+			require.ErrorIs(t, quarantined, redlock.ErrNodeQuarantined)
+			var qe *redlock.QuorumError
+			require.ErrorAs(t, quarantined, &qe)
+			for _, n := range qe.Nodes {
+				if errors.Is(n.Err, redlock.ErrNodeQuarantined) {
+					assert.Less(t, n.Node, 2, "only the restarted nodes are quarantined: %v", n.Err)
+				}
+			}
+			_ = la.Unlock(bg()) // A holds one node of three now: the release cannot reach a majority
+		})
+	}
+}
+
+// TestNewPoolIsReported checks that a Pool made by New, which cannot tell
+// its node's identity, is not skipped by the quarantine in silence: New of
+// the lock's Client warns, naming the node, and Status marks it.
+func TestNewPoolIsReported(t *testing.T) {
+	srv := redistest.Start(t, redistest.NoPersistence)
+	p := rueidispool.New(newClient(t, srv.Addr()))
+	_, ok := p.(pool.Identifier)
+	require.False(t, ok, "New does not see its client's connections open")
+
+	var buf bytes.Buffer // written at New only, on this goroutine
+	c := quarantineClient(t, []pool.Pool{p}, redlock.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 1, "%q", buf.String())
+	assert.Contains(t, lines[0], `level=WARN msg="redlock: node restarts not checked" node=0 addr=`+srv.Addr())
+	st, err := c.Status(bg(), "k")
+	require.NoError(t, err)
+	assert.True(t, st.Nodes[0].Unverified)
+
+	from, err := rueidispool.FromURL(srv.URL())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = from.Close() })
+	buf.Reset()
+	c = quarantineClient(t, []pool.Pool{from}, redlock.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	assert.Empty(t, buf.String(), "FromURL's Pool is checked")
+	st, err = c.Status(bg(), "k")
+	require.NoError(t, err)
+	assert.False(t, st.Nodes[0].Unverified)
+}
