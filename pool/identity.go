@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockgo/redlock/internal/keyspace"
 )
 
 // Persistence is how much of its data a Redis server keeps across a restart,
@@ -48,7 +50,7 @@ func (p Persistence) String() string {
 // run_id differs and the key, if it survived, no longer matches.
 //
 //	redis-cli SET redlock:fresh-start "$(redis-cli INFO server | sed -n 's/^run_id:\(.*\)\r$/\1/p')"
-const FreshStartKey = "redlock:fresh-start"
+const FreshStartKey = keyspace.FreshStart
 
 // Identity is what a Pool learned of the server behind it when it last
 // connected to it.

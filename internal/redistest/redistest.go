@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockgo/redlock/internal/keyspace"
 )
 
 // Persistence is how a node keeps its data across a restart.
@@ -132,7 +134,7 @@ func (s *Server) launch(bin string, cluster bool) error {
 
 // FreshStartKey is pool.FreshStartKey (a test in package redistest checks
 // they agree; pool's own tests import this package).
-const FreshStartKey = "redlock:fresh-start"
+const FreshStartKey = keyspace.FreshStart
 
 // MarkFresh declares that the server's current run holds no lock an earlier
 // run granted: it sets FreshStartKey to the run's run_id, which the lock
