@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,18 +31,26 @@ func TestReadmeShort(t *testing.T) {
 	assert.Contains(t, readme, "make test")
 }
 
-// Every Go snippet of README.md compiles against the current API. A snippet
-// is an optional import block followed by statements; it becomes the body
-// of a function in a package that exists only in an overlay, next to a
-// prelude that declares what the snippets take as given (ctx, locks, bill).
-// "{ ... }" stands for error handling. Variables a snippet declares and
-// leaves unused are fine: it is an excerpt.
+// snippetDocs are the documents whose Go snippets must compile: the README,
+// and the guide its snippets beyond the quick start moved to.
+var snippetDocs = []string{"README.md", "docs/usage.md"}
+
+// Every Go snippet of snippetDocs compiles against the current API. A
+// snippet is an optional import block followed by statements; it becomes
+// the body of a function in a package that exists only in an overlay, next
+// to a prelude that declares what the snippets take as given (ctx, locks,
+// c, bill, serve, waitForWorkers). "{ ... }" stands for error handling.
+// Variables a snippet declares and leaves unused are fine: it is an excerpt.
 func TestReadmeSnippetsCompile(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
-	require.NoError(t, err)
-	snippets := goSnippets(string(b))
-	require.NotEmpty(t, snippets, "no ```go block in README.md")
+	var snippets []string
+	for _, doc := range snippetDocs {
+		b, err := os.ReadFile(filepath.Join(repoRoot, doc))
+		require.NoError(t, err)
+		s := goSnippets(string(b))
+		require.NotEmpty(t, s, "no ```go block in %s", doc)
+		snippets = append(snippets, s...)
+	}
 
 	root, err := filepath.Abs(repoRoot)
 	require.NoError(t, err)
@@ -55,7 +64,7 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 	}
 	add("prelude.go", readmePrelude)
 	for i, s := range snippets {
-		add(fmt.Sprintf("snippet%d.go", i), snippetFile(i, s))
+		add(fmt.Sprintf("snippet%02d.go", i), snippetFile(i, s))
 	}
 	o, err := json.Marshal(map[string]any{"Replace": overlay})
 	require.NoError(t, err)
@@ -75,7 +84,7 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 		}
 		real = append(real, line)
 	}
-	assert.Empty(t, real, "README.md's Go snippets do not compile (snippet N is the N-th ```go block, from 0):\n%s", out)
+	assert.Empty(t, real, "Go snippets of %v do not compile (snippetNN is the NN-th ```go block of them, from 0):\n%s", snippetDocs, out)
 }
 
 // readmePrelude declares what README snippets use without declaring it.
@@ -88,11 +97,13 @@ import (
 )
 
 var (
-	ctx   = context.Background()
-	locks *redlock.Client
+	ctx      = context.Background()
+	locks, c *redlock.Client
 )
 
 func bill(context.Context) error { return nil }
+func serve(context.Context, *redlock.Client) {}
+func waitForWorkers() {}
 `
 
 var goBlock = regexp.MustCompile("(?ms)^```go\n(.*?)^```")
@@ -108,6 +119,19 @@ func goSnippets(md string) []string {
 
 var importBlock = regexp.MustCompile(`(?s)^\s*import \((.*?)\)\n`)
 
+// snippetImports are imported into every snippet's file (each used once
+// there, so that a snippet need not use it), unless the snippet imports it.
+var snippetImports = []struct{ path, use string }{
+	{"context", "context.Background"},
+	{"errors", "errors.Is"},
+	{"log", "log.Printf"},
+	{"os", "os.Interrupt"},
+	{"os/signal", "signal.NotifyContext"},
+	{"syscall", "syscall.SIGTERM"},
+	{"time", "time.Second"},
+	{"github.com/redlockgo/redlock/redlock", "redlock.New"},
+}
+
 // snippetFile turns snippet i into a Go file: its imports, and its
 // statements as the body of a function.
 func snippetFile(i int, s string) string {
@@ -115,18 +139,14 @@ func snippetFile(i int, s string) string {
 	if m := importBlock.FindStringSubmatch(s); m != nil {
 		imports, s = m[1], s[len(m[0]):]
 	}
+	var uses []string
+	for _, si := range snippetImports {
+		if !strings.Contains(imports, strconv.Quote(si.path)) {
+			imports += "\t" + strconv.Quote(si.path) + "\n"
+			uses = append(uses, "var _ = "+si.use+"\n")
+		}
+	}
 	s = strings.ReplaceAll(s, "{ ... }", "{ panic(err) }")
-	return fmt.Sprintf(`package readmesnippets
-
-import (
-	"context"
-	"errors"
-	"time"
-%s)
-
-var _, _, _ = context.Background, errors.Is, time.Second
-
-func snippet%d() {
-%s}
-`, imports, i, s)
+	return fmt.Sprintf("package readmesnippets\n\nimport (\n%s)\n\n%s\nfunc snippet%02d() {\n%s}\n",
+		imports, strings.Join(uses, ""), i, s)
 }
