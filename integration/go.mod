@@ -2,16 +2,14 @@ module github.com/redlockgo/redlock/integration
 
 go 1.26.0
 
-replace github.com/redlockgo/redlock => ../
-
 require (
 	github.com/Shopify/toxiproxy/v2 v2.12.0
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redlockgo/redlock v0.0.0
-	github.com/redlockgo/redlock/pool/rueidispool v0.0.0
+	github.com/redlockgo/redlock v0.0.0-20261201160354-dd8673a0c8cf
+	github.com/redlockgo/redlock/pool/rueidispool v0.0.0-20261201160354-dd8673a0c8cf
 	github.com/rs/zerolog v1.33.0
 	github.com/stretchr/testify v1.12.1
 	github.com/testcontainers/testcontainers-go v0.45.0
@@ -89,5 +87,3 @@ require (
 	google.golang.org/protobuf v1.36.1 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 )
-
-replace github.com/redlockgo/redlock/pool/rueidispool => ../pool/rueidispool

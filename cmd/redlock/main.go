@@ -5,6 +5,7 @@
 //	redlock status --key nightly-backup          # nodes from REDLOCK_NODES
 //	redlock leader --election scheduler          # who leads (Client.Campaign)
 //	redlock demo                                 # five in-process nodes, nothing to install
+//	redlock --version                            # the module's version and Go's
 //
 // run takes the lock, keeps it alive while the command runs, stops the
 // command if the lock is lost, releases it when the command exits, and exits
@@ -26,10 +27,11 @@ const usageText = `redlock: a distributed lock (Redlock) for shell scripts.
 Usage:
   redlock run    [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D]
                  [--node-timeout D] [--quarantine D] [--lock-delay D]
-                 [--max-hold D] -- COMMAND [ARG...]
-  redlock status [--nodes URLS] --key KEY [--timeout D]
+                 [--max-hold D] [--conflict-exit-code N] -- COMMAND [ARG...]
+  redlock status [--nodes URLS] --key KEY [--timeout D] [--json]
   redlock leader [--nodes URLS] --election NAME [--timeout D]
   redlock demo   [--nodes URLS] [--workers N] [--tickets N]
+  redlock version             (or: redlock --version)
   redlock help   [COMMAND]
 
 The nodes are independent Redis masters, as comma-separated URLs
@@ -48,10 +50,11 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"run":    {main: runMain, usage: runUsage, flags: func(fs *flag.FlagSet) { new(runner).define(fs) }},
-	"status": {main: statusMain, usage: statusUsage, flags: func(fs *flag.FlagSet) { statusFlags(fs) }},
-	"leader": {main: leaderMain, usage: leaderUsage, flags: func(fs *flag.FlagSet) { leaderFlags(fs) }},
-	"demo":   {main: demoMain, usage: demoUsage, flags: func(fs *flag.FlagSet) { demoFlags(fs) }},
+	"run":     {main: runMain, usage: runUsage, flags: func(fs *flag.FlagSet) { new(runner).define(fs) }},
+	"status":  {main: statusMain, usage: statusUsage, flags: func(fs *flag.FlagSet) { statusFlags(fs) }},
+	"leader":  {main: leaderMain, usage: leaderUsage, flags: func(fs *flag.FlagSet) { leaderFlags(fs) }},
+	"demo":    {main: demoMain, usage: demoUsage, flags: func(fs *flag.FlagSet) { demoFlags(fs) }},
+	"version": {main: versionMain, usage: versionUsage, flags: func(*flag.FlagSet) {}},
 }
 
 func main() {
@@ -71,6 +74,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	switch name {
 	case reaperCommand: // hidden: run starts it, see reaper_unix.go
 		return reaperMain(rest, stdout, stderr)
+	case "-version", "--version":
+		return versionMain(ctx, rest, stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(rest) == 0 {
 			fmt.Fprint(stdout, usageText)

@@ -256,3 +256,52 @@ func isRefusal(err error) bool {
 	}
 	return false
 }
+
+// notObtained explains a failed acquisition from the nodes' state read
+// after it, and picks the exit code: 69 when a majority of the nodes is
+// unreachable; conflict (--conflict-exit-code) when another owner held the
+// key and no node refused for a reason of its own; 75 otherwise.
+func notObtained(err error, t tally, conflict int) (string, int) {
+	var reasons []string
+	if isRefusal(err) {
+		// The attempt's own answers say why (a quarantined node, another
+		// kind, a lock-delay); what the read finds on the nodes may be the
+		// attempt's own key, whose cleanup is still on its way.
+		reasons = append(reasons, explain(err))
+	} else if n := t.holding; n > 0 {
+		owner := "another owner"
+		if t.tokens > 1 {
+			owner = fmt.Sprintf("%d other owners", t.tokens)
+		}
+		reasons = append(reasons, fmt.Sprintf("held by %s on %d of %d nodes", owner, n, t.total))
+	}
+	if len(t.failed) > 0 {
+		what := "unreachable"
+		if len(t.failed) > t.unreachable {
+			what = "unreachable or failing" // some answered with an error
+		}
+		reasons = append(reasons, fmt.Sprintf("%d of %d nodes %s (%s)", len(t.failed), t.total, what, t.failures()))
+	}
+	if len(reasons) == 0 {
+		// The key is free now: the holder let go just after our attempt,
+		// or the attempt itself was too slow.
+		reasons = append(reasons, explain(err)+"; the key is free now")
+	}
+	code := exitTempFail
+	switch {
+	case t.majorityUnreachable():
+		code = exitUnavailable
+	case conflicted(err, t):
+		code = conflict
+	}
+	return strings.Join(reasons, ", "), code
+}
+
+// conflicted reports whether an acquisition failed because another owner
+// held the key: a node answered so, or the read after it found a holder,
+// and no node refused for a reason of its own (a quarantine, a clock, a
+// lock-delay, another kind), which an operator, not a later run, must
+// clear: those keep exit 75 whatever --conflict-exit-code says.
+func conflicted(err error, t tally) bool {
+	return !isRefusal(err) && (errors.Is(err, redlock.ErrTaken) || t.holding > 0)
+}

@@ -18,7 +18,7 @@ import (
 
 const runUsage = `Usage: redlock run [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D]
                    [--node-timeout D] [--quarantine D] [--lock-delay D]
-                   [--max-hold D] -- COMMAND [ARG...]
+                   [--max-hold D] [--conflict-exit-code N] -- COMMAND [ARG...]
 
 Takes the lock KEY on a majority of the nodes, runs COMMAND while keeping the
 lock alive, releases the lock when COMMAND exits, and exits with COMMAND's
@@ -63,6 +63,13 @@ Flags:
                       not extended past that, COMMAND is stopped as on a
                       loss (exit 70) just before, and the lock expires at D.
                       At least --ttl (default 0: no limit)
+  --conflict-exit-code N
+                      the exit code when the lock is held by another owner,
+                      or was not obtained in --wait because it was, like
+                      flock's -E; 0 to 255 (default 75). A refusal by the
+                      nodes themselves (a restart quarantine, a clock
+                      check, a lock-delay, a key of another kind) still
+                      exits 75
 
 Exit codes:
   N      COMMAND's exit code; 128+n when COMMAND was killed by signal n
@@ -71,6 +78,7 @@ Exit codes:
   70     the lock was lost while COMMAND ran, or --max-hold was reached;
          COMMAND was stopped
   75     the lock is held by another owner, or was not obtained in --wait
+         (N with --conflict-exit-code N), or the nodes refused it
   126    COMMAND, or the helper that stops it if redlock dies, could not
          be started
   127    COMMAND was not found
@@ -107,6 +115,7 @@ type runner struct {
 	quarantine       *time.Duration // nil: the library's default
 	lockDelay        time.Duration  // 0: off
 	maxHold          time.Duration  // 0: no limit
+	conflictCode     int            // the exit code when another owner holds the lock
 	argv             []string
 	pools            []pool.Pool
 
@@ -152,7 +161,7 @@ func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// the first attempt would count against the node timeout. This also
 	// finds a majority down before trying.
 	if t := tallyStates(probe(ctx, r.pools, r.key, max(r.nodeTimeout, probeTimeout))); t.majorityUnreachable() {
-		msg, code := notObtained(nil, t)
+		msg, code := notObtained(nil, t, r.conflictCode)
 		fmt.Fprintf(stderr, "redlock: lock %q not obtained: %s\n", r.key, msg)
 		return code
 	}
@@ -168,6 +177,7 @@ type runFlags struct {
 	nodes                          *urlList
 	ttl, wait, grace, nodeTimeout  *durationFlag
 	quarantine, lockDelay, maxHold *durationFlag
+	conflictCode                   *int
 }
 
 // define registers run's flags on fs; --key goes straight into r.
@@ -181,6 +191,7 @@ func (r *runner) define(fs *flag.FlagSet) runFlags {
 	f.quarantine = durationVar(fs, "quarantine", redlock.DefaultQuarantine, "how long a restarted node without persistence does not count")
 	f.lockDelay = durationVar(fs, "lock-delay", 0, "how long a key whose holder died stays free of new holders")
 	f.maxHold = durationVar(fs, "max-hold", 0, "how long the lock is held at most")
+	f.conflictCode = fs.Int("conflict-exit-code", exitTempFail, "the exit code when another owner holds the lock")
 	return f
 }
 
@@ -225,13 +236,15 @@ func (r *runner) parse(args []string) (urls []string, code int, ok bool) {
 		return nil, usageError(r.stderr, "run", "--max-hold must not be negative, got %v", f.maxHold.d), false
 	case f.maxHold.d != 0 && f.maxHold.d < r.ttl:
 		return nil, usageError(r.stderr, "run", "--max-hold must be at least --ttl (%v), got %v", r.ttl, f.maxHold.d), false
+	case *f.conflictCode < 0 || *f.conflictCode > 255:
+		return nil, usageError(r.stderr, "run", "--conflict-exit-code must be between 0 and 255, got %d", *f.conflictCode), false
 	case len(r.argv) == 0:
 		return nil, usageError(r.stderr, "run", "no command to run (give it after --)"), false
 	}
 	if f.quarantine.set {
 		r.quarantine = &f.quarantine.d
 	}
-	r.lockDelay, r.maxHold = f.lockDelay.d, f.maxHold.d
+	r.lockDelay, r.maxHold, r.conflictCode = f.lockDelay.d, f.maxHold.d, *f.conflictCode
 	if !f.nodeTimeout.set {
 		r.nodeTimeout = defaultNodeTimeout(r.ttl)
 	}
@@ -296,49 +309,13 @@ func (r *runner) acquire(ctx context.Context, c *redlock.Client) (*redlock.Lock,
 	// decided (the slowest not at all); a read of every node says who holds
 	// the key, or which nodes are down.
 	t := tallyStates(probe(context.WithoutCancel(ctx), r.pools, r.key, probeTimeout))
-	msg, code := notObtained(err, t)
+	msg, code := notObtained(err, t, r.conflictCode)
 	within := ""
 	if r.wait > 0 {
 		within = " within " + r.wait.String()
 	}
 	fmt.Fprintf(r.stderr, "redlock: lock %q not obtained%s: %s\n", r.key, within, msg)
 	return nil, code
-}
-
-// notObtained explains a failed acquisition from the nodes' state read
-// after it, and picks the exit code: 69 when a majority of the nodes is
-// unreachable, 75 otherwise.
-func notObtained(err error, t tally) (string, int) {
-	var reasons []string
-	if isRefusal(err) {
-		// The attempt's own answers say why (a quarantined node, another
-		// kind, a lock-delay); what the read finds on the nodes may be the
-		// attempt's own key, whose cleanup is still on its way.
-		reasons = append(reasons, explain(err))
-	} else if n := t.holding; n > 0 {
-		owner := "another owner"
-		if t.tokens > 1 {
-			owner = fmt.Sprintf("%d other owners", t.tokens)
-		}
-		reasons = append(reasons, fmt.Sprintf("held by %s on %d of %d nodes", owner, n, t.total))
-	}
-	if len(t.failed) > 0 {
-		what := "unreachable"
-		if len(t.failed) > t.unreachable {
-			what = "unreachable or failing" // some answered with an error
-		}
-		reasons = append(reasons, fmt.Sprintf("%d of %d nodes %s (%s)", len(t.failed), t.total, what, t.failures()))
-	}
-	if len(reasons) == 0 {
-		// The key is free now: the holder let go just after our attempt,
-		// or the attempt itself was too slow.
-		reasons = append(reasons, explain(err)+"; the key is free now")
-	}
-	code := exitTempFail
-	if t.majorityUnreachable() {
-		code = exitUnavailable
-	}
-	return strings.Join(reasons, ", "), code
 }
 
 func signalNumber(s os.Signal) int {

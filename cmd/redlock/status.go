@@ -14,7 +14,7 @@ import (
 	"github.com/redlockgo/redlock/redlock"
 )
 
-const statusUsage = `Usage: redlock status [--nodes URLS] --key KEY [--timeout D]
+const statusUsage = `Usage: redlock status [--nodes URLS] --key KEY [--timeout D] [--json]
 
 Shows, for each node, whether it answers, what KEY holds there (a lock,
 readers, permits, or a key of another type), which token or how many
@@ -28,6 +28,8 @@ Flags:
                  (default: $REDLOCK_NODES)
   --key KEY      the lock's key
   --timeout D    how long to wait for each node (default 1s)
+  --json         print one JSON object instead of the table: the key, the
+                 verdict and summary, and one entry per node (docs/cli.md)
 
 Exit codes:
   0    held: a lock by one token on a majority of the nodes, or readers or
@@ -41,12 +43,22 @@ Exit codes:
   69   a majority of the nodes could not be reached
 `
 
+// statusOptions are status's flags.
+type statusOptions struct {
+	nodes   *urlList
+	key     *string
+	timeout *durationFlag
+	json    *bool
+}
+
 // statusFlags registers status's flags on fs.
-func statusFlags(fs *flag.FlagSet) (nodes *urlList, key *string, timeout *durationFlag) {
-	nodes = nodesFlag(fs, "node URLs")
-	key = fs.String("key", "", "the lock's key")
-	timeout = durationVar(fs, "timeout", probeTimeout, "how long to wait for each node")
-	return nodes, key, timeout
+func statusFlags(fs *flag.FlagSet) statusOptions {
+	return statusOptions{
+		nodes:   nodesFlag(fs, "node URLs"),
+		key:     fs.String("key", "", "the lock's key"),
+		timeout: durationVar(fs, "timeout", probeTimeout, "how long to wait for each node"),
+		json:    fs.Bool("json", false, "print one JSON object"),
+	}
 }
 
 // statusMain is "redlock status". What the key holds, and whether it is
@@ -54,7 +66,8 @@ func statusFlags(fs *flag.FlagSet) (nodes *urlList, key *string, timeout *durati
 // taken by run (holder.go), read only when a lock is held.
 func statusMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("status")
-	nodes, key, timeout := statusFlags(fs)
+	o := statusFlags(fs)
+	nodes, key, timeout := o.nodes, o.key, o.timeout
 	if code, ok := parseFlags(fs, "status", statusUsage, args, stdout, stderr); !ok {
 		return code
 	}
@@ -87,7 +100,11 @@ func statusMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err != nil && !errors.Is(err, redlock.ErrNoMajority) {
 		return usageError(stderr, "status", "%s", strings.TrimPrefix(err.Error(), "redlock: "))
 	}
-	return showStatus(stdout, stderr, st, func() (holder, bool) { return holderOf(ctx, pools, st, timeout.d) })
+	who := func() (holder, bool) { return holderOf(ctx, pools, st, timeout.d) }
+	if *o.json {
+		return showStatusJSON(stdout, stderr, st, who)
+	}
+	return showStatus(stdout, stderr, st, who)
 }
 
 // holderOf returns the holder record of the lock st reports, from the nodes
@@ -116,15 +133,21 @@ func showStatus(stdout, stderr io.Writer, st redlock.KeyStatus, who func() (hold
 	}
 	vd := v.verdict()
 	fmt.Fprintln(stdout, v.summary(vd))
+	if vd == held && v.Kind == kindLock {
+		desc := "unknown: no record (the lock was not taken by redlock run)"
+		if h, ok := who(); ok {
+			desc = h.describe(time.Now())
+		}
+		fmt.Fprintln(stdout, "holder: "+desc)
+	}
+	return verdictExit(stderr, v, vd)
+}
+
+// verdictExit returns the exit code of a verdict, saying on stderr why no
+// lock can be trusted when a majority of the nodes is unreachable.
+func verdictExit(stderr io.Writer, v keyView, vd verdict) int {
 	switch vd {
 	case held:
-		if v.Kind == kindLock {
-			desc := "unknown: no record (the lock was not taken by redlock run)"
-			if h, ok := who(); ok {
-				desc = h.describe(time.Now())
-			}
-			fmt.Fprintln(stdout, "holder: "+desc)
-		}
 		return exitOK
 	case free:
 		return exitFree
@@ -136,24 +159,52 @@ func showStatus(stdout, stderr io.Writer, st redlock.KeyStatus, who func() (hold
 	}
 }
 
+// nodeRow is what status says about one node, in the table and in JSON.
+type nodeRow struct {
+	// state is unreachable, error, free, or what the node holds (stateOf).
+	state string
+	// kind and token are those of the key on the node, "" when the node
+	// does not have it or did not answer.
+	kind, token string
+	// ttl is the key's remaining TTL (-1: no expiry); present tells
+	// whether the node has the key at all.
+	ttl     time.Duration
+	present bool
+}
+
+// rowOf reads one node's status.
+func rowOf(n redlock.NodeStatus) nodeRow {
+	switch {
+	case n.Err != nil && unreachable(n.Err):
+		return nodeRow{state: "unreachable"}
+	case n.Err != nil:
+		return nodeRow{state: "error"}
+	case n.Kind == "":
+		return nodeRow{state: "free"}
+	default:
+		return nodeRow{state: stateOf(n), kind: n.Kind, token: n.Token, ttl: n.TTL, present: true}
+	}
+}
+
 // printNodes prints one line per node.
 func printNodes(stdout io.Writer, nodes []redlock.NodeStatus) {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tADDRESS\tSTATE\tKIND\tTOKEN\tTTL")
 	for _, n := range nodes {
-		switch {
-		case n.Err != nil && unreachable(n.Err):
+		r := rowOf(n)
+		switch r.state {
+		case "unreachable":
 			fmt.Fprintf(tw, "%d\t%s\tunreachable\t-\t%s\t\n", n.Node, n.Addr, shortErr(n.Err))
-		case n.Err != nil:
+		case "error":
 			fmt.Fprintf(tw, "%d\t%s\terror\t-\t%s\t\n", n.Node, n.Addr, n.Err)
-		case n.Kind == "":
+		case "free":
 			fmt.Fprintf(tw, "%d\t%s\tfree\t-\t-\t-\n", n.Node, n.Addr)
 		default:
-			token := n.Token // a lock's; readers and permits have one each
+			token := r.token // a lock's; readers and permits have one each
 			if token == "" {
 				token = "-"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", n.Node, n.Addr, stateOf(n), n.Kind, token, ttlString(n.TTL))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", n.Node, n.Addr, r.state, r.kind, token, ttlString(r.ttl))
 		}
 	}
 	_ = tw.Flush()

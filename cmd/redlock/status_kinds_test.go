@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -199,6 +200,21 @@ func TestShowStatusVerdicts(t *testing.T) {
 			assert.Equal(t, tc.code, code)
 			assert.Contains(t, stdout.String(), "\n"+tc.summary+"\n")
 			assert.Equal(t, tc.who, asked, "the holder record is read for a held lock only")
+
+			// --json: the same verdict, exit code and summary, a row per node.
+			stdout.Reset()
+			stderr.Reset()
+			asked = false
+			code = showStatusJSON(&stdout, &stderr, tc.st, func() (holder, bool) { asked = true; return holder{}, false })
+			assert.Equal(t, tc.code, code, "--json")
+			assert.Equal(t, tc.who, asked, "--json: the holder record is read for a held lock only")
+			got := decodeStatusJSON(t, stdout.String())
+			assert.Equal(t, strings.TrimPrefix(tc.summary, "summary: "), got.Summary)
+			require.Len(t, got.Nodes, len(tc.st.Nodes))
+			for i, n := range tc.st.Nodes {
+				assert.Equal(t, rowOf(n).state, got.Nodes[i].State, "node %d", i)
+				assert.Equal(t, n.Err != nil, got.Nodes[i].Error != "", "node %d: error", i)
+			}
 		})
 	}
 }

@@ -39,6 +39,10 @@ func TestBadUsage(t *testing.T) {
 		{"negative lock delay", nil, []string{"run", "--nodes", nodes, "--key", "k", "--lock-delay", "-1s", "--", "true"}, "lock delay must be between 1ms and"},
 		{"negative max hold", nil, []string{"run", "--nodes", nodes, "--key", "k", "--max-hold", "-1s", "--", "true"}, "--max-hold must not be negative, got -1s"},
 		{"max hold under ttl", nil, []string{"run", "--nodes", nodes, "--key", "k", "--ttl", "10s", "--max-hold", "5s", "--", "true"}, "--max-hold must be at least --ttl (10s), got 5s"},
+		{"conflict exit code too big", nil, []string{"run", "--nodes", nodes, "--key", "k", "--conflict-exit-code", "256", "--", "true"}, "--conflict-exit-code must be between 0 and 255, got 256"},
+		{"negative conflict exit code", nil, []string{"run", "--nodes", nodes, "--key", "k", "--conflict-exit-code", "-1", "--", "true"}, "--conflict-exit-code must be between 0 and 255, got -1"},
+		{"conflict exit code not a number", nil, []string{"run", "--nodes", nodes, "--key", "k", "--conflict-exit-code", "busy", "--", "true"}, `redlock run: bad --conflict-exit-code "busy": not a number`},
+		{"version extra argument", nil, []string{"version", "now"}, `redlock version: unexpected argument "now"`},
 		{"negative grace", nil, []string{"run", "--nodes", nodes, "--key", "k", "--grace", "-1s", "--", "true"}, "--grace must not be negative"},
 		{"no nodes", []string{nodesEnv + "="}, []string{"run", "--key", "k", "--", "true"}, "no nodes: give --nodes or set REDLOCK_NODES"},
 		{"bad scheme", nil, []string{"run", "--nodes", "http://127.0.0.1:1", "--key", "k", "--", "true"}, "scheme must be redis or rediss"},
@@ -127,9 +131,14 @@ func TestUsageListsEveryFlag(t *testing.T) {
 		c.flags(fs)
 		overview := commandLine(t, usageText, "redlock "+name+" ")
 		fs.VisitAll(func(f *flag.Flag) {
+			// A flag that takes a value is "--name V"; a boolean one "[--name]".
+			spelled := "--" + f.Name + " "
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				spelled = "[--" + f.Name + "]"
+			}
 			assert.Contains(t, c.usage, "\n  --"+f.Name+" ", "%s: --%s in the flags' list", name, f.Name)
-			assert.Contains(t, usageLine(c.usage), "--"+f.Name+" ", "%s: --%s in the Usage line", name, f.Name)
-			assert.Contains(t, overview, "--"+f.Name+" ", "%s: --%s in the overview", name, f.Name)
+			assert.Contains(t, usageLine(c.usage), spelled, "%s: --%s in the Usage line", name, f.Name)
+			assert.Contains(t, overview, spelled, "%s: --%s in the overview", name, f.Name)
 		})
 	}
 }
