@@ -10,8 +10,9 @@ import (
 )
 
 // The rule of IsContended and IsUnavailable, vote by vote: the holders
-// alone leave no majority, or some node said held and the failed nodes
-// alone would not have kept the majority out of reach.
+// alone leave no majority, or they are at least as many as the failed
+// nodes (a node that had not answered at the decision counts for
+// neither).
 func TestContendedUnavailableRule(t *testing.T) {
 	taken := fmt.Errorf("%w: key %q", ErrTaken, "k")
 	down := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
@@ -23,12 +24,15 @@ func TestContendedUnavailableRule(t *testing.T) {
 		contended bool
 	}{
 		{"held everywhere", 5, []error{taken, taken, taken, taken, taken}, true},
-		{"held on a bare majority, the rest pending", 5, []error{taken, taken, taken, ErrPending, ErrPending}, true},
-		{"held on one, the rest pending", 5, []error{taken, ErrPending, ErrPending}, true},
+		{"held on a bare majority, the rest cut off", 5, []error{taken, taken, taken, ErrPending, ErrPending}, true},
+		{"held on one, two silent after the grace", 5, []error{taken, ErrPending, ErrPending}, true},
+		{"held on two, three silent after the grace", 5, []error{taken, taken, ErrPending, ErrPending, ErrPending}, true},
 		{"another kind", 5, []error{kindError("permits", "k"), taken, taken}, true},
 		{"lock-delay", 3, []error{ErrLockDelay, ErrLockDelay}, true},
-		{"one down, held on the others", 5, []error{down, taken, taken, ErrPending, ErrPending}, true},
-		{"two down, held", 5, []error{down, down, taken, ErrPending, ErrPending}, true},
+		{"one of five down, held on the others", 5, []error{down, taken, taken, ErrPending, ErrPending}, true},
+		{"one of three down, held on the others", 3, []error{down, taken, ErrPending}, true},
+		{"two down, one holder heard", 5, []error{down, down, taken, ErrPending, ErrPending}, false},
+		{"one down, one silent, held on three", 5, []error{down, taken, taken, taken, ErrPending}, true},
 		{"three down, free", 5, []error{down, down, down}, false},
 		{"three down, held on the others", 5, []error{down, down, down, taken, taken}, false},
 		{"a majority silent", 5, []error{ErrNodeTimeout, ErrNodeTimeout, ErrNodeTimeout}, false},
