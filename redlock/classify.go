@@ -36,8 +36,8 @@ import "errors"
 // that is, when the holders alone leave no majority possible, or when the
 // key was found held on at least as many nodes as failed. It is
 // unavailable otherwise: more nodes failed than hold the key (as when a
-// majority of the nodes is down or quarantined, whether or not the key is
-// held on the others), or no node said the key is held (a majority of the
+// majority of the nodes is down or quarantined and said so), or no node
+// said the key is held (a majority of the
 // nodes silent for the node timeout; a majority agreed but too late:
 // validity used up; the caller's context ended the call before any node
 // said so; the fence counter exhausted). Check ctx.Err() first when a
