@@ -28,6 +28,11 @@
 //	})
 //	// errors.Is(err, redlock.ErrNotObtained): not obtained before ctx ended
 //
+// TryDo is Do with one attempt, for work that one replica of many should
+// run: the others are refused at once. IsContended and IsUnavailable tell
+// a key held elsewhere from too few working nodes. Lead is Do for an
+// election: it campaigns, runs fn as the leader and resigns.
+//
 // Lock and TryLock hand out the Lock itself, for work that does not fit in
 // a function:
 //

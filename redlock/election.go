@@ -90,6 +90,9 @@ type Leadership struct {
 	mu    sync.Mutex
 	value string
 	rev   uint64 // the last revision written (or tried), under mu
+
+	ctxOnce sync.Once       // makes ctx on the first Context call (lead.go)
+	ctx     context.Context // ends with the leadership, its cause ls.Err()
 }
 
 // errNilLeadership is the error of every call on a nil Leadership.

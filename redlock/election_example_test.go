@@ -86,3 +86,53 @@ func ExampleClient_Observe() {
 	// proclaimed: worker-1 (draining)
 	// nobody leads: true
 }
+
+// Lead runs a function as the leader and resigns when it returns: the
+// next campaigner, if any, leads at once.
+func ExampleClient_Lead() {
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	err := c.Lead(ctx, "scheduler", "host-a:8080", 10*time.Second, func(ctx context.Context) error {
+		ld, err := c.Leader(ctx, "scheduler")
+		if err != nil {
+			return err
+		}
+		fmt.Println("leading as", ld.Value)
+		// Schedule until done or ctx ends; on a lost leadership
+		// context.Cause(ctx) wraps ErrLockLost: stop acting as the leader.
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err) // Campaign's error (ErrNotObtained), fn's, or the loss
+	}
+	_, err = c.Leader(ctx, "scheduler")
+	fmt.Println("resigned, nobody leads:", errors.Is(err, redlock.ErrNoLeader))
+	// Output:
+	// leading as host-a:8080
+	// resigned, nobody leads: true
+}
+
+// Context ends with the leadership, for work that outlives one call.
+func ExampleLeadership_Context() {
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
+	defer stop()
+	ctx := context.Background()
+
+	ls, err := c.Campaign(ctx, "indexer", "worker-1", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lctx := ls.Context() // pass it to the leader's work
+	fmt.Println("leading:", lctx.Err() == nil)
+	if err := ls.Resign(ctx); err != nil {
+		log.Fatal(err)
+	}
+	<-lctx.Done()
+	fmt.Println("ended by Resign:", errors.Is(context.Cause(lctx), redlock.ErrNotHeld))
+	// Output:
+	// leading: true
+	// ended by Resign: true
+}

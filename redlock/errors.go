@@ -18,6 +18,7 @@ import (
 var (
 	// ErrNotObtained means Lock or TryLock did not get the lock: a majority
 	// refused, could not be reached in time, or no validity was left.
+	// IsContended and IsUnavailable tell which.
 	ErrNotObtained = errors.New("redlock: lock not obtained")
 	// ErrNotHeld means the lock is no longer ours: its validity ran out, or a
 	// majority of nodes no longer hold our token.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -396,4 +398,264 @@ func ExampleWithOwner() {
 	// another job refused: true
 	// after one Unlock, held by: o:job-7
 	// after both, another job: true
+}
+
+// TryDo runs a nightly job on one replica: every replica's cron fires at
+// the same hour, and those that find the job running skip it at once.
+// TryDo excludes overlap, not repetition: a replica whose cron fired after
+// the job ended would run it again, so the job records that the night is
+// done, or its key names the night and outlives it.
+func ExampleClient_TryDo() {
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
+	var replicas []*redlock.Client // one Client per replica, as in three processes
+	for range 3 {
+		c, err := redlock.New(pools)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer c.Close()
+		replicas = append(replicas, c)
+	}
+	nightly := func(name string, c *redlock.Client, report func()) {
+		err := c.TryDo(context.Background(), "report:2026-12-01", time.Minute, func(ctx context.Context) error {
+			report() // stop when ctx is done: the lock was lost
+			return nil
+		})
+		switch {
+		case err == nil:
+			fmt.Println(name, "ran the report")
+		case redlock.IsContended(err):
+			fmt.Println(name, "skipped it: another replica runs it")
+		default:
+			fmt.Println(name, "could not tell:", err) // IsUnavailable: too few nodes
+		}
+	}
+
+	// Replica a's report is running when b's and c's crons fire.
+	running, finish, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		nightly("a", replicas[0], func() { close(running); <-finish })
+	}()
+	<-running
+	nightly("b", replicas[1], func() {})
+	nightly("c", replicas[2], func() {})
+	close(finish)
+	<-done
+	// Output:
+	// b skipped it: another replica runs it
+	// c skipped it: another replica runs it
+	// a ran the report
+}
+
+// DoAll runs a function under the locks of several keys, taken together
+// and released together.
+func ExampleClient_DoAll() {
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
+	defer stop()
+	ctx := context.Background()
+
+	err := c.DoAll(ctx, []string{"account:bob", "account:alice"}, 10*time.Second, func(ctx context.Context) error {
+		_, err := c.TryLock(ctx, "account:alice", 10*time.Second)
+		fmt.Println("alice's account is locked for the transfer:", errors.Is(err, redlock.ErrNotObtained))
+		return nil // on a lost lock ctx is canceled: stop, and return context.Cause(ctx)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	l, err := c.TryLock(ctx, "account:alice", 10*time.Second)
+	fmt.Println("released after the transfer:", err == nil)
+	_ = l.Unlock(ctx)
+	// Output:
+	// alice's account is locked for the transfer: true
+	// released after the transfer: true
+}
+
+// IsContended tells a key held by another holder, worth trying again
+// later, from nodes that failed (IsUnavailable), worth an alert.
+func ExampleIsContended() {
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
+	defer stop()
+	ctx := context.Background()
+
+	held, err := c.TryLock(ctx, "report", time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer held.Unlock(ctx)
+
+	_, err = c.TryLock(ctx, "report", time.Minute)
+	switch {
+	case redlock.IsContended(err):
+		fmt.Println("held elsewhere: try again later")
+	case redlock.IsUnavailable(err):
+		fmt.Println("too few nodes: tell an operator")
+	}
+	// Output: held elsewhere: try again later
+}
+
+// IsUnavailable: here no node listens at all.
+func ExampleIsUnavailable() {
+	var pools []pool.Pool
+	for range 3 {
+		srv, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		addr := srv.Addr()
+		srv.Close() // the node is down: its port refuses connections
+		p, err := pool.FromURL("redis://" + addr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer p.Close()
+		pools = append(pools, p)
+	}
+	c, err := redlock.New(pools)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	_, err = c.TryLock(context.Background(), "report", time.Minute)
+	fmt.Println("not obtained:", errors.Is(err, redlock.ErrNotObtained))
+	fmt.Println("unavailable:", redlock.IsUnavailable(err), "contended:", redlock.IsContended(err))
+	// Output:
+	// not obtained: true
+	// unavailable: true contended: false
+}
+
+// A fencing token lets the protected resource refuse a holder whose lock
+// ran out while it was paused: each fenced acquisition's fence is greater
+// than every earlier one's, and the resource keeps the highest it saw.
+func ExampleWithFencing() {
+	c, stop := exampleClient() // on three in-memory Redis nodes, as in Example
+	defer stop()
+	ctx := context.Background()
+
+	var highest uint64 // the resource's side: the highest fence it accepted
+	write := func(fence uint64, what string) {
+		if fence < highest {
+			fmt.Println(what, "refused: a later holder wrote first")
+			return
+		}
+		highest = fence
+		fmt.Println(what, "accepted")
+	}
+
+	a, err := c.TryLock(ctx, "ledger", time.Minute, redlock.WithFencing())
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = a.Unlock(ctx) // as if a paused past its validity and the lock expired
+	b, err := c.TryLock(ctx, "ledger", time.Minute, redlock.WithFencing())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Unlock(ctx)
+	fmt.Println("b's fence is greater:", b.Fence() > a.Fence())
+	write(b.Fence(), "b's write")
+	write(a.Fence(), "a's late write") // a resumes, unaware
+	// Output:
+	// b's fence is greater: true
+	// b's write accepted
+	// a's late write refused: a later holder wrote first
+}
+
+// WithAutoExtend keeps a lock alive in the background until Unlock; Done
+// tells when it ends, and Err why.
+func ExampleWithAutoExtend() {
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
+	extended := make(chan struct{}, 1)
+	c, err := redlock.New(pools, redlock.WithObserver(redlock.ObserverFunc(func(_ context.Context, e redlock.Event) {
+		if e.Kind == redlock.Extended {
+			select {
+			case extended <- struct{}{}:
+			default:
+			}
+		}
+	})))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+
+	// Extended every 100ms here (every ttl/3 with 0, the usual choice).
+	l, err := c.TryLock(ctx, "feed", 10*time.Second, redlock.WithAutoExtend(100*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	first := l.Until()
+	select {
+	case <-extended:
+	case <-l.Done(): // lost: stop using the resource
+		log.Fatal(l.Err())
+	}
+	fmt.Println("extended in the background:", l.Until().After(first))
+	if err := l.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	<-l.Done()
+	fmt.Println("ended by Unlock, not lost:", errors.Is(l.Err(), redlock.ErrNotHeld), errors.Is(l.Err(), redlock.ErrLockLost))
+	// Output:
+	// extended in the background: true
+	// ended by Unlock, not lost: true false
+}
+
+// WithMaxHold caps how long a kept lock lasts: a job that runs past the cap
+// loses its lock, and Do's context says why.
+func ExampleWithMaxHold() {
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
+	c, err := redlock.New(pools, redlock.WithNodeTimeout(200*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	err = c.Do(context.Background(), "reindex", time.Second, func(ctx context.Context) error {
+		<-ctx.Done() // a job that would run for ever
+		return context.Cause(ctx)
+	}, redlock.WithMaxHold(time.Second))
+	fmt.Println("lost:", errors.Is(err, redlock.ErrLockLost), "at the cap:", errors.Is(err, redlock.ErrMaxHold))
+	// Output: lost: true at the cap: true
+}
+
+// WithLogger logs each outcome; contention is ordinary and logged at
+// Debug, failing nodes at Warn, a lost lock at Error.
+func ExampleWithLogger() {
+	pools, stop := examplePools() // three in-memory Redis nodes, as in Example
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			switch a.Key {
+			case slog.TimeKey, "duration", "held", "error": // vary from run to run
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	// In-memory nodes cannot tell their age, which a Warn would report for
+	// each (node_unverified): the restart quarantine is off here.
+	c, err := redlock.New(pools, redlock.WithLogger(logger), redlock.WithQuarantine(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+
+	l, err := c.TryLock(ctx, "report", time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, _ = c.TryLock(ctx, "report", time.Minute) // held: not obtained
+	_ = l.Unlock(ctx)
+	// Output:
+	// level=DEBUG msg="redlock: acquired" key=report attempts=1
+	// level=DEBUG msg="redlock: not_obtained" key=report attempts=1
+	// level=DEBUG msg="redlock: released" key=report
 }
