@@ -168,11 +168,15 @@ func (ls *Leadership) record(ctx context.Context, value string, rev uint64) erro
 	if res.Reached {
 		return nil
 	}
-	sentinel := ErrNotProclaimed
 	if refusals(res) > c.nodes.Len()-c.nodes.Quorum() {
-		sentinel = ErrNotHeld // a majority no longer holds our token
+		// A majority no longer holds our token: no node of it records the value.
+		return withContext(c.quorumError("proclaim", ErrNotHeld, res), ctx.Err())
 	}
-	return withContext(c.quorumError("proclaim", sentinel, res), ctx.Err())
+	err = c.quorumError("proclaim", ErrNotProclaimed, res)
+	if rev > 0 {
+		err = fmt.Errorf("%w; the outcome is unknown: a node that did not answer may still record the value, and Leader reports it once a majority has", err)
+	}
+	return withContext(err, ctx.Err())
 }
 
 // Term returns the leadership's term: its fencing token, strictly greater
@@ -236,9 +240,14 @@ func (ls *Leadership) Err() error {
 // and term, and returns once a majority of the nodes recorded it. It fails,
 // leaving Value unchanged, when the leadership has ended (Resign, loss,
 // validity over: the error wraps ErrNotHeld) or when too few nodes
-// answered in time (it wraps ErrNotProclaimed; the new value may be on a
-// minority, which Leader does not report). value is checked as Campaign
-// checks it.
+// answered in time (it wraps ErrNotProclaimed). The outcome of the latter
+// is unknown, and the error says so: the value may be on a minority, which
+// Leader does not report, but a node that did not answer in time (paused,
+// slow) may still record it, and once a majority has, Leader and Observe
+// report the new value while Value still returns the old one. A later
+// Proclaim outranks it either way (each carries a higher revision), so
+// proclaiming again settles what observers see. value is checked as
+// Campaign checks it.
 func (ls *Leadership) Proclaim(ctx context.Context, value string) error {
 	if ls == nil {
 		return errNilLeadership

@@ -437,3 +437,38 @@ func TestRealObserveWithTwoNodesSilent(t *testing.T) {
 	assert.Less(t, time.Since(start), time.Second, "the channel closes within 1s of ctx's end")
 	require.NoError(t, lb.Resign(bg()))
 }
+
+// A Proclaim that a majority did not answer (paused) reports that its
+// outcome is unknown: once the paused nodes resume they record it, and
+// Leader reports the new value, as the error warned; a later Proclaim
+// settles what observers see.
+func TestRealProclaimWithAMajorityPausedSaysTheOutcomeIsUnknown(t *testing.T) {
+	servers, pools := realNodes(t, 5)
+	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
+	ls, err := c.Campaign(bg(), "px", "first", 5*time.Second)
+	require.NoError(t, err)
+	for _, s := range servers[:3] {
+		s.Pause()
+	}
+	err = ls.Proclaim(bg(), "second")
+	for _, s := range servers[:3] {
+		s.Resume()
+	}
+	require.ErrorIs(t, err, redlock.ErrNotProclaimed)
+	assert.Contains(t, err.Error(), "outcome is unknown")
+	assert.Equal(t, "first", ls.Value(), "Value keeps the last value a majority confirmed")
+	// The resumed nodes run the writes they had received; read until the
+	// record is there or 5s (fifty node timeouts) pass.
+	var ld redlock.Leader
+	deadline := time.Now().Add(5 * time.Second)
+	for ld.Value != "second" && time.Now().Before(deadline) {
+		ld, err = c.Leader(bg(), "px")
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Equal(t, "second", ld.Value, "the paused nodes recorded it once resumed, as the error said they might (last read: %v)", err)
+	require.NoError(t, ls.Proclaim(bg(), "third"))
+	ld, err = c.Leader(bg(), "px")
+	require.NoError(t, err)
+	assert.Equal(t, "third", ld.Value)
+	require.NoError(t, ls.Resign(bg()))
+}
