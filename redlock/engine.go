@@ -100,9 +100,10 @@ func (c *Client) attempt(ctx context.Context, l *Lock, k leaseKind, lc lockConfi
 		},
 		func(v fanout.Vote, _ bool) {
 			// A straggler: part of the lock only if the attempt succeeded
-			// (on the agreed place); otherwise release it here.
+			// (on the agreed place); otherwise it was released at the
+			// decision, below.
 			<-st.decided
-			if stray(v, st.failed, takes[v.Node].place, st.place) {
+			if !st.failed && stray(v, false, takes[v.Node].place, st.place) {
 				c.undo(k, l.token, "", []int{v.Node}, timeout)
 			}
 		}, placeOf)
@@ -114,13 +115,11 @@ func (c *Client) attempt(ctx context.Context, l *Lock, k leaseKind, lc lockConfi
 	st.place, st.failed = place, !held
 	close(st.decided)
 
-	var dirty []int // nodes that may hold the attempt but are not part of the lock
-	for _, v := range res.Votes {
-		if stray(v, st.failed, takes[v.Node].place, place) {
-			dirty = append(dirty, v.Node)
-		}
-	}
-	c.undo(k, l.token, "", dirty, timeout)
+	// The release of a node still working on the take waits for it first
+	// (the Client's order): both fit in two call bounds from the start, the
+	// cleanup's share of Close's bound.
+	bound := max(2*fanout.CallBound(timeout)-c.cfg.clock.Since(start), fanout.CallBound(timeout))
+	c.undoWithin(k, l.token, "", c.dirty(res, takes, place, st.failed), bound)
 	switch {
 	case held:
 		return l, nil
@@ -225,6 +224,35 @@ func stray(v fanout.Vote, failed bool, took, place string) bool {
 	return false
 }
 
+// dirty returns the nodes that may hold a decided attempt without being
+// part of its lock. For a failed attempt these include every node that had
+// not answered (a straggler): its release is entered now, in the Client's
+// order of calls on the key (internal/node/order.go), behind the attempt's
+// own take there and ahead of any later attempt's. So a later attempt of
+// this Client never finds this one's key and reads it as contention (it
+// did when the release was entered only once the straggler answered).
+func (c *Client) dirty(res fanout.Result, takes []nodeTake, place string, failed bool) []int {
+	var out []int
+	for _, v := range res.Votes {
+		if stray(v, failed, takes[v.Node].place, place) {
+			out = append(out, v.Node)
+		}
+	}
+	if !failed || len(res.Votes) == c.nodes.Len() {
+		return out
+	}
+	voted := make([]bool, c.nodes.Len())
+	for _, v := range res.Votes {
+		voted[v.Node] = true
+	}
+	for i, ok := range voted {
+		if !ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // agreedPlace returns the place taken by most of the nodes that said yes,
 // and how many took it.
 func agreedPlace(res fanout.Result, takes []nodeTake) (string, int) {
@@ -278,6 +306,12 @@ func agreedVotes(res fanout.Result, takes []nodeTake, place string) fanout.Resul
 // waits for it. It serves a failed attempt's cleanup, a straggler and a
 // waiter that gives its keys back or leaves.
 func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout time.Duration) {
+	c.undoWithin(k, token, keep, nodes, fanout.CallBound(timeout))
+}
+
+// undoWithin is undo with each node call, its wait for the calls before it
+// in the Client's order included, bounded by bound.
+func (c *Client) undoWithin(k leaseKind, token string, keep any, nodes []int, bound time.Duration) {
 	if len(nodes) == 0 {
 		return
 	}
@@ -286,7 +320,7 @@ func (c *Client) undo(k leaseKind, token string, keep any, nodes []int, timeout 
 	c.life.wg.Add(1) // callers run inside a registered operation
 	go func() {
 		defer c.life.wg.Done()
-		c.each(context.Background(), nodes, fanout.CallBound(timeout), func(ctx context.Context, i int) (bool, error) {
+		c.each(context.Background(), nodes, bound, func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) { return release.release(ctx, i) })
 		})
 	}()
