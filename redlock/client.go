@@ -202,6 +202,15 @@ func (c *Client) begin() (func(), error) {
 // a new connection, and must still be able to answer.) WithFairness makes it respect the queue of
 // waiters: it takes the lock only if nobody waits for it.
 //
+// Simultaneous callers can split the nodes so that none has a majority
+// (three Clients on three nodes, one node each). A refused TryLock that won
+// at least one node while every other node said the key is held may be in
+// such a split, and makes one more attempt after a random delay (1ms to a
+// quarter of the node timeout, at most 50ms) before it reports
+// ErrNotObtained; so do TryRLock, TryAcquirePermit and TryLockAll. A key
+// held by one owner on every node gives no yes, and is refused after one
+// attempt.
+//
 // SET NX cannot tell a lock from a key of another kind, so a refused
 // TryLock asks one node that refused what the key holds (one more round
 // trip, bounded by the node timeout): a key that holds permits, or one of
@@ -235,15 +244,22 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 	start := c.cfg.clock.Now()
 	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
 	var l *Lock
+	attempts := 1
 	if lc.fair {
 		l, _, err = c.wait(ctx, key, ttl, lc, 0, false)
-	} else if l, err = c.acquire(ctx, key, ttl, lc); err != nil {
-		err = c.nameKind(ctx, key, err)
+	} else {
+		attempts, err = c.settleSplit(ctx, c.nodeTimeout(ttl), func() (err error) {
+			l, err = c.acquire(ctx, key, ttl, lc)
+			return err
+		})
+		if err != nil {
+			err = c.nameKind(ctx, key, err)
+		}
 	}
 	if err != nil {
 		err = withContext(err, ctx.Err())
 	}
-	return c.obtained(ctx, key, l, err, start, 1, lc)
+	return c.obtained(ctx, key, l, err, start, attempts, lc)
 }
 
 // Lock takes the lock on key for ttl, waiting until it succeeds or ctx

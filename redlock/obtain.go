@@ -23,13 +23,17 @@ import (
 func (c *Client) obtain(ctx context.Context, k leaseKind, ttl time.Duration, lc lockConfig, block bool) (*Lock, error) {
 	start := c.cfg.clock.Now()
 	keys := k.watched()
-	var s wait.Strategy // nil: one attempt
-	if block {
-		s = lc.retry
-	}
 	var l *Lock
+	if !block { // one attempt, and one more to settle a split (split.go)
+		attempts, err := c.settleSplit(ctx, c.nodeTimeout(ttl), func() (err error) {
+			l, err = c.attempt(ctx, c.newLock(keys[0], kindToken(k), ttl, lc.heal), k, lc, nil)
+			return err
+		})
+		err, _ = afterAttempt(ctx, err, nil, false)
+		return c.obtained(ctx, keys[0], l, err, start, attempts, lc)
+	}
 	var prev error // the error of the last attempt that ran to its decision
-	attempts, err := c.waits.Retry(ctx, keys, s, c.nodeTimeout(ttl), func(ctx context.Context, w *wait.Watch, retry bool) (error, bool) {
+	attempts, err := c.waits.Retry(ctx, keys, lc.retry, c.nodeTimeout(ttl), func(ctx context.Context, w *wait.Watch, retry bool) (error, bool) {
 		var err error
 		l, err = c.attempt(ctx, c.newLock(keys[0], kindToken(k), ttl, lc.heal), k, lc, w)
 		err, end := afterAttempt(ctx, err, prev, retry)

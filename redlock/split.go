@@ -1,0 +1,65 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// Simultaneous contenders can split the nodes among themselves so that
+// none has a majority (three Clients on three nodes, one node each): each
+// is refused, and nobody holds the lock. The Redlock description's remedy
+// is a retry after a random delay; a call that waits retries anyway, so the
+// calls that make one attempt (TryLock, TryRLock, TryAcquirePermit,
+// TryLockAll, TryDo, and `redlock run --wait 0` through them) settle a
+// split inside the attempt: at most one more attempt, after a delay drawn
+// at random from splitDelay.
+
+// maybeSplit reports whether err, a refused attempt, may be a split among
+// simultaneous contenders: this attempt won at least one node, yet every
+// node that did not agree said the key is held (or had not answered). A
+// key held by one owner on every node gives no yes at all, so a plain
+// refusal costs nothing more.
+func maybeSplit(err error) bool {
+	var qe *QuorumError
+	if !errors.As(err, &qe) || qe.Agreed == 0 || qe.Reason != "" || qe.ctxErr != nil {
+		return false
+	}
+	for _, n := range qe.Nodes {
+		if !errors.Is(n.Err, ErrTaken) && !errors.Is(n.Err, ErrPending) {
+			return false
+		}
+	}
+	return true
+}
+
+// splitDelay is the random delay before the attempt that settles a split:
+// between 1ms and a quarter of the node timeout, at most 50ms. The first
+// contender to try again finds the others' failed attempts released (their
+// cleanup follows their decision by a round trip) and takes every node.
+func splitDelay(timeout time.Duration) time.Duration {
+	hi := max(min(timeout/4, 50*time.Millisecond), 2*time.Millisecond)
+	return time.Millisecond + rand.N(hi-time.Millisecond)
+}
+
+// settleSplit runs try once and, when its refusal may be a split
+// (maybeSplit), once more after splitDelay, unless ctx ends first. It
+// returns the last attempt's error and how many attempts it made.
+func (c *Client) settleSplit(ctx context.Context, timeout time.Duration, try func() error) (int, error) {
+	err := try()
+	if !maybeSplit(err) {
+		return 1, err
+	}
+	t := c.cfg.clock.NewTimer(splitDelay(timeout))
+	select {
+	case <-t.C():
+	case <-ctx.Done():
+		t.Stop()
+		return 1, withContext(err, ctx.Err())
+	case <-c.life.closing:
+		t.Stop()
+		return 1, err
+	}
+	return 2, try()
+}
