@@ -1,21 +1,32 @@
 // Package pool is one independent Redis node, as the lock algorithm sees it.
 //
-// A [Pool] offers the few operations Redlock needs: SET NX PX, and running a
-// Lua script. [New] adapts a go-redis v9 client; [FromURL] builds one from a
-// redis:// or rediss:// URL with settings suited to locking (context
-// deadlines honoured, no hidden client-side retries).
+// # For users of the lock
 //
-// Every Pool handed to one redlock.Client must reach a different, independent
-// Redis master: two pools on the same server, or on a primary and its replica,
-// break the majority argument. A Redis Cluster of masters is one such node:
-// FromURL takes it as redis+cluster://, New as a *redis.ClusterClient.
+// One call: [FromURL] for one node, [FromURLs] for several, from redis:// or
+// rediss:// URLs (redis+cluster:// for a Redis Cluster), with settings suited
+// to locking (context deadlines honoured, no hidden client-side retries, the
+// server's identity learned on every connection for the restart
+// quarantine):
 //
-// The rest is for adapters of other Redis clients (see pool/rueidispool and
-// pool/conformance), not for users of the lock: [Script], which Pool.Eval runs,
-// and the optional [Notifier], with its [Listener] and [Message], through
-// which a release wakes the lock's waiters; on a Redis 7 cluster the
-// go-redis adapter's Listener is a [ShardedListener] too, so that a release
-// notifies only the shard that owns the key.
+//	pools, err := pool.FromURLs("redis://127.0.0.1:6379", "redis://127.0.0.1:6380", "redis://127.0.0.1:6381")
+//
+// [New] adapts a go-redis v9 client of yours instead (its restarts are not
+// checked: see redlock.WithQuarantine). Every Pool handed to one
+// redlock.Client must reach a different, independent Redis master: two pools
+// on the same server, or on a primary and its replica, break the majority
+// argument. A Redis Cluster of masters is one such node.
+//
+// # For adapters of other Redis clients
+//
+// The rest is for adapters (see pool/rueidispool and pool/conformance), not
+// for users of the lock: the [Pool] interface itself, [Script], which
+// Pool.Eval runs; the optional [Identifier] ([Identity], [ReadIdentity]),
+// through which the restart quarantine learns a node's run, and
+// [ShardIdentifier] for a cluster's masters; [Cluster]; and the optional
+// [Notifier], with its [Listener] and [Message], through which a release
+// wakes the lock's waiters (on a Redis 7 cluster the go-redis adapter's
+// Listener is a [ShardedListener] too, so that a release notifies only the
+// shard that owns the key).
 package pool
 
 import (

@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// ObserveInterval is how often Observe reads the leader: a change reaches
+// ObserveInterval is how often ObserveLeader reads the leader: a change reaches
 // the channel within about this long plus one read (each bounded by the
 // node timeout).
 const ObserveInterval = 100 * time.Millisecond
 
-// Observe returns a channel of election's leaders: the current one at once
+// ObserveLeader returns a channel of election's leaders: the current one at once
 // (if any), then each change, in term order: a new leader, or a value its
 // leader proclaimed (a higher Rev), and the zero Leader when a leadership
 // lapses with nobody to take it. It never sends a term lower than one it
@@ -24,7 +24,10 @@ const ObserveInterval = 100 * time.Millisecond
 // until ctx ends or the Client closes, then closes it (within one read of
 // the nodes, at most the node timeout). For a nil Client, a nil ctx or an
 // election name that Campaign refuses (empty or reserved), or after Close, the channel is closed at once.
-func (c *Client) Observe(ctx context.Context, election string) <-chan Leader {
+//
+// (Observer and WithObserver are telemetry: the Client's events, not an
+// election's leader.)
+func (c *Client) ObserveLeader(ctx context.Context, election string) <-chan Leader {
 	ch := make(chan Leader)
 	if _, err := checkElection(election, "", false); ctx == nil || err != nil {
 		close(ch)
@@ -114,4 +117,12 @@ func (o *observer) send(ctx context.Context, ld Leader, leading bool) bool {
 	}
 	o.leading = leading
 	return true
+}
+
+// Observe is ObserveLeader.
+//
+// Deprecated: use ObserveLeader; Observe reads like Observer and
+// WithObserver, which are the Client's telemetry.
+func (c *Client) Observe(ctx context.Context, election string) <-chan Leader {
+	return c.ObserveLeader(ctx, election)
 }

@@ -138,11 +138,17 @@ func WithRetry(s RetryStrategy) LockOption {
 	}
 }
 
-// WithHeal makes a successful Extend set the key again, with our token, on
-// nodes where it is missing (a node that restarted without persistence, or
-// evicted it), so that such a node rejoins the lock. Healing happens only
-// after a majority confirmed the extension within validity; healed nodes
-// never count toward that majority, and SET NX never overwrites another owner.
+// WithRepairOnExtend makes a successful Extend set the key again, with our
+// token, on nodes where it is missing (a node that restarted without
+// persistence, or evicted it), so that such a node rejoins the lock. The
+// repair happens only after a majority confirmed the extension within
+// validity; repaired nodes never count toward that majority, and SET NX
+// never overwrites another owner.
+func WithRepairOnExtend() LockOption { return WithHeal() }
+
+// WithHeal is WithRepairOnExtend.
+//
+// Deprecated: use WithRepairOnExtend, whose name says what it repairs.
 func WithHeal() LockOption {
 	return func(c *lockConfig) { c.heal = true }
 }
@@ -162,9 +168,16 @@ func WithFairness() LockOption {
 	return func(c *lockConfig) { c.fair = true }
 }
 
-// WithClock is for tests: it sets the clock that measures validity and
-// schedules retries, extensions and waits, such as a *clock.Fake the test
-// advances by hand. The default, clock.Real, is the one to run with.
+// WithTimeSource is for tests: it sets the Client's own clock, the one that
+// measures validity and schedules retries, extensions and waits, such as a
+// *clock.Fake the test advances by hand. The default, clock.Real, is the
+// one to run with. (The nodes' clocks are WithClockCheck's.)
+func WithTimeSource(clk clock.Clock) Option { return WithClock(clk) }
+
+// WithClock is WithTimeSource.
+//
+// Deprecated: use WithTimeSource; WithClock reads too much like
+// WithClockCheck, which checks the nodes' clocks.
 func WithClock(clk clock.Clock) Option {
 	return func(c *config) {
 		if clk == nil {

@@ -133,7 +133,7 @@ func (w *worker) tryLead(election string) error {
 // observe records what one Observe stream of election receives, until ctx
 // ends.
 func observe(ctx context.Context, c *redlock.Client, election string, stream int, rec *recorder) {
-	for ld := range c.Observe(ctx, election) {
+	for ld := range c.ObserveLeader(ctx, election) {
 		rec.observe(Observation{Election: election, Stream: stream, Term: ld.Term, At: time.Now()})
 	}
 }
