@@ -82,6 +82,7 @@ type goRedis struct {
 	ctxDeadlines bool
 	owned        bool
 	ident        *identityCell // nil for New: see Identity
+	shards       *shardCells   // a cluster URL's: see ShardIdentity
 }
 
 func (g *goRedis) Addr() string { return g.addr }

@@ -14,7 +14,9 @@ import (
 // master is a replica promoted less than the quarantine ago (a forced
 // failover, or its master died), it may lack a lock key that was still
 // valid, and a second holder could build a majority with it. The same
-// holds for a shard master that restarted without its data. The restart
+// holds for a shard master that restarted without its data, and for one
+// that took over before it restarted (Redis forgets the promotion at a
+// restart; the shard's marker remembers it). The restart
 // quarantine's identity (pool.Identifier) is per connection, and a
 // promotion breaks no connection, so a cluster node is judged per key:
 // after its yes, the shard check reads the reign of the master that serves
@@ -32,28 +34,49 @@ type shardCheck struct {
 }
 
 // check returns an error wrapping ErrQuarantined when the master serving
-// key's slot took over or restarted less than the quarantine ago, a read
-// error when its reign cannot be read (the yes is then not known to
-// count), and nil when it counts. ctx bounds the read. It reports the
-// first time a reign is found quarantined.
+// key's slot took over, or restarted without persisting every write, less
+// than the quarantine ago (shardwatch.Reign.Left), a read error when its
+// reign cannot be read (the yes is then not known to count), and nil when
+// it counts. ctx bounds the read. It reports the first time a reign is
+// found quarantined.
 func (sc *shardCheck) check(ctx context.Context, i int, key string) error {
 	q := sc.set.cfg.Quarantine
 	r, err := shardwatch.Read(ctx, sc.p, key, markerKeep(q))
 	if err != nil {
 		return fmt.Errorf("reading the reign of the shard of %q: %w", key, err)
 	}
-	left := r.Left(q)
+	persistence := sc.persistence(r.RunID)
+	left := r.Left(q, persistence == pool.PersistenceAlways)
 	if left == 0 {
 		return nil
 	}
 	how := "restarted"
-	if r.Promoted {
+	switch {
+	case r.Promoted:
 		how = "took over (a failover)"
+	case r.TookOver:
+		how = fmt.Sprintf("took over before its run (a failover first seen %v ago)", r.Taken.Truncate(time.Second))
 	}
-	err = fmt.Errorf("%w: the master serving %q %s; run %s, replication id %s, seen for %v; counts in %v",
-		ErrQuarantined, key, how, r.RunID, r.ReplID, r.Age().Truncate(time.Second), left.Truncate(time.Millisecond))
+	err = fmt.Errorf("%w: the master serving %q %s; run %s, replication id %s, persistence %s, seen for %v; counts in %v",
+		ErrQuarantined, key, how, r.RunID, r.ReplID, persistence, r.Age().Truncate(time.Second), left.Truncate(time.Millisecond))
 	sc.last.report(ctx, sc.set, i, Quarantined, r.RunID+"/"+r.ReplID, err)
 	return err
+}
+
+// persistence returns what the Pool learned of the persistence of the
+// server run runID when it connected to it (pool.ShardIdentifier), and
+// PersistenceUnknown when it cannot tell: a Pool that does not learn it,
+// or CONFIG refused.
+func (sc *shardCheck) persistence(runID string) pool.Persistence {
+	si, ok := sc.p.(pool.ShardIdentifier)
+	if !ok {
+		return pool.PersistenceUnknown
+	}
+	id, ok := si.ShardIdentity(runID)
+	if !ok {
+		return pool.PersistenceUnknown
+	}
+	return id.Persistence
 }
 
 // markerKeep is how long a shard's reign marker outlives its last read
