@@ -14,7 +14,7 @@ import (
 // shard's declaration is read by the lock's shard check). Pools made by
 // FromURL and FromURLs from a cluster URL implement it; a Pool made by New
 // over a *redis.ClusterClient of yours does not (the adapter does not see
-// its connections open).
+// its connections open). A Pool that wraps another should forward it.
 type ShardIdentifier interface {
 	// ShardIdentity returns what the pool learned of the server run named
 	// runID (INFO server's run_id) at its latest connection to that run's
