@@ -83,13 +83,22 @@ func awaitSeen(t *testing.T, within time.Duration, what string, done func() (boo
 	}
 }
 
-// restartMaster restarts s, a cluster master with its data on disk, and
-// waits until it serves key's slot again as a writable master.
-func restartMaster(t *testing.T, s *redistest.Server, key string) {
+// restartMasters restarts servers, cluster masters with their data on
+// disk, all at once, and waits until each serves key's slot again as a
+// writable master.
+func restartMasters(t *testing.T, key string, servers ...*redistest.Server) {
 	t.Helper()
-	s.Restart(t)
-	awaitSeen(t, clusterWritable, fmt.Sprintf("restarted master %s serves the slot of %q again", s.Addr(), key),
-		func() (bool, string) { return probe(s, key) })
+	for _, s := range servers {
+		s.Restart(t)
+	}
+	awaitSeen(t, clusterWritable, fmt.Sprintf("restarted masters serve the slot of %q again", key), func() (bool, string) {
+		for _, s := range servers {
+			if ok, why := probe(s, key); !ok {
+				return false, s.Addr() + ": " + why
+			}
+		}
+		return true, ""
+	})
 }
 
 // tryUntilAnswered tries key with c until the nodes answered as expected
@@ -169,15 +178,18 @@ func TestRealClusterPersistedMastersCountAtOnce(t *testing.T) {
 	})
 	t.Run("a master restarted with its data counts at once", func(t *testing.T) {
 		key := keys[0]
-		l, err := a.TryLock(bg(), key, 30*time.Second)
+		// Valid past both waits below, each bounded by clusterWritable.
+		l, err := a.TryLock(bg(), key, 3*clusterWritable)
 		require.NoError(t, err)
+		var masters []*redistest.Server
 		for _, c := range clusters {
-			restartMaster(t, c.MasterOf(key), key)
+			masters = append(masters, c.MasterOf(key))
 		}
+		restartMasters(t, key, masters...)
 		_, err = tryUntilAnswered(t, b, key, redlock.ErrTaken)
 		require.ErrorIs(t, err, redlock.ErrNotObtained, "the restarted masters kept the lock")
 		require.NotErrorIs(t, err, redlock.ErrNodeQuarantined)
-		require.NoError(t, l.Extend(bg(), 30*time.Second), "the restarted masters count for the holder")
+		require.NoError(t, l.Extend(bg(), 10*time.Second), "the restarted masters count for the holder")
 		require.NoError(t, l.Unlock(bg()))
 		fresh := newClient(t, pools) // created after the restarts
 		l, err = fresh.TryLock(bg(), key, 10*time.Second, redlock.WithFencing())
@@ -266,7 +278,7 @@ func TestRealClusterPersistedFailoverStaysQuarantined(t *testing.T) {
 		failOver(t, clusters[i], key)
 	}
 	r0, r1 := clusters[0].Replicas[shardOf(clusters[0], key)], clusters[1].Replicas[shardOf(clusters[1], key)]
-	restartMaster(t, r1, key) // promoted, never seen as such, restarted
+	restartMasters(t, key, r1) // promoted, never seen as such, restarted
 
 	refused := func(c *redlock.Client, promoted, before int) {
 		t.Helper()
@@ -279,7 +291,7 @@ func TestRealClusterPersistedFailoverStaysQuarantined(t *testing.T) {
 	refused(c, 1, 1)
 	refused(newClient(t, pools), 1, 1) // a Client created after the failovers
 
-	restartMaster(t, r0, key) // promoted, seen, restarted
+	restartMasters(t, key, r0) // promoted, seen, restarted
 	refused(c, 0, 2)
 	refused(newClient(t, pools), 0, 2)
 
