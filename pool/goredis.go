@@ -54,6 +54,7 @@ func newGoRedis(client redis.UniversalClient, owned bool) *goRedis {
 	case *redis.ClusterClient:
 		g.addr = strings.Join(c.Options().Addrs, ",")
 		g.ctxDeadlines = c.Options().ContextTimeoutEnabled
+		g.runs = &runCells{}
 	case *redis.Ring:
 		g.addr = fmt.Sprintf("ring(%d shards)", len(c.Options().Addrs))
 		g.ctxDeadlines = c.Options().ContextTimeoutEnabled
@@ -82,7 +83,7 @@ type goRedis struct {
 	ctxDeadlines bool
 	owned        bool
 	ident        *identityCell // nil for New: see Identity
-	shards       *shardCells   // a cluster URL's: see ShardIdentity
+	runs         *runCells     // a cluster's: see ShardIdentity
 }
 
 func (g *goRedis) Addr() string { return g.addr }

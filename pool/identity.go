@@ -113,12 +113,18 @@ func (c *identityCell) onConnect(ctx context.Context, cn *redis.Conn) error {
 	return nil
 }
 
+// pipeliner is what readIdentity sends its round trip on: a new
+// connection (*redis.Conn) or a shard's client (*redis.Client).
+type pipeliner interface {
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
 // readIdentity reads INFO server, the persistence settings and, when fresh
-// is set, the fresh-start key, in one round trip on the new connection cn.
+// is set, the fresh-start key, in one round trip on cn.
 // Commands the server refuses (a renamed CONFIG) leave their fields
 // unknown; a connection error is returned, and fails the connection, so
 // that no command runs on a server whose identity is not known.
-func readIdentity(ctx context.Context, cn *redis.Conn, fresh bool) (Identity, error) {
+func readIdentity(ctx context.Context, cn pipeliner, fresh bool) (Identity, error) {
 	var info *redis.StringCmd
 	var aof, fsync *redis.MapStringStringCmd
 	freshCmd := redis.NewStringCmd(ctx) // unsent: redis.Nil, no declaration

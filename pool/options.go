@@ -58,7 +58,7 @@ func fromURL(rawURL string, opts []URLOption) (Pool, error) {
 		case err != nil:
 			return nil, fmt.Errorf("pool: invalid cluster URL %q: %w", safe, err)
 		}
-		return newIdentifiedCluster(copts), nil
+		return newGoRedis(redis.NewClusterClient(copts), true), nil
 	}
 	ropts, safe, err := parseURL(rawURL, opts)
 	switch {

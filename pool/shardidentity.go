@@ -2,91 +2,95 @@ package pool
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// ShardIdentifier is implemented by a Pool of a Redis Cluster that learns
-// the identity of each server of the cluster (masters and replicas) each
-// time it opens a connection to it, as an Identifier does for its one
-// server: run_id, uptime and persistence, without the fresh-start key (a
-// shard's declaration is read by the lock's shard check). Pools made by
-// FromURL and FromURLs from a cluster URL implement it; a Pool made by New
-// over a *redis.ClusterClient of yours does not (the adapter does not see
-// its connections open). A Pool that wraps another should forward it.
+// ShardIdentifier is implemented by a Pool of a Redis Cluster that can
+// tell the identity of the master serving a key's slot (run_id, uptime,
+// persistence, as an Identifier tells its one server's; no fresh-start
+// key: a shard's declaration is read by the lock's shard check). The
+// go-redis adapter over a *redis.ClusterClient implements it (FromURL,
+// FromURLs and New). A Pool that wraps another should forward it.
 type ShardIdentifier interface {
-	// ShardIdentity returns what the pool learned of the server run named
-	// runID (INFO server's run_id) at its latest connection to that run's
-	// address, and false when the latest connection to every address was
-	// to another run, or none was made. A command answered on a connection
-	// to that run was answered under what Identity says, since a restart
-	// draws a new run_id and breaks the connections.
-	ShardIdentity(runID string) (Identity, bool)
+	// ShardIdentity returns the identity of the server run runID (INFO
+	// server's run_id), the master the Pool routes key to. The first call
+	// for a run reads INFO server, CONFIG GET appendonly and CONFIG GET
+	// appendfsync from that master in one round trip, bounded by ctx; the
+	// answer is kept for the run (a restart draws a new run_id), so later
+	// calls do no I/O. It fails when the read fails, or when the master it
+	// reached is another run (the slot moved, or the master restarted): an
+	// identity is only ever that of runID. CONFIG refused leaves the
+	// persistence unknown (Identity.Err says why), which is no error.
+	ShardIdentity(ctx context.Context, key, runID string) (Identity, error)
 }
 
-// shardCells keeps the latest Identity of each server of a cluster, by
-// address: as many entries as servers the cluster client connected to.
-type shardCells struct {
-	mu     sync.Mutex
-	byAddr map[string]Identity
+// runCells keeps the identities a cluster Pool read, by run_id. A
+// persistence changed at run time (CONFIG SET) is not seen for a run
+// already read.
+type runCells struct {
+	mu    sync.Mutex
+	byRun map[string]Identity
 }
 
-// onConnect returns the go-redis OnConnect hook of the shard client of
-// addr: it reads the server's identity (readIdentity, without the
-// fresh-start key) and keeps it as addr's latest.
-func (s *shardCells) onConnect(addr string) func(context.Context, *redis.Conn) error {
-	return func(ctx context.Context, cn *redis.Conn) error {
-		id, err := readIdentity(ctx, cn, false)
-		if err != nil {
-			return err
-		}
-		s.mu.Lock()
-		s.byAddr[addr] = id
-		s.mu.Unlock()
-		return nil
+// maxRuns bounds runCells: each restart or failover of a shard adds a run;
+// past the bound the cells start over, and the next calls read again.
+const maxRuns = 256
+
+func (c *runCells) get(runID string) (Identity, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, ok := c.byRun[runID]
+	return id, ok
+}
+
+func (c *runCells) put(id Identity) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byRun == nil || len(c.byRun) >= maxRuns {
+		c.byRun = map[string]Identity{}
 	}
+	c.byRun[id.RunID] = id
 }
 
-// identity implements ShardIdentifier.
-func (s *shardCells) identity(runID string) (Identity, bool) {
+// errNotCluster is ShardIdentity's error on a Pool that is not a cluster.
+var errNotCluster = errors.New("pool: not a Redis Cluster")
+
+// ShardIdentity implements ShardIdentifier.
+func (g *goRedis) ShardIdentity(ctx context.Context, key, runID string) (Identity, error) {
+	cc, ok := g.client.(*redis.ClusterClient)
+	if !ok || g.runs == nil {
+		return Identity{}, errNotCluster
+	}
 	if runID == "" {
-		return Identity{}, false
+		return Identity{}, errors.New("pool: no run_id")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, id := range s.byAddr {
-		if id.RunID == runID {
-			return id, true
+	if id, ok := g.runs.get(runID); ok {
+		return id, nil
+	}
+	read := func(ctx context.Context) (Identity, error) {
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return Identity{}, err
 		}
+		return readIdentity(ctx, m, false)
 	}
-	return Identity{}, false
-}
-
-// newIdentifiedCluster returns an owned go-redis Pool of the cluster of
-// copts whose every shard client learns its server's identity at every new
-// connection. copts is left unchanged.
-func newIdentifiedCluster(copts *redis.ClusterOptions) *goRedis {
-	cells := &shardCells{byAddr: map[string]Identity{}}
-	o := *copts
-	next := o.NewClient
-	if next == nil {
-		next = redis.NewClient
+	var id Identity
+	var err error
+	if g.ctxDeadlines {
+		id, err = read(ctx)
+	} else {
+		id, err = bounded(ctx, read)
 	}
-	o.NewClient = func(ro *redis.Options) *redis.Client {
-		ro.OnConnect = cells.onConnect(ro.Addr)
-		return next(ro)
+	switch {
+	case err != nil:
+		return Identity{}, deadlineErr(ctx, err)
+	case id.RunID != runID:
+		return Identity{}, fmt.Errorf("pool: the master of %q is run %q, not %s", key, id.RunID, runID)
 	}
-	g := newGoRedis(redis.NewClusterClient(&o), true)
-	g.shards = cells
-	return g
-}
-
-// ShardIdentity implements ShardIdentifier: false on a Pool that is not a
-// cluster Pool made by FromURL or FromURLs.
-func (g *goRedis) ShardIdentity(runID string) (Identity, bool) {
-	if g.shards == nil {
-		return Identity{}, false
-	}
-	return g.shards.identity(runID)
+	g.runs.put(id)
+	return id, nil
 }

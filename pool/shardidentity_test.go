@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,10 +38,10 @@ func clusterURL(c *redistest.ReplicatedCluster) string {
 	return "redis+cluster://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
 }
 
-// TestShardIdentityLearnedAtConnect checks that a cluster pool made from a
-// URL knows, for the run that answered a command, what CONFIG GET said on
-// its connection to that run, and nothing of a run it never reached.
-func TestShardIdentityLearnedAtConnect(t *testing.T) {
+// TestShardIdentityOfTheKeysMaster checks that a cluster pool tells, for
+// the run that served a key, what CONFIG GET says on that master, reads it
+// once per run, and tells nothing of another run.
+func TestShardIdentityOfTheKeysMaster(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		p     redistest.Persistence
@@ -58,35 +59,58 @@ func TestShardIdentityLearnedAtConnect(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = p.Close() })
 			si, ok := p.(pool.ShardIdentifier)
-			require.True(t, ok, "a cluster pool from a URL is a ShardIdentifier")
+			require.True(t, ok, "a cluster pool is a ShardIdentifier")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
 			for _, key := range []string{"orders:42", "{orders}:1", "res:7"} {
 				run := shardRun(t, p, key)
-				id, ok := si.ShardIdentity(run)
-				require.True(t, ok, "%s: the pool connected to run %s", key, run)
+				id, err := si.ShardIdentity(ctx, key, run)
+				require.NoError(t, err, key)
 				assert.Equal(t, run, id.RunID)
 				assert.Equal(t, tc.want, id.Persistence, key)
 				assert.False(t, id.Started.IsZero(), "uptime known")
 				if tc.want == pool.PersistenceUnknown {
 					assert.ErrorContains(t, id.Err, "CONFIG GET", "why persistence is unknown")
 				}
+				infos := c.MasterOf(key).Client(t)
+				before := infos.Info(ctx, "commandstats").Val()
+				_, err = si.ShardIdentity(ctx, key, run)
+				require.NoError(t, err)
+				assert.Equal(t, calls(before, "info"), calls(infos.Info(ctx, "commandstats").Val(), "info")-1,
+					"a run read once: only our INFO commandstats since")
 			}
-			_, ok = si.ShardIdentity("0000000000000000000000000000000000000000")
-			assert.False(t, ok, "a run the pool never reached")
-			_, ok = si.ShardIdentity("")
-			assert.False(t, ok, "no run_id")
+			_, err = si.ShardIdentity(ctx, "orders:42", "0000000000000000000000000000000000000000")
+			assert.ErrorContains(t, err, "not 0000", "another run's identity is never told")
 		})
 	}
 }
 
-// TestShardIdentityOfAdaptedClusterClient checks that a Pool made by New
-// over a cluster client of the caller's learns nothing: it does not see
-// the connections open.
-func TestShardIdentityOfAdaptedClusterClient(t *testing.T) {
+// calls returns the calls of cmd in INFO commandstats text.
+func calls(info, cmd string) int64 {
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls="); ok {
+			n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// TestShardIdentityOfAdaptedClients checks New: over a cluster client of
+// the caller's the Pool tells too; over a plain client it is no cluster.
+func TestShardIdentityOfAdaptedClients(t *testing.T) {
 	c := redistest.StartCLIClusters(t, 1, 3, 0, redistest.AOFAlways)[0]
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRetries: -1})
 	t.Cleanup(func() { _ = cc.Close() })
 	p := pool.New(cc)
 	run := shardRun(t, p, "orders:42")
-	_, ok := p.(pool.ShardIdentifier).ShardIdentity(run)
-	assert.False(t, ok)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id, err := p.(pool.ShardIdentifier).ShardIdentity(ctx, "orders:42", run)
+	require.NoError(t, err)
+	assert.Equal(t, pool.PersistenceAlways, id.Persistence)
+
+	plain := pool.New(c.Masters[0].Client(t))
+	_, err = plain.(pool.ShardIdentifier).ShardIdentity(ctx, "orders:42", run)
+	assert.ErrorContains(t, err, "not a Redis Cluster")
 }

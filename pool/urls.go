@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // FromURLs returns a Pool for each of rawURLs, in the same order, made as
@@ -61,7 +63,7 @@ func parseAny(rawURL string, opts []URLOption, open *func() Pool) ([]string, str
 		if err != nil {
 			return nil, safe, err
 		}
-		*open = func() Pool { return newIdentifiedCluster(copts) }
+		*open = func() Pool { return newGoRedis(redis.NewClusterClient(copts), true) }
 		return copts.Addrs, safe, nil
 	}
 	ropts, safe, err := parseURL(rawURL, opts)

@@ -23,7 +23,9 @@ import (
 // appendfsync always, and the Clients keep the default quarantine (a day):
 // a master that never took over counts at once, also after a restart; one
 // that took over does not, also after a restart that made Redis forget
-// the promotion.
+// the promotion. The tests are not parallel: each starts 9 to 18 servers,
+// a load that, added to the package's parallel cluster tests on a shared
+// machine, made first calls miss their node timeouts.
 
 // cliPools returns one pool per cluster, made by pool.FromURL from a
 // cluster URL that names every server (replicas too) as a seed.
@@ -126,7 +128,6 @@ func tryUntilAnswered(t *testing.T, c *redlock.Client, key string, want error) (
 }
 
 func TestRealClusterPersistedMastersCountAtOnce(t *testing.T) {
-	t.Parallel()
 	clusters := redistest.StartCLIClusters(t, 3, 3, 0, redistest.AOFAlways)
 	requireNoDeclaration(t, clusters)
 	pools := cliPools(t, clusters)
@@ -211,7 +212,6 @@ func plainClusters(rcs []*redistest.ReplicatedCluster) []*redistest.Cluster {
 // do not persist every write, or hide whether they do, count for nobody
 // while young.
 func TestRealClusterPersistedPartlyStaysQuarantined(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		p     redistest.Persistence
@@ -222,7 +222,6 @@ func TestRealClusterPersistedPartlyStaysQuarantined(t *testing.T) {
 		{"CONFIG renamed away", redistest.AOFAlways, []string{"--rename-command", "CONFIG", ""}, "persistence unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			clusters := redistest.StartCLIClusters(t, 3, 3, 0, tc.p, tc.extra...)
 			requireNoDeclaration(t, clusters)
 			c := newClient(t, cliPools(t, clusters))
@@ -255,7 +254,6 @@ func TestRealClusterPersistedPartlyStaysQuarantined(t *testing.T) {
 // node). A key of another shard, whose masters never took over, locks at
 // once throughout.
 func TestRealClusterPersistedFailoverStaysQuarantined(t *testing.T) {
-	t.Parallel()
 	clusters := redistest.StartCLIClusters(t, 3, 3, 1, redistest.AOFAlways)
 	requireNoDeclaration(t, clusters)
 	pools := cliPools(t, clusters)

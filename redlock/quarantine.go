@@ -55,9 +55,9 @@ const DefaultQuarantine = MaxTTL + time.Duration(float64(MaxTTL)*DefaultDriftFac
 //     spares it: the master never received the keys;
 //   - or, never having taken over, restarted less than d ago (uptime)
 //     without persisting every write (appendonly yes and appendfsync
-//     always, as CONFIG GET said on the Pool's connection to that run:
-//     cluster Pools made by FromURL and FromURLs learn it per server,
-//     pool.ShardIdentifier; unknown counts as not persisting) and without
+//     always, as CONFIG GET says on that run, read once per run by the
+//     Pool, pool.ShardIdentifier, only when this alone keeps the master
+//     out; unknown counts as not persisting) and without
 //     the shard's fresh-start declaration (redlock:fresh-start{n} set to
 //     the master's run_id).
 //

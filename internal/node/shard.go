@@ -37,7 +37,7 @@ type shardCheck struct {
 // key's slot took over, or restarted without persisting every write, less
 // than the quarantine ago (shardwatch.Reign.Left), a read error when its
 // reign cannot be read (the yes is then not known to count), and nil when
-// it counts. ctx bounds the read. It reports the first time a reign is
+// it counts. ctx bounds the reads. It reports the first time a reign is
 // found quarantined.
 func (sc *shardCheck) check(ctx context.Context, i int, key string) error {
 	q := sc.set.cfg.Quarantine
@@ -45,10 +45,17 @@ func (sc *shardCheck) check(ctx context.Context, i int, key string) error {
 	if err != nil {
 		return fmt.Errorf("reading the reign of the shard of %q: %w", key, err)
 	}
-	persistence := sc.persistence(r.RunID)
-	left := r.Left(q, persistence == pool.PersistenceAlways)
+	left := r.Left(q, false)
 	if left == 0 {
 		return nil
+	}
+	persistence := ""
+	if r.Left(q, true) == 0 { // only a restart keeps it out: does its run persist?
+		p, why := sc.persistence(ctx, key, r.RunID)
+		if p == pool.PersistenceAlways {
+			return nil
+		}
+		persistence = fmt.Sprintf(", persistence %s%s", p, why)
 	}
 	how := "restarted"
 	switch {
@@ -57,26 +64,30 @@ func (sc *shardCheck) check(ctx context.Context, i int, key string) error {
 	case r.TookOver:
 		how = fmt.Sprintf("took over before its run (a failover first seen %v ago)", r.Taken.Truncate(time.Second))
 	}
-	err = fmt.Errorf("%w: the master serving %q %s; run %s, replication id %s, persistence %s, seen for %v; counts in %v",
+	err = fmt.Errorf("%w: the master serving %q %s; run %s, replication id %s%s, seen for %v; counts in %v",
 		ErrQuarantined, key, how, r.RunID, r.ReplID, persistence, r.Age().Truncate(time.Second), left.Truncate(time.Millisecond))
 	sc.last.report(ctx, sc.set, i, Quarantined, r.RunID+"/"+r.ReplID, err)
 	return err
 }
 
-// persistence returns what the Pool learned of the persistence of the
-// server run runID when it connected to it (pool.ShardIdentifier), and
-// PersistenceUnknown when it cannot tell: a Pool that does not learn it,
-// or CONFIG refused.
-func (sc *shardCheck) persistence(runID string) pool.Persistence {
+// persistence returns the persistence of the server run runID, the master
+// of key's slot, as the Pool tells it (pool.ShardIdentifier: one round
+// trip, bounded by ctx, the first time for a run), and
+// PersistenceUnknown with the reason when it cannot tell: a Pool that is
+// not a ShardIdentifier, a failed read, CONFIG refused.
+func (sc *shardCheck) persistence(ctx context.Context, key, runID string) (pool.Persistence, string) {
 	si, ok := sc.p.(pool.ShardIdentifier)
 	if !ok {
-		return pool.PersistenceUnknown
+		return pool.PersistenceUnknown, " (the pool does not tell)"
 	}
-	id, ok := si.ShardIdentity(runID)
-	if !ok {
-		return pool.PersistenceUnknown
+	id, err := si.ShardIdentity(ctx, key, runID)
+	switch {
+	case err != nil:
+		return pool.PersistenceUnknown, fmt.Sprintf(" (%v)", err)
+	case id.Persistence == pool.PersistenceUnknown:
+		return pool.PersistenceUnknown, fmt.Sprintf(" (%v)", id.Err)
 	}
-	return id.Persistence
+	return id.Persistence, ""
 }
 
 // markerKeep is how long a shard's reign marker outlives its last read

@@ -21,18 +21,20 @@ type reignPool struct {
 	reads   int
 	keys    []string
 	// persists is the persistence of run1 that ShardIdentity tells; unset:
-	// it tells nothing, as a Pool made by pool.New.
-	persists pool.Persistence
+	// it fails. identities counts its calls.
+	persists   pool.Persistence
+	identities int
 }
 
 // ShardIdentity implements pool.ShardIdentifier for run1.
-func (p *reignPool) ShardIdentity(runID string) (pool.Identity, bool) {
+func (p *reignPool) ShardIdentity(_ context.Context, _, runID string) (pool.Identity, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.identities++
 	if runID != "run1" || p.persists == pool.PersistenceUnknown {
-		return pool.Identity{}, false
+		return pool.Identity{}, errors.New("reignPool: no identity")
 	}
-	return pool.Identity{RunID: runID, Persistence: p.persists}, true
+	return pool.Identity{RunID: runID, Persistence: p.persists}, nil
 }
 
 func (p *reignPool) Addr() string    { return "fake:7000" }
@@ -192,13 +194,14 @@ func TestShardCheckPersistence(t *testing.T) {
 		promoted bool
 		taken    time.Duration // > 0: the marker knows of a takeover that long ago
 		counts   bool
+		reads    bool // asks the Pool: only a restart keeps the master out
 	}{
-		{"young, persists every write", pool.PersistenceAlways, false, 0, true},
-		{"young, fsync every second", pool.PersistencePartial, false, 0, false},
-		{"young, persistence unknown", pool.PersistenceUnknown, false, 0, false},
-		{"promoted, persists every write", pool.PersistenceAlways, true, 0, false},
-		{"took over before its restart, persists every write", pool.PersistenceAlways, false, 3 * time.Second, false},
-		{"took over longer than the quarantine before, persists every write", pool.PersistenceAlways, false, q, true},
+		{"young, persists every write", pool.PersistenceAlways, false, 0, true, true},
+		{"young, fsync every second", pool.PersistencePartial, false, 0, false, true},
+		{"young, persistence unknown", pool.PersistenceUnknown, false, 0, false, true},
+		{"promoted, persists every write", pool.PersistenceAlways, true, 0, false, false},
+		{"took over before its restart, persists every write", pool.PersistenceAlways, false, 3 * time.Second, false, false},
+		{"took over longer than the quarantine before, persists every write", pool.PersistenceAlways, false, q, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &reignPool{cluster: true, persists: tc.persists}
@@ -209,6 +212,9 @@ func TestShardCheckPersistence(t *testing.T) {
 			var rep reports
 			s := New([]pool.Pool{p}, Config{Quarantine: q, Clock: clock.Real{}, Report: rep.report})
 			err := s.Health(context.Background(), 0, "k")
+			if (p.identities > 0) != tc.reads {
+				t.Fatalf("%d persistence reads, want them only where a restart alone keeps the master out", p.identities)
+			}
 			if tc.counts && err != nil {
 				t.Fatalf("Health = %v, want nil", err)
 			}
