@@ -77,22 +77,23 @@ func createWithCLI(ctx context.Context, cli string, servers []*Server, replicas 
 	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("redis-cli %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
-	rc, err := readLayout(ctx, servers)
-	if err != nil {
-		return nil, err
-	}
-	masters := make([]Master, len(rc.Masters))
-	for i, m := range rc.Masters {
-		masters[i] = Master{Addr: m.Addr(), Port: m.Port, BusPort: m.BusPort}
-	}
+	// Every node learns the others' roles by gossip: the first one's view
+	// may still show a replica as a master without slots.
+	var rc *ReplicatedCluster
+	var err error
 	for ctx.Err() == nil {
-		if err = notReady(ctx, masters); err == nil {
-			break
+		if rc, err = readLayout(ctx, servers, replicas > 0); err == nil {
+			if err = notReady(ctx, mastersOf(rc)); err == nil {
+				break
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if rc == nil && err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
-		return nil, fmt.Errorf("not ready: %w", err)
+		return nil, fmt.Errorf("not ready, last seen: %w", err)
 	}
 	if err := AwaitMesh(ctx, addrsOf(servers)); err != nil {
 		return nil, err
@@ -105,9 +106,19 @@ func createWithCLI(ctx context.Context, cli string, servers []*Server, replicas 
 	return rc, nil
 }
 
+// mastersOf returns the Masters of rc, as FormCluster's helpers take them.
+func mastersOf(rc *ReplicatedCluster) []Master {
+	out := make([]Master, len(rc.Masters))
+	for i, m := range rc.Masters {
+		out[i] = Master{Addr: m.Addr(), Port: m.Port, BusPort: m.BusPort}
+	}
+	return out
+}
+
 // readLayout reads CLUSTER NODES on the first server and returns the
-// masters in slot order, the first replica of each, and the slot ranges.
-func readLayout(ctx context.Context, servers []*Server) (*ReplicatedCluster, error) {
+// masters in slot order, the first replica of each (an error while a
+// master has none and withReplicas is set), and the slot ranges.
+func readLayout(ctx context.Context, servers []*Server, withReplicas bool) (*ReplicatedCluster, error) {
 	rcl := redis.NewClient(&redis.Options{Addr: servers[0].Addr(), MaxRetries: -1})
 	defer rcl.Close()
 	text, err := rcl.ClusterNodes(ctx).Result()
@@ -167,6 +178,9 @@ func readLayout(ctx context.Context, servers []*Server) (*ReplicatedCluster, err
 			rc.Replicas = make([]*Server, len(rc.Masters))
 		}
 		rc.Replicas[j] = r
+	}
+	if withReplicas && (rc.Replicas == nil || slices.Contains(rc.Replicas, nil)) {
+		return nil, fmt.Errorf("not every master has a replica yet:\n%s", text)
 	}
 	return rc, nil
 }
