@@ -58,6 +58,7 @@ func newGoRedis(client redis.UniversalClient, owned bool) *goRedis {
 	case *redis.ClusterClient:
 		g.addr = strings.Join(c.Options().Addrs, ",")
 		g.ctxDeadlines = c.Options().ContextTimeoutEnabled
+		g.runs = &runCells{}
 	case *redis.Ring:
 		g.addr = fmt.Sprintf("ring(%d shards)", len(c.Options().Addrs))
 		g.ctxDeadlines = c.Options().ContextTimeoutEnabled
@@ -85,6 +86,7 @@ type goRedis struct {
 	addr         string
 	ctxDeadlines bool
 	owned        bool
+	runs         *runCells // a cluster's: see ShardIdentity
 }
 
 func (g *goRedis) Addr() string { return g.addr }

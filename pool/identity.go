@@ -104,34 +104,52 @@ func (c *identityCell) Identity() (Identity, bool) {
 
 // onConnect reads INFO server, the persistence settings and the fresh-start
 // key in one round trip on a new connection, before any command of the
-// caller uses it. Commands the server refuses (a renamed CONFIG) leave their
-// fields unknown; a connection error fails the connection, so no command
-// runs on a server whose identity is not known.
+// caller uses it (readIdentity).
 func (c *identityCell) onConnect(ctx context.Context, cn *redis.Conn) error {
+	id, err := readIdentity(ctx, cn, true)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.id, c.set = id, true
+	c.mu.Unlock()
+	return nil
+}
+
+// pipeliner is what readIdentity sends its round trip on: a new
+// connection (*redis.Conn) or a shard's client (*redis.Client).
+type pipeliner interface {
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+// readIdentity reads INFO server, the persistence settings and, when fresh
+// is set, the fresh-start key, in one round trip on cn.
+// Commands the server refuses (a renamed CONFIG) leave their fields
+// unknown; a connection error is returned, and fails the connection, so
+// that no command runs on a server whose identity is not known.
+func readIdentity(ctx context.Context, cn pipeliner, fresh bool) (Identity, error) {
 	var info *redis.StringCmd
 	var aof, fsync *redis.MapStringStringCmd
-	var fresh *redis.StringCmd
+	freshCmd := redis.NewStringCmd(ctx) // unsent: redis.Nil, no declaration
+	freshCmd.SetErr(redis.Nil)
 	_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		info = p.Info(ctx, "server")
 		aof = p.ConfigGet(ctx, "appendonly")
 		fsync = p.ConfigGet(ctx, "appendfsync")
-		fresh = p.Get(ctx, FreshStartKey)
+		if fresh {
+			freshCmd = p.Get(ctx, FreshStartKey)
+		}
 		return nil
 	})
-	if err != nil && !isServerError(info.Err(), aof.Err(), fsync.Err(), fresh.Err()) {
-		return fmt.Errorf("pool: reading the server's identity: %w", err)
+	if err != nil && !isServerError(info.Err(), aof.Err(), fsync.Err(), freshCmd.Err()) {
+		return Identity{}, fmt.Errorf("pool: reading the server's identity: %w", err)
 	}
 	var r identityReplies
 	r.info, r.infoErr = info.Result()
 	r.aof, r.aofErr = aof.Result()
 	r.fsync, r.fsyncErr = fsync.Result()
-	r.fresh, r.freshErr = fresh.Result()
-	id := r.identity(time.Now())
-
-	c.mu.Lock()
-	c.id, c.set = id, true
-	c.mu.Unlock()
-	return nil
+	r.fresh, r.freshErr = freshCmd.Result()
+	return r.identity(time.Now()), nil
 }
 
 // identityReplies are a server's answers to the commands that tell its

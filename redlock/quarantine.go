@@ -41,20 +41,40 @@ const DefaultQuarantine = MaxTTL + time.Duration(float64(MaxTTL)*DefaultDriftFac
 //
 // A node that is a Redis Cluster (pool.Cluster) is judged per key, by the
 // master that serves the key's slot: after its yes, one script on that
-// master (bounded by the vote's deadline) reads its run and replication
-// id, and the yes does not count while that master restarted less than d
-// ago (uptime; the shard's fresh-start declaration, redlock:fresh-start{n}
-// set to the master's run_id, n the first of 0, 1, 2, ... whose slot the
-// master serves, spares a new run) or took over from its master (a
-// failover: a replica promoted before it received the key). Redis does not
-// say when a promotion happened, so a promoted master is quarantined from
-// its first sight: the first script to see its reign records the time on
-// the master itself (redlock:reign{n}), and every Client, including one
-// created later, counts d from there. Persistence spares no promoted
-// master. Keys of the cluster's other shards are not affected. The cost:
-// one more round trip per yes of a cluster node, and a promoted shard
-// counts for nobody for d after it is first seen, which with the default
-// is a day; state the longest TTL with d.
+// master (bounded by the vote's deadline) reads its run, replication id,
+// cluster node id and config epoch, and the shard's marker
+// (redlock:reign{n}, n the first of 0, 1, 2, ... whose slot the master
+// serves). The yes does not count while that master
+//
+//   - took over from another (a failover: a replica promoted before it
+//     received the key) less than d ago. Redis does not say when a
+//     promotion happened, and forgets it at a restart, so a takeover is
+//     timed from its first sight, recorded on the master itself in the
+//     marker: every Client, including one created later, counts d from
+//     there, and the marker survives the master's restarts when it
+//     persists every write. A takeover is known from this run
+//     (second_repl_offset set), or from the marker: one that names another
+//     node (the master's data came from it by replication), or this node
+//     under another config epoch (a promotion draws a new epoch), or a
+//     takeover recorded before. Neither persistence nor a declaration
+//     spares it: the master never received the keys;
+//   - or, never having taken over, restarted less than d ago (uptime)
+//     without persisting every write (appendonly yes and appendfsync
+//     always, as CONFIG GET says on that run, read once per run by the
+//     Pool, pool.ShardIdentifier, only when this alone keeps the master
+//     out; unknown counts as not persisting) and without
+//     the shard's fresh-start declaration (redlock:fresh-start{n} set to
+//     the master's run_id).
+//
+// So a cluster formed with redis-cli --cluster create whose masters
+// persist every write counts at once, and after their restarts too; a
+// promoted shard counts for nobody for d after it is first seen, which
+// with the default is a day. Keys of the cluster's other shards are not
+// affected. Not seen: a replica that never received the shard's marker (it
+// lagged from before the shard's first use, or from before a marker unread
+// for max(2d, 24h) expired), promoted, never seen promoted by any Client,
+// then restarted, looks like a new shard (docs/safety.md). The cost: one
+// more round trip per yes of a cluster node; state the longest TTL with d.
 func WithQuarantine(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {

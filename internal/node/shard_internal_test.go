@@ -20,6 +20,21 @@ type reignPool struct {
 	err     error
 	reads   int
 	keys    []string
+	// persists is the persistence of run1 that ShardIdentity tells; unset:
+	// it fails. identities counts its calls.
+	persists   pool.Persistence
+	identities int
+}
+
+// ShardIdentity implements pool.ShardIdentifier for run1.
+func (p *reignPool) ShardIdentity(_ context.Context, _, runID string) (pool.Identity, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.identities++
+	if runID != "run1" || p.persists == pool.PersistenceUnknown {
+		return pool.Identity{}, errors.New("reignPool: no identity")
+	}
+	return pool.Identity{RunID: runID, Persistence: p.persists}, nil
 }
 
 func (p *reignPool) Addr() string    { return "fake:7000" }
@@ -47,7 +62,15 @@ func (p *reignPool) reign(replid string, promoted bool, uptime, seen time.Durati
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.reply = []any{"master", replid, second, "run1", int64(uptime / time.Second), seen.Milliseconds(), int64(0), int64(0)}
+	p.reply = []any{"master", replid, second, "run1", int64(uptime / time.Second), seen.Milliseconds(), int64(0), int64(0),
+		int64(-1), "node1"}
+}
+
+// takenBefore makes the reign's marker know of a takeover first seen ago.
+func (p *reignPool) takenBefore(ago time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reply[8] = ago.Milliseconds()
 }
 
 // reports collects a Set's reports.
@@ -155,5 +178,49 @@ func TestShardCheck(t *testing.T) {
 	p.mu.Unlock()
 	if err := s.Health(ctx, 0, "k"); err == nil || errors.Is(err, ErrQuarantined) {
 		t.Fatalf("an unreadable reign: %v, want the read error", err)
+	}
+}
+
+// TestShardCheckPersistence checks what persistence of every write spares
+// on a cluster node: a young master that never took over counts at once;
+// a promoted master, or one whose marker knows of a takeover before its
+// restart, is out as without it; persistence the Pool cannot tell, or one
+// short of every write, spares nothing.
+func TestShardCheckPersistence(t *testing.T) {
+	const q = 10 * time.Second
+	for _, tc := range []struct {
+		name     string
+		persists pool.Persistence
+		promoted bool
+		taken    time.Duration // > 0: the marker knows of a takeover that long ago
+		counts   bool
+		reads    bool // asks the Pool: only a restart keeps the master out
+	}{
+		{"young, persists every write", pool.PersistenceAlways, false, 0, true, true},
+		{"young, fsync every second", pool.PersistencePartial, false, 0, false, true},
+		{"young, persistence unknown", pool.PersistenceUnknown, false, 0, false, true},
+		{"promoted, persists every write", pool.PersistenceAlways, true, 0, false, false},
+		{"took over before its restart, persists every write", pool.PersistenceAlways, false, 3 * time.Second, false, false},
+		{"took over longer than the quarantine before, persists every write", pool.PersistenceAlways, false, q, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &reignPool{cluster: true, persists: tc.persists}
+			p.reign("r1", tc.promoted, 2*time.Second, 0)
+			if tc.taken > 0 {
+				p.takenBefore(tc.taken)
+			}
+			var rep reports
+			s := New([]pool.Pool{p}, Config{Quarantine: q, Clock: clock.Real{}, Report: rep.report})
+			err := s.Health(context.Background(), 0, "k")
+			if (p.identities > 0) != tc.reads {
+				t.Fatalf("%d persistence reads, want them only where a restart alone keeps the master out", p.identities)
+			}
+			if tc.counts && err != nil {
+				t.Fatalf("Health = %v, want nil", err)
+			}
+			if !tc.counts && !errors.Is(err, ErrQuarantined) {
+				t.Fatalf("Health = %v, want ErrQuarantined", err)
+			}
+		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 // fails only its own slots.
 type Cluster struct {
 	Masters []*Server
+	ranges  [][2]int // the slots of each master, when redis-cli split them (StartCLIClusters)
 }
 
 // StartCluster runs a cluster of n masters, the 16384 slots split evenly
@@ -171,9 +172,15 @@ func ClusterClient(t testing.TB, addrs []string) *redis.ClusterClient {
 }
 
 // MasterOf returns the master that serves key's slot, in the split
-// StartCluster made (no resharding happens in tests).
+// StartCluster (or redis-cli, StartCLIClusters) made: no resharding
+// happens in tests.
 func (c *Cluster) MasterOf(key string) *Server {
 	n, slot := len(c.Masters), keyslot.Slot(key)
+	for i, r := range c.ranges {
+		if slot >= r[0] && slot <= r[1] {
+			return c.Masters[i]
+		}
+	}
 	for i := n - 1; i > 0; i-- {
 		if slot >= i*keyslot.Slots/n { // form's ranges
 			return c.Masters[i]

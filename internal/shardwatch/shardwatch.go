@@ -32,9 +32,21 @@ var Script = pool.NewScript(reignSrc)
 type Reign struct {
 	RunID  string
 	ReplID string
+	// NodeID is the master's cluster node id, "-" when CLUSTER MYID is
+	// refused.
+	NodeID string
 	// Promoted reports that the master took over from another during its
 	// run (second_repl_offset is set): when, Redis does not say.
 	Promoted bool
+	// TookOver reports that the shard's marker knows of a takeover in the
+	// master's history: this run's, or one before a restart of this node,
+	// or one since the marker's writer, another node or the same node
+	// under another config epoch, wrote it (see reign.lua).
+	TookOver bool
+	// Taken is how long ago, on the master's clock, the latest such
+	// takeover was first seen: the takeover itself came earlier. Zero when
+	// TookOver is false.
+	Taken time.Duration
 	// Uptime is the run's uptime, as INFO server says (whole seconds,
 	// which may exceed the true uptime by up to a second).
 	Uptime time.Duration
@@ -48,14 +60,15 @@ type Reign struct {
 // Read runs the reign script on the master that serves key's slot on p (a
 // Pool of a Redis Cluster), bounded by ctx. keep is how long the shard's
 // marker outlives its last read; a marker that expired only makes the next
-// reader see the reign for the first time.
+// reader see the reign for the first time, and forget the takeovers it
+// knew of (see Reign.Left).
 func Read(ctx context.Context, p pool.Pool, key string, keep time.Duration) (Reign, error) {
 	v, err := p.Eval(ctx, Script, []string{key}, max(keep, time.Second).Milliseconds())
 	if err != nil {
 		return Reign{}, err
 	}
 	arr, _ := v.([]any)
-	if len(arr) < 7 {
+	if len(arr) < 10 {
 		return Reign{}, fmt.Errorf("shardwatch: malformed reply %v", v)
 	}
 	role, _ := arr[0].(string)
@@ -64,8 +77,12 @@ func Read(ctx context.Context, p pool.Pool, key string, keep time.Duration) (Rei
 	}
 	r := Reign{Promoted: asInt(arr[2]) >= 0, Uptime: time.Duration(asInt(arr[4])) * time.Second,
 		Seen: time.Duration(asInt(arr[5])) * time.Millisecond, Fresh: asInt(arr[6]) == 1}
+	if taken := asInt(arr[8]); taken >= 0 {
+		r.TookOver, r.Taken = true, time.Duration(taken)*time.Millisecond
+	}
 	r.ReplID, _ = arr[1].(string)
 	r.RunID, _ = arr[3].(string)
+	r.NodeID, _ = arr[9].(string)
 	if r.RunID == "" || r.ReplID == "" {
 		return Reign{}, errors.New("shardwatch: INFO hides run_id or master_replid")
 	}
@@ -83,15 +100,42 @@ func (r Reign) Age() time.Duration {
 	return r.Seen
 }
 
-// Left returns how long the reign stays out under quarantine q: zero when
-// it counts. A fresh-start declaration spares a run that never took over;
-// persistence spares nothing, since a promoted replica never had the key,
-// and the script cannot read CONFIG to know it.
-func (r Reign) Left(q time.Duration) time.Duration {
-	if r.Fresh && !r.Promoted {
-		return 0
+// takenAge returns a lower bound of how long ago the latest takeover in
+// the master's history happened: its first sight, by this reign's marker
+// or by an earlier one.
+func (r Reign) takenAge() time.Duration {
+	switch {
+	case r.Promoted && r.TookOver:
+		return min(r.Seen, r.Taken)
+	case r.Promoted:
+		return r.Seen
 	}
-	return max(q-r.Age(), 0)
+	return r.Taken
+}
+
+// Left returns how long the reign stays out under quarantine q: zero when
+// it counts. persists tells that the master's run persists every write
+// (appendonly yes, appendfsync always, as CONFIG GET said on a connection
+// to that run; false when unknown). Two hazards are timed apart:
+//
+//   - a takeover (Promoted, or TookOver from an earlier run): the new
+//     master may lack keys the old one granted just before, valid up to q
+//     after; counted from the takeover's first sight. Neither persistence
+//     nor a fresh-start declaration spares it: the keys never reached the
+//     master, so no disk of its holds them;
+//   - a restart of a master that never took over during its run: it may
+//     have lost the writes of its previous run, as a standalone node;
+//     counted by its uptime (Age). Persistence of every write spares it, as
+//     does the fresh-start declaration.
+func (r Reign) Left(q time.Duration, persists bool) time.Duration {
+	var left time.Duration
+	if r.Promoted || r.TookOver {
+		left = q - r.takenAge()
+	}
+	if !r.Promoted && !r.Fresh && !persists {
+		left = max(left, q-r.Age())
+	}
+	return max(left, 0)
 }
 
 // Tag returns the tag n of the shard's marker and fresh-start keys for a

@@ -43,30 +43,47 @@ func TestReignAge(t *testing.T) {
 func TestReignLeft(t *testing.T) {
 	const q = 10 * time.Second
 	for _, tc := range []struct {
-		name string
-		r    shardwatch.Reign
-		q    time.Duration
-		want time.Duration
+		name     string
+		r        shardwatch.Reign
+		q        time.Duration
+		persists bool
+		want     time.Duration
 	}{
 		{"a young run stays out for the rest of the quarantine",
-			shardwatch.Reign{Uptime: 5 * time.Second}, q, 6 * time.Second},
+			shardwatch.Reign{Uptime: 5 * time.Second}, q, false, 6 * time.Second},
 		{"a run older than the quarantine counts",
-			shardwatch.Reign{Uptime: 11 * time.Second}, q, 0},
+			shardwatch.Reign{Uptime: 11 * time.Second}, q, false, 0},
 		{"a run exactly the quarantine old counts",
-			shardwatch.Reign{Uptime: q + time.Second}, q, 0},
+			shardwatch.Reign{Uptime: q + time.Second}, q, false, 0},
 		{"a fresh run never promoted counts at once",
-			shardwatch.Reign{Uptime: time.Second, Fresh: true}, q, 0},
+			shardwatch.Reign{Uptime: time.Second, Fresh: true}, q, false, 0},
 		{"a fresh run that took over is out: its declaration does not cover the keys it never received",
-			shardwatch.Reign{Promoted: true, Uptime: time.Hour, Seen: 4 * time.Second, Fresh: true}, q, 6 * time.Second},
+			shardwatch.Reign{Promoted: true, Uptime: time.Hour, Seen: 4 * time.Second, Fresh: true}, q, false, 6 * time.Second},
 		{"a promoted master at its first sight is out for the whole quarantine",
-			shardwatch.Reign{Promoted: true, Uptime: time.Hour}, q, q},
+			shardwatch.Reign{Promoted: true, Uptime: time.Hour}, q, false, q},
 		{"a promoted master seen for the quarantine counts",
-			shardwatch.Reign{Promoted: true, Seen: q}, q, 0},
+			shardwatch.Reign{Promoted: true, Seen: q}, q, false, 0},
 		{"no quarantine: everything counts",
-			shardwatch.Reign{Promoted: true}, 0, 0},
+			shardwatch.Reign{Promoted: true}, 0, false, 0},
+		{"a young run that persists every write counts at once",
+			shardwatch.Reign{Uptime: time.Second}, q, true, 0},
+		{"a promoted master that persists every write is out: its disk never had the keys",
+			shardwatch.Reign{Promoted: true, Uptime: time.Hour, Seen: 4 * time.Second}, q, true, 6 * time.Second},
+		{"a run that took over before its restart and persists is out from that takeover's first sight",
+			shardwatch.Reign{Uptime: time.Second, TookOver: true, Taken: 3 * time.Second}, q, true, 7 * time.Second},
+		{"a run that took over before its restart counts once the takeover is the quarantine old",
+			shardwatch.Reign{Uptime: time.Second, TookOver: true, Taken: q}, q, true, 0},
+		{"a fresh declaration spares the restart, not a takeover before it",
+			shardwatch.Reign{Uptime: time.Second, Fresh: true, TookOver: true, Taken: 2 * time.Second}, q, false, 8 * time.Second},
+		{"without persistence the later of the two ends: the restart",
+			shardwatch.Reign{Uptime: 2 * time.Second, TookOver: true, Taken: 8 * time.Second}, q, false, 9 * time.Second},
+		{"without persistence the later of the two ends: the takeover",
+			shardwatch.Reign{Uptime: 9 * time.Second, TookOver: true, Taken: 1 * time.Second}, q, false, 9 * time.Second},
+		{"a promoted run whose marker knew of an older takeover: the newer sight counts",
+			shardwatch.Reign{Promoted: true, Seen: 5 * time.Second, TookOver: true, Taken: 2 * time.Second}, q, true, 8 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, tc.r.Left(tc.q))
+			assert.Equal(t, tc.want, tc.r.Left(tc.q, tc.persists))
 		})
 	}
 }
@@ -94,8 +111,9 @@ func TestTag(t *testing.T) {
 func TestRead(t *testing.T) {
 	const key = "orders"
 	reply := func(role, replid string, second any, runid string, uptime, seen, fresh any) []any {
-		return []any{role, replid, second, runid, uptime, seen, fresh, int64(0)}
+		return []any{role, replid, second, runid, uptime, seen, fresh, int64(0), int64(-1), "n1"}
 	}
+	taken := func(r []any, ms any) []any { r[8] = ms; return r }
 	for _, tc := range []struct {
 		name    string
 		reply   any
@@ -105,10 +123,20 @@ func TestRead(t *testing.T) {
 	}{
 		{name: "a master that never took over",
 			reply: reply("master", "ab12", int64(-1), "cd34", int64(42), int64(1500), int64(0)),
-			want:  shardwatch.Reign{RunID: "cd34", ReplID: "ab12", Uptime: 42 * time.Second, Seen: 1500 * time.Millisecond}},
+			want: shardwatch.Reign{RunID: "cd34", ReplID: "ab12", NodeID: "n1", Uptime: 42 * time.Second,
+				Seen: 1500 * time.Millisecond}},
+		{name: "a master whose marker knows of a takeover before its run",
+			reply: taken(reply("master", "ab12", int64(-1), "cd34", int64(42), int64(1500), int64(0)), int64(2500)),
+			want: shardwatch.Reign{RunID: "cd34", ReplID: "ab12", NodeID: "n1", Uptime: 42 * time.Second,
+				Seen: 1500 * time.Millisecond, TookOver: true, Taken: 2500 * time.Millisecond}},
+		{name: "a takeover seen just now",
+			reply: taken(reply("master", "ab12", int64(-1), "cd34", int64(42), int64(0), int64(0)), "0"),
+			want: shardwatch.Reign{RunID: "cd34", ReplID: "ab12", NodeID: "n1", Uptime: 42 * time.Second,
+				TookOver: true}},
 		{name: "a promoted master, fresh, numbers as strings",
 			reply: reply("master", "ab12", "7", "cd34", "3", "0", "1"),
-			want:  shardwatch.Reign{RunID: "cd34", ReplID: "ab12", Promoted: true, Uptime: 3 * time.Second, Fresh: true}},
+			want: shardwatch.Reign{RunID: "cd34", ReplID: "ab12", NodeID: "n1", Promoted: true,
+				Uptime: 3 * time.Second, Fresh: true}},
 		{name: "a replica answered",
 			reply:   reply("slave", "ab12", int64(-1), "cd34", int64(42), int64(0), int64(0)),
 			wantErr: "is a slave"},
@@ -116,6 +144,8 @@ func TestRead(t *testing.T) {
 			reply:   reply("master", "", int64(-1), "", int64(42), int64(0), int64(0)),
 			wantErr: "hides run_id"},
 		{name: "a short reply", reply: []any{"master", "ab12"}, wantErr: "malformed"},
+		{name: "an earlier version's reply", reply: []any{"master", "ab12", int64(-1), "cd34", int64(42), int64(0), int64(0), int64(0)},
+			wantErr: "malformed"},
 		{name: "no array", reply: int64(1), wantErr: "malformed"},
 		{name: "the node's error", err: errors.New("MOVED 123 10.0.0.1:7000"), wantErr: "MOVED"},
 	} {
