@@ -33,7 +33,6 @@ const (
 // failoverClusters starts the three clusters and their pools.
 func failoverClusters(t *testing.T) ([]*redistest.ReplicatedCluster, []pool.Pool) {
 	t.Helper()
-	t.Cleanup(func() { awaitDialProbes(t) })
 	clusters := redistest.StartReplicatedClusters(t, 2, 1, 1)
 	pools := make([]pool.Pool, len(clusters))
 	for i, c := range clusters {
