@@ -257,7 +257,7 @@ func awaitRefusal(t *testing.T, c *redlock.Client, key string, until time.Time) 
 			l, err := c.TryLock(bg(), key, failoverTTL)
 			if err == nil {
 				_ = l.Unlock(bg())
-				refusal = errors.New("granted: a second holder while the first is valid")
+				refusal = errors.New("granted " + key + ": a second holder while the first is valid")
 				return true, refusal.Error()
 			}
 			refusal = err
