@@ -265,10 +265,11 @@ func TestRealReentryDoAndWaiters(t *testing.T) {
 		assert.NoError(t, err)
 		owner <- l
 	}()
-	require.Eventually(t, func() bool {
+	// Both queue in their first rounds: node calls (nodeCallBound).
+	awaitState(t, nodeCallBound, "the inner owner and the other both waiting on node 0", func() bool {
 		return servers[0].Client(t).ZCard(bg(), scripts.Keys("w")[1]).Val() == 1 &&
 			servers[0].Client(t).Exists(bg(), scripts.WatchKey("w")).Val() == 1
-	}, 5*time.Second, 5*time.Millisecond, "both wait")
+	}, onServers(servers[:1], scripts.Keys("w")[1], scripts.WatchKey("w")))
 	require.NoError(t, inner.Unlock(bg()))
 	assert.Equal(t, 5, realHolders(t, servers, "w", "o:job"), "still the owner's")
 	require.NoError(t, outer.Unlock(bg()))
