@@ -100,9 +100,9 @@ func TestElectionRecordFollowsTheLeadership(t *testing.T) {
 	c := newClient(t, fn.pools)
 	ls, err := c.Campaign(bg(), "{orders}", "host-a", 10*time.Second)
 	require.NoError(t, err)
-	// A majority has it when Campaign returns; the last node soon after
-	// (WaitIdle would wait for the keeper too).
-	// The last node's call is still on its way (nodeCallBound).
+	// A majority has it when Campaign returns; the last node's call is
+	// still on its way (nodeCallBound; WaitIdle would wait for the keeper
+	// too).
 	awaitState(t, nodeCallBound, "host-a leader on every node", func() bool {
 		for _, s := range fn.servers {
 			if s.HGet("election:{orders}:leader", "value") != "host-a" {

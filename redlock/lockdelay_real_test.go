@@ -176,7 +176,7 @@ func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
 		got <- l
 	}()
 	// B queues in its first round: node calls (nodeCallBound).
-	awaitState(t, nodeCallBound, "B queued for res where A holds it (a majority)", func() bool { // where A holds the key: a majority
+	awaitState(t, nodeCallBound, "B queued for res where A holds it (a majority)", func() bool {
 		queued := 0
 		for _, s := range servers {
 			if n, err := s.Client(t).ZCard(bg(), "res:queue").Result(); err == nil && n == 1 {
