@@ -123,12 +123,13 @@ func TestTimedOutNodeIsReleasedOnFailure(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	fn.faults[0].Fail(errDown)
 	fn.faults[1].Fail(errDown)
-	// Node 2 applies the SET but its reply comes after the node timeout.
+	// Node 2 applies the SET but its reply comes after the node timeout:
+	// the call is held until TryLock has returned without it.
 	release := fn.faults[2].Hold()
 	c := newClient(t, fn.pools, redlock.WithNodeTimeout(20*time.Millisecond))
-	go func() { time.Sleep(50 * time.Millisecond); release() }()
 
 	_, err := c.TryLock(bg(), "k", time.Minute)
+	release()
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	require.NoError(t, c.Close())
 	assert.Zero(t, fn.present("k"))
