@@ -194,6 +194,7 @@ func failoverRun(t *testing.T, kill bool) {
 	// silent node, so a decision comes about 3s after the failovers on a
 	// quiet machine; the locks have about 10s left by then.
 	off := newClient(t, pools, redlock.WithQuarantine(0))
+	tried := time.Now()
 	var rivals sync.WaitGroup
 	refusals := make([]error, 2)
 	for i, c := range []*redlock.Client{watcher, fresh} {
@@ -212,6 +213,8 @@ func failoverRun(t *testing.T, kill bool) {
 		}
 	})
 	rivals.Wait()
+	t.Logf("the rivals decided in %v, with %v of the lock's validity left", time.Since(tried).Round(time.Millisecond),
+		time.Until(l.Until()).Round(time.Millisecond))
 	if t.Failed() {
 		t.FailNow()
 	}
