@@ -166,9 +166,18 @@ func failoverRun(t *testing.T, kill bool) {
 	holder := newClient(t, pools, on)
 	watcher := newClient(t, pools, on) // it sees the shards before the failover
 	for _, k := range []string{key, other} {
-		l, err := watcher.TryLock(bg(), k, time.Second)
-		require.NoError(t, err, "%s before the failover", k)
-		require.NoError(t, l.Unlock(bg()))
+		// The first calls on new clusters load the slot map and the
+		// command table and dial, each up to a node timeout (1s): on a
+		// loaded machine the first tries may time out. No lock's validity
+		// runs yet, so they may take ten node timeouts.
+		redistest.WaitFor(t, 10*time.Second, "the watcher to lock "+k+" before the failover", func() (bool, string) {
+			l, err := watcher.TryLock(bg(), k, time.Second)
+			if err != nil {
+				return false, err.Error()
+			}
+			require.NoError(t, l.Unlock(bg()))
+			return true, ""
+		})
 	}
 
 	for i := range 2 {
