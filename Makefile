@@ -3,7 +3,7 @@
 #   make test                    (sets itself up: see deps below)
 GO ?= go
 
-.PHONY: test deps unit modules integration demo redis-image bench chaos chaos-unsafe model
+.PHONY: test test-loaded deps unit modules integration demo redis-image bench chaos chaos-unsafe model
 
 # Modules of their own, so the library's go.mod stays lean.
 MODULES := pool/rueidispool redlockotel
@@ -14,6 +14,16 @@ MODULES := pool/rueidispool redlockotel
 ## REDLOCK_SKIP_REDIS=1 make test skips the real-Redis tests where
 ## redis-server is missing (never in CI).
 test: unit modules integration
+
+## test-loaded: the core module's tests (make unit: go vet, then go test
+## -race -count=1 ./...) beside CPU hogs on every core but one, at least
+## one (scripts/loaded.sh; they end with the run, also on failure or ^C), to
+## reproduce a test that flakes on a loaded machine. LOADED_TARGETS names
+## other targets to run so: "unit integration", or test for everything.
+## LOADED_HOGS sets the number of hogs. See docs/testing.md.
+LOADED_TARGETS ?= unit
+test-loaded: deps
+	bash scripts/loaded.sh $(MAKE) --no-print-directory $(LOADED_TARGETS)
 
 ## deps: what the tests need beyond Go (scripts/deps.sh says what and why):
 ## installed with apt-get where it is usable (root, or passwordless sudo),

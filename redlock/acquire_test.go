@@ -26,10 +26,15 @@ func TestQuorumMath(t *testing.T) {
 				for i := range down {
 					fn.faults[i].Fail(errDown)
 				}
-				c := newClient(t, fn.pools)
+				// The down nodes fail at once and the others answer at
+				// once: no wait here depends on the node timeout. It only
+				// has to outlast the stall of a loaded machine (over 1s at
+				// the package's start under make test-loaded), so 5s, with
+				// a TTL three times that; a passing run is no slower.
+				c := newClient(t, fn.pools, redlock.WithNodeTimeout(5*time.Second))
 				require.Equal(t, quorum, c.Quorum())
 
-				l, err := c.TryLock(bg(), "k", time.Second)
+				l, err := c.TryLock(bg(), "k", 15*time.Second)
 				c.WaitIdle() // stragglers answer after TryLock returned
 				if n-down >= quorum {
 					require.NoError(t, err)
@@ -123,12 +128,13 @@ func TestTimedOutNodeIsReleasedOnFailure(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	fn.faults[0].Fail(errDown)
 	fn.faults[1].Fail(errDown)
-	// Node 2 applies the SET but its reply comes after the node timeout.
+	// Node 2 applies the SET but its reply comes after the node timeout:
+	// the call is held until TryLock has returned without it.
 	release := fn.faults[2].Hold()
 	c := newClient(t, fn.pools, redlock.WithNodeTimeout(20*time.Millisecond))
-	go func() { time.Sleep(50 * time.Millisecond); release() }()
 
 	_, err := c.TryLock(bg(), "k", time.Minute)
+	release()
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	require.NoError(t, c.Close())
 	assert.Zero(t, fn.present("k"))

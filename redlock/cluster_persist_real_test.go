@@ -31,7 +31,6 @@ import (
 // cluster URL that names every server (replicas too) as a seed.
 func cliPools(t *testing.T, clusters []*redistest.ReplicatedCluster) []pool.Pool {
 	t.Helper()
-	t.Cleanup(func() { awaitDialProbes(t) })
 	pools := make([]pool.Pool, len(clusters))
 	for i, c := range clusters {
 		addrs := c.Addrs()

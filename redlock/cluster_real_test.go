@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,7 +26,6 @@ import (
 // each, made by pool.New over a go-redis ClusterClient.
 func clusterNodes(t *testing.T, n, m int) ([]*redistest.Cluster, []pool.Pool) {
 	t.Helper()
-	t.Cleanup(func() { awaitDialProbes(t) }) // runs last, after the clients closed
 	clusters := redistest.StartClusters(t, n, m, redistest.NoPersistence)
 	pools := make([]pool.Pool, n)
 	for i := range clusters {
@@ -38,24 +36,6 @@ func clusterNodes(t *testing.T, n, m int) ([]*redistest.Cluster, []pool.Pool) {
 		pools[i] = p
 	}
 	return clusters, pools
-}
-
-// awaitDialProbes waits until go-redis's dial probes have ended: a client
-// pool whose dials all failed (a killed shard) probes its node once a second
-// until the pool is closed and the probe wakes, up to a second after Close.
-// It only waits, so that the package's leak check (TestMain) finds none of
-// them: the probes of tests running in parallel are in the same process,
-// and which probe is whose a stack does not tell.
-func awaitDialProbes(t *testing.T) {
-	buf := make([]byte, 1<<20)
-	deadline := time.Now().Add(5 * time.Second)
-	for strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*ConnPool).tryDial") {
-		if time.Now().After(deadline) {
-			t.Log("go-redis dial probes still running 5s after Close (maybe another test's)")
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // clusterKeys are lock keys over many slots, among them keys with hash tags
@@ -317,7 +297,6 @@ func TestRealClusterShardMasterKilledMidRun(t *testing.T) {
 // and a heartbeat of 1.67s: the round it sends once its listeners are
 // confirmed finds the grant.
 func TestRealClusterGrantBeforeTheListenerConnects(t *testing.T) {
-	t.Cleanup(func() { awaitDialProbes(t) })
 	clusters := redistest.StartClusters(t, 3, 2, redistest.NoPersistence)
 	var slow atomic.Bool
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -35,7 +35,9 @@ type campaignResult struct {
 func waitCampaigner(t *testing.T, servers []*redistest.Server, election string) {
 	t.Helper()
 	q := "election:" + election + ":queue"
-	require.Eventually(t, func() bool {
+	// A campaigner queues in its first round: node calls; twice
+	// nodeCallBound, as other campaigners share the machine.
+	awaitState(t, 2*nodeCallBound, "a campaigner queued for "+election+" on a majority", func() bool {
 		n := 0
 		for _, s := range servers {
 			if c, err := s.Client(t).Exists(bg(), q).Result(); err == nil && c == 1 {
@@ -43,7 +45,7 @@ func waitCampaigner(t *testing.T, servers []*redistest.Server, election string) 
 			}
 		}
 		return n >= len(servers)/2+1
-	}, 10*time.Second, 5*time.Millisecond)
+	}, onServers(servers, q))
 }
 
 // within waits for r's campaign at most d.

@@ -100,16 +100,17 @@ func TestElectionRecordFollowsTheLeadership(t *testing.T) {
 	c := newClient(t, fn.pools)
 	ls, err := c.Campaign(bg(), "{orders}", "host-a", 10*time.Second)
 	require.NoError(t, err)
-	// A majority has it when Campaign returns; the last node soon after
-	// (WaitIdle would wait for the keeper too).
-	require.Eventually(t, func() bool {
+	// A majority has it when Campaign returns; the last node's call is
+	// still on its way (nodeCallBound; WaitIdle would wait for the keeper
+	// too).
+	awaitState(t, nodeCallBound, "host-a leader on every node", func() bool {
 		for _, s := range fn.servers {
 			if s.HGet("election:{orders}:leader", "value") != "host-a" {
 				return false
 			}
 		}
 		return true
-	}, 5*time.Second, time.Millisecond)
+	}, onFakes(fn))
 	ld, err := c.Leader(bg(), "{orders}")
 	require.NoError(t, err)
 	assert.Equal(t, "host-a", ld.Value)

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -33,7 +34,6 @@ const (
 // failoverClusters starts the three clusters and their pools.
 func failoverClusters(t *testing.T) ([]*redistest.ReplicatedCluster, []pool.Pool) {
 	t.Helper()
-	t.Cleanup(func() { awaitDialProbes(t) })
 	clusters := redistest.StartReplicatedClusters(t, 2, 1, 1)
 	pools := make([]pool.Pool, len(clusters))
 	for i, c := range clusters {
@@ -98,17 +98,25 @@ func takeOver(t *testing.T, c *redistest.ReplicatedCluster, j int, kill bool, ke
 	}
 	r.Resume()
 	require.NoError(t, cmd(t, r, "CLUSTER", "FAILOVER", "TAKEOVER").Err())
-	require.Eventually(t, func() bool {
+	// TAKEOVER needs no vote: the replica promotes itself in its next
+	// cluster cron (every 100ms). 10s is a hundred crons, for a loaded
+	// machine; it costs time only when the takeover fails.
+	redistest.WaitFor(t, 10*time.Second, fmt.Sprintf("the replica of shard %d to report role:master", j), func() (bool, string) {
 		info, err := cmd(t, r, "INFO", "replication").Text()
-		return err == nil && strings.Contains(info, "role:master")
-	}, 10*time.Second, 20*time.Millisecond, "the replica of shard %d took over", j)
+		return err == nil && strings.Contains(info, "role:master"), roleOf(info, err)
+	})
 	if !kill {
 		m.Resume()
 	}
+	// A new cluster client loads the slot map from a seed at its first
+	// command and follows MOVED; a resumed old master redirects once a
+	// ping of the new one (every cron, 100ms) told it its new epoch. The
+	// same 10s, for the same reason.
 	cc := redistest.ClusterClient(t, append(c.Addrs(), r.Addr()))
-	require.Eventually(t, func() bool {
-		return cc.Set(bg(), "probe:"+keys[0], "1", time.Second).Err() == nil // routed to the new master
-	}, 10*time.Second, 20*time.Millisecond, "the cluster serves the shard of %q again", keys[0])
+	redistest.WaitFor(t, 10*time.Second, fmt.Sprintf("the cluster to serve the shard of %q again", keys[0]), func() (bool, string) {
+		err := cc.Set(bg(), "probe:"+keys[0], "1", time.Second).Err() // routed to the new master
+		return err == nil, fmt.Sprint("SET: ", err)
+	})
 	// The scenario is a promoted replica without the keys. The replica was
 	// cut off before the locks were taken, but on a loaded machine a key
 	// can still reach the new master (seen in CI runs: the holder's own
@@ -158,9 +166,18 @@ func failoverRun(t *testing.T, kill bool) {
 	holder := newClient(t, pools, on)
 	watcher := newClient(t, pools, on) // it sees the shards before the failover
 	for _, k := range []string{key, other} {
-		l, err := watcher.TryLock(bg(), k, time.Second)
-		require.NoError(t, err, "%s before the failover", k)
-		require.NoError(t, l.Unlock(bg()))
+		// The first calls on new clusters load the slot map and the
+		// command table and dial, each up to a node timeout (1s): on a
+		// loaded machine the first tries may time out. No lock's validity
+		// runs yet, so they may take ten node timeouts.
+		redistest.WaitFor(t, 10*time.Second, "the watcher to lock "+k+" before the failover", func() (bool, string) {
+			l, err := watcher.TryLock(bg(), k, time.Second)
+			if err != nil {
+				return false, err.Error()
+			}
+			require.NoError(t, l.Unlock(bg()))
+			return true, ""
+		})
 	}
 
 	for i := range 2 {
@@ -176,51 +193,109 @@ func failoverRun(t *testing.T, kill bool) {
 	require.True(t, time.Now().Before(lc.Until()), "the failovers ended while the locks are valid")
 	fresh := newClient(t, pools, on) // created after the failover
 
-	// A cluster client learns the new master of a killed one at its next
-	// reload (pool: every 2s while in use): a Client's first tries may find
-	// nodes 0 and 1 silent. Each tries until both answered.
-	answered := func(err error) bool {
-		return err == nil || strings.Count(err.Error(), "took over") >= 2
+	// The rivals, at once: the watcher and fresh, refused key by the
+	// quarantine, and the unsafe control, a Client without it that gets
+	// control. Each waits until its Client decided, bounded by the
+	// validity of the lock it contends for: past it a refusal or a grant
+	// proves nothing, and the checks below fail. A cluster client learns
+	// the new master of a killed one at its next reload (pool: every 2s
+	// while in use) and a TryLock waits at most a node timeout (1s) for a
+	// silent node, so a decision comes about 3s after the failovers on a
+	// quiet machine; the locks have about 10s left by then.
+	off := newClient(t, pools, redlock.WithQuarantine(0))
+	tried := time.Now()
+	var rivals sync.WaitGroup
+	refusals := make([]error, 2)
+	for i, c := range []*redlock.Client{watcher, fresh} {
+		rivals.Go(func() { refusals[i] = awaitRefusal(t, c, key, l.Until()) })
 	}
-	for _, c := range []*redlock.Client{watcher, fresh} {
-		require.Eventually(t, func() bool {
-			_, err = c.TryLock(bg(), key, failoverTTL)
-			require.Error(t, err, "a second holder while the first is valid")
-			return answered(err)
-		}, 6*time.Second, 50*time.Millisecond)
+	var rival *redlock.Lock
+	rivals.Go(func() {
+		err := redistest.Await(time.Until(lc.Until()), "the unsafe control: a second holder of "+control+" while the first is valid",
+			func() (ok bool, seen string) {
+				var err error
+				rival, err = off.TryLock(bg(), control, failoverTTL)
+				return err == nil, fmt.Sprint(err)
+			})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	rivals.Wait()
+	t.Logf("the rivals decided in %v, with %v of the lock's validity left", time.Since(tried).Round(time.Millisecond),
+		time.Until(l.Until()).Round(time.Millisecond))
+	if t.Failed() {
+		t.FailNow()
+	}
+	for _, err := range refusals {
 		require.ErrorIs(t, err, redlock.ErrNotObtained)
 		require.ErrorIs(t, err, redlock.ErrNodeQuarantined, "the refusal names the quarantine")
 	}
 	require.True(t, time.Now().Before(l.Until()), "the rivals tried while the lock is valid")
-
-	// The unsafe control: without the quarantine the new masters make a
-	// majority for a second holder of control while the first is valid.
-	off := newClient(t, pools, redlock.WithQuarantine(0))
-	var rival *redlock.Lock
-	require.Eventually(t, func() bool {
-		rival, err = off.TryLock(bg(), control, failoverTTL)
-		return err == nil
-	}, 6*time.Second, 50*time.Millisecond, "the unsafe control: a second holder while the first is valid")
-	assert.True(t, time.Now().Before(lc.Until()), "both valid at once")
+	assert.True(t, time.Now().Before(lc.Until()), "both holders of control valid at once")
 	_ = rival.Unlock(bg())
 
 	u, err := fresh.TryLock(bg(), other, failoverTTL)
 	require.NoError(t, err, "a key of an unaffected shard still locks")
 	require.NoError(t, u.Unlock(bg()))
 
-	// After the quarantine (counted from the first sight of each new
-	// master, after the lock's validity), the key locks again.
+	// After the quarantine, counted from the first sight of each new master
+	// (before the refusals above), the key locks again: within
+	// failoverQuarantine from now, plus what a try may need to reach a
+	// killed master's successor (a 2s reload, a 1s node timeout), three
+	// times over for a loaded machine.
 	var got *redlock.Lock
-	require.Eventually(t, func() bool {
-		got, err = fresh.TryLock(bg(), key, failoverTTL)
-		if err == nil {
-			return true
-		}
-		require.False(t, time.Now().Before(l.Until()) && !assert.ErrorIs(t, err, redlock.ErrNotObtained))
-		return false
-	}, failoverQuarantine+5*time.Second, 200*time.Millisecond, "locks again after the quarantine: %v", err)
+	redistest.WaitFor(t, failoverQuarantine+3*(2*time.Second+time.Second), "key to lock again after the quarantine",
+		func() (bool, string) {
+			got, err = fresh.TryLock(bg(), key, failoverTTL)
+			if err == nil {
+				return true, "granted"
+			}
+			require.False(t, time.Now().Before(l.Until()) && !assert.ErrorIs(t, err, redlock.ErrNotObtained))
+			return false, err.Error()
+		})
 	assert.False(t, time.Now().Before(l.Until()), "granted only after the first lock's validity")
 	require.NoError(t, got.Unlock(bg()))
+}
+
+// awaitRefusal tries key on c until both failed-over clusters answered, and
+// returns the refusal that said so; or, from another goroutine, fails t
+// (Errorf) and returns nil when c got key (a second holder while the first
+// is valid) or until came first.
+func awaitRefusal(t *testing.T, c *redlock.Client, key string, until time.Time) error {
+	var refusal error
+	err := redistest.Await(time.Until(until), "a refusal of "+key+" in which both failed-over clusters answered that they took over",
+		func() (bool, string) {
+			l, err := c.TryLock(bg(), key, failoverTTL)
+			if err == nil {
+				_ = l.Unlock(bg())
+				refusal = errors.New("granted " + key + ": a second holder while the first is valid")
+				return true, refusal.Error()
+			}
+			refusal = err
+			return strings.Count(err.Error(), "took over") >= 2, err.Error()
+		})
+	if err == nil && strings.HasPrefix(refusal.Error(), "granted") {
+		err = refusal
+	}
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	return refusal
+}
+
+// roleOf returns the role line of INFO replication, or err.
+func roleOf(info string, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	for line := range strings.Lines(info) {
+		if strings.HasPrefix(line, "role:") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return "no role line"
 }
 
 // sameShards reports whether a and b are on one shard of every cluster.

@@ -245,8 +245,11 @@ func TestRealClockCheckEveryKind(t *testing.T) {
 	}
 	require.NoError(t, servers[0].SetClock(2*healthTTL, 1))
 	for _, cf := range cs {
-		require.Eventually(t, func() bool { return servers[0].Client(t).Exists(bg(), cf.keys[0]).Val() == 0 },
-			5*time.Second, 10*time.Millisecond, "%s: node 0 still has the hold", cf.name)
+		// The jumped clock expires the key at its next read (libfaketime
+		// reads the setting on every clock call): nodeCallBound is ample.
+		awaitState(t, nodeCallBound, cf.name+": node 0 to drop the hold", func() bool {
+			return servers[0].Client(t).Exists(bg(), cf.keys[0]).Val() == 0
+		}, onServers(servers[:1], cf.keys[0]))
 	}
 	select {
 	case <-faults:
@@ -268,13 +271,15 @@ func TestRealQuarantineElection(t *testing.T) {
 	require.NoError(t, err)
 	// Not a.WaitIdle: the leadership's keeper runs until Resign. Wait for
 	// the election's key on every node instead.
-	require.Eventually(t, func() bool {
+	// Campaign returned at a majority; the other calls are on their way
+	// (nodeCallBound).
+	awaitState(t, nodeCallBound, "the election's key on all 5 nodes", func() bool {
 		n := 0
 		for _, s := range servers {
 			n += int(s.Client(t).Exists(bg(), "election:health").Val())
 		}
 		return n == 5
-	}, 5*time.Second, 10*time.Millisecond)
+	}, onServers(servers, "election:health"))
 	before := newClient(t, pools, redlock.WithQuarantine(time.Minute))
 	_, err = before.TryLock(bg(), "warm-up", time.Second)
 	require.NoError(t, err)

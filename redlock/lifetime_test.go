@@ -42,7 +42,9 @@ func advanceUntilDone(t *testing.T, clk *clock.Fake, done <-chan struct{}, step 
 // WaitIdle cannot be used.
 func waitHolders(t *testing.T, fn *fakeNodes, l *redlock.Lock, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return fn.holders(l.Key(), l.Token()) == n }, 5*time.Second, time.Millisecond)
+	// The keeper's calls to the last nodes are on their way (nodeCallBound).
+	awaitState(t, nodeCallBound, fmt.Sprintf("%d nodes holding %s", n, l.Key()),
+		func() bool { return fn.holders(l.Key(), l.Token()) == n }, onFakes(fn))
 }
 
 func TestAutoExtendSchedule(t *testing.T) {

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -174,7 +175,8 @@ func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
 		assert.NoError(t, err)
 		got <- l
 	}()
-	require.Eventually(t, func() bool { // where A holds the key: a majority
+	// B queues in its first round: node calls (nodeCallBound).
+	awaitState(t, nodeCallBound, "B queued for res where A holds it (a majority)", func() bool {
 		queued := 0
 		for _, s := range servers {
 			if n, err := s.Client(t).ZCard(bg(), "res:queue").Result(); err == nil && n == 1 {
@@ -182,7 +184,7 @@ func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
 			}
 		}
 		return queued >= 3
-	}, 5*time.Second, 10*time.Millisecond, "B joins the queue")
+	}, onServers(servers, "res", "res:queue"))
 	require.NoError(t, la.Unlock(bg()))
 	lb = <-got
 	require.NotNil(t, lb)
@@ -241,14 +243,22 @@ func TestRealLockDelayOnClusters(t *testing.T) {
 	start := time.Now()
 	_, err := a.TryLock(bg(), "res:3", ttl)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
+	// The key expires by its TTL (300ms); the test must try before the
+	// lock-delay ends, so that is the bound.
+	awaitState(t, time.Until(start.Add(ttl+delay)), "the vanished holder's res:3 to expire on every cluster", func() bool {
 		for _, cl := range clusters {
 			if cl.Client(t).Exists(bg(), "res:3").Val() != 0 {
 				return false
 			}
 		}
 		return true
-	}, 5*time.Second, 10*time.Millisecond, "the vanished holder's key expires")
+	}, func() string {
+		seen := ""
+		for i, cl := range clusters {
+			seen += fmt.Sprintf("cluster %d: PTTL %v; ", i, cl.Client(t).PTTL(bg(), "res:3").Val())
+		}
+		return seen
+	})
 	_, err = b.TryLock(bg(), "res:3", ttl)
 	require.True(t, time.Now().Before(start.Add(ttl+delay)), "the machine was too slow to try within the delay")
 	require.ErrorIs(t, err, redlock.ErrLockDelay)

@@ -3,8 +3,11 @@ package redlock_test
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +26,44 @@ func TestMain(m *testing.M) {
 		os.Exit(runChild(urls))
 	}
 	waitBoundParallel()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(probesEnded{m})
+}
+
+// probesEnded runs the tests, then waits for go-redis's dial probes to end
+// (awaitDialProbes) before goleak.VerifyTestMain looks for leaks.
+type probesEnded struct{ m *testing.M }
+
+func (p probesEnded) Run() int {
+	code := p.m.Run()
+	awaitDialProbes()
+	return code
+}
+
+// dialProbeBound bounds how long a go-redis dial probe outlives the Close
+// of its pool. A pool whose dials all failed (a killed node or shard)
+// probes its node in a loop, (*ConnPool).tryDial in go-redis v9: one dial,
+// bounded by the DialTimeout (5s, go-redis's default; the tests' pools set
+// none), then a 1s sleep, then a look at whether the pool is closed. A
+// probe thus ends within 5s + 1s of Close; the bound doubles that for a
+// loaded machine. It costs time only when probes are left.
+const dialProbeBound = 2 * (5*time.Second + time.Second)
+
+// awaitDialProbes waits until go-redis's dial probes have ended, once
+// every test (and so every pool) is done: the probes of tests that run in
+// parallel are in one process, and which probe is whose a stack does not
+// tell, so a test cannot wait for its own. It only waits: probes still
+// running after dialProbeBound are leaks, which the leak check after it
+// reports with their stacks.
+func awaitDialProbes() {
+	buf := make([]byte, 1<<20)
+	probing := func() bool { return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*ConnPool).tryDial") }
+	for deadline := time.Now().Add(dialProbeBound); probing(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "go-redis dial probes still running %v after the last test "+
+				"(bound: go-redis's 5s DialTimeout and 1s probe pause, doubled): a pool left open?\n", dialProbeBound)
+			return
+		}
+	}
 }
 
 // parallelWaits is how many tests that call t.Parallel run at once when

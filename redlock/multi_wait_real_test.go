@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlockgo/redlock/internal/pooltest"
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
 )
@@ -77,7 +79,11 @@ func TestRealLockAllWokenByRelease(t *testing.T) {
 		}()
 		// Once the attempt has its place in the order of c's calls on "s",
 		// the release below reaches each node after it: the attempt fails.
-		require.Eventually(t, func() bool { return watched.Calls() > base }, 5*time.Second, time.Millisecond)
+		// The attempt's first call is its goroutine's first; 5s, for a
+		// loaded machine's scheduler.
+		redistest.WaitFor(t, 5*time.Second, "the attempt's first call on the watched node", func() (bool, string) {
+			return watched.Calls() > base, fmt.Sprintf("%d calls, %d before", watched.Calls(), base)
+		})
 		require.NoError(t, held.Unlock(bg()))
 		require.NoError(t, <-got)
 	})
@@ -96,7 +102,11 @@ func TestRealLockAllWokenByRelease(t *testing.T) {
 			}
 			got <- time.Now()
 		}()
-		require.Eventually(t, func() bool { return watched.Calls() > base }, 5*time.Second, time.Millisecond)
+		// The attempt's first call is its goroutine's first; 5s, for a
+		// loaded machine's scheduler.
+		redistest.WaitFor(t, 5*time.Second, "the attempt's first call on the watched node", func() (bool, string) {
+			return watched.Calls() > base, fmt.Sprintf("%d calls, %d before", watched.Calls(), base)
+		})
 		released := time.Now()
 		require.NoError(t, held.Unlock(bg()))
 		// The promise: woken by the release (wake_real_test.go shows it with

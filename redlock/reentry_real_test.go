@@ -266,10 +266,12 @@ func TestRealReentryDoAndWaiters(t *testing.T) {
 		assert.NoError(t, err)
 		owner <- l
 	}()
-	require.Eventually(t, func() bool {
-		return servers[0].Client(t).ZCard(bg(), keyspace.Standalone{}.Queue("w")[1]).Val() == 1 &&
-			servers[0].Client(t).Exists(bg(), keyspace.Standalone{}.Watch("w")).Val() == 1
-	}, 5*time.Second, 5*time.Millisecond, "both wait")
+	// Both queue in their first rounds: node calls (nodeCallBound).
+	queue, watch := keyspace.Standalone{}.Queue("w")[1], keyspace.Standalone{}.Watch("w")
+	awaitState(t, nodeCallBound, "the inner owner and the other both waiting on node 0", func() bool {
+		return servers[0].Client(t).ZCard(bg(), queue).Val() == 1 &&
+			servers[0].Client(t).Exists(bg(), watch).Val() == 1
+	}, onServers(servers[:1], queue, watch))
 	require.NoError(t, inner.Unlock(bg()))
 	assert.Equal(t, 5, realHolders(t, servers, "w", "o:job"), "still the owner's")
 	require.NoError(t, outer.Unlock(bg()))

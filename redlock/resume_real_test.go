@@ -2,12 +2,14 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -89,8 +91,11 @@ func TestRealResumeFencedAndKept(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, lb.Fence(), la.Fence())
 	first := lb.Until()
-	require.Eventually(t, func() bool { return lb.Until().After(first) }, 4*time.Second, 20*time.Millisecond,
-		"the keeper extends the resumed Lock")
+	// The keeper must extend before the Lock's validity ends, or it is
+	// lost: that is the bound.
+	redistest.WaitFor(t, time.Until(first), "the keeper to extend the resumed Lock", func() (bool, string) {
+		return lb.Until().After(first), fmt.Sprintf("Until %v, Err %v", lb.Until().Sub(first), lb.Err())
+	})
 	require.NoError(t, lb.Err())
 	require.NoError(t, lb.Unlock(context.Background()))
 	next, err := a.TryLock(bg(), "fenced", time.Second, redlock.WithFencing())

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -151,14 +152,17 @@ func TestRealWaitingWriterGoesBeforeNewReaders(t *testing.T) {
 		w, err = wc.Lock(ctx, "doc", 10*time.Second, redlock.WithRetry(redlock.ConstantBackoff(5*time.Second)))
 		got <- err
 	}()
-	require.Eventually(t, func() bool { // the writer has queued on every node
+	// The writer queues in its first round: node calls; twice
+	// nodeCallBound, as its first try may find the nodes busy with the
+	// readers' calls.
+	awaitState(t, 2*nodeCallBound, "the writer queued on every node", func() bool {
 		for _, s := range servers {
 			if n, _ := s.Client(t).ZCard(bg(), "doc:queue").Result(); n != 1 {
 				return false
 			}
 		}
 		return true
-	}, 10*time.Second, 10*time.Millisecond)
+	}, onServers(servers, "doc:queue"))
 	_, err = rc.TryRLock(bg(), "doc", 10*time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained, "a new reader waits behind the waiting writer")
 
@@ -278,8 +282,11 @@ func TestRealRLockAutoExtendReportsLoss(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, on, 3)
 	first := r.Until()
-	require.Eventually(t, func() bool { return r.Until().After(first) }, 5*time.Second, 10*time.Millisecond,
-		"the keeper extends the reader")
+	// The keeper must extend before the reader's validity ends, or it is
+	// lost: that is the bound.
+	redistest.WaitFor(t, time.Until(first), "the keeper to extend the reader", func() (bool, string) {
+		return r.Until().After(first), fmt.Sprintf("Until %v, Err %v", r.Until().Sub(first), r.Err())
+	})
 	select {
 	case <-r.Done():
 		t.Fatal("lost while extended", r.Err())

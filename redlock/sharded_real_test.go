@@ -165,7 +165,6 @@ func calls(info, cmd string) int64 {
 // in another Client is still woken within a second, wait after wait.
 func TestRealClusterWithoutShardedPubSub(t *testing.T) {
 	t.Parallel()
-	t.Cleanup(func() { awaitDialProbes(t) })
 	clusters := redistest.StartClusters(t, 3, 1, redistest.NoPersistence,
 		"--rename-command", "SSUBSCRIBE", "", "--rename-command", "SPUBLISH", "")
 	pools := make([]pool.Pool, len(clusters))

@@ -2,12 +2,14 @@ package redlock_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -56,10 +58,12 @@ func TestShutdownReleasesLocksObtainedByCallsInFlight(t *testing.T) {
 	// Shutdown has begun once new acquisitions are refused. The probe's ttl
 	// is invalid, so that it never reaches the held nodes: it is refused
 	// for that until Shutdown refuses it first.
-	require.Eventually(t, func() bool {
+	// Refusing is Shutdown's first step, once its goroutine runs: 5s, for
+	// a loaded machine's scheduler.
+	redistest.WaitFor(t, 5*time.Second, "Shutdown to refuse a new TryLock", func() (bool, string) {
 		_, err := c.TryLock(bg(), "probe", 0)
-		return errors.Is(err, redlock.ErrClosed)
-	}, 5*time.Second, time.Millisecond)
+		return errors.Is(err, redlock.ErrClosed), fmt.Sprint(err)
+	})
 	open0()
 	open1()
 	require.NoError(t, <-shutdown)

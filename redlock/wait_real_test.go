@@ -184,7 +184,9 @@ func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
 // nodes if it never does.
 func requireQueued(t *testing.T, live []*redistest.Server, key, holder string) {
 	t.Helper()
-	if !assert.Eventually(t, func() bool {
+	// The waiter queues in its first round, one call per node: twice
+	// nodeCallBound, as sixteen contenders share the machine.
+	awaitState(t, 2*nodeCallBound, "the waiter queued for "+key+" on every live node the holder has", func() bool {
 		for _, s := range live {
 			c := s.Client(t)
 			if c.Get(bg(), key).Val() == holder && c.ZCard(bg(), queueKey(key)).Val() < 1 {
@@ -192,14 +194,7 @@ func requireQueued(t *testing.T, live []*redistest.Server, key, holder string) {
 			}
 		}
 		return true
-	}, 10*time.Second, time.Millisecond) {
-		for i, s := range live {
-			c := s.Client(t)
-			t.Logf("node %d: %s=%q queue %v entries %v", i, key, c.Get(bg(), key).Val(),
-				c.ZRangeWithScores(bg(), queueKey(key), 0, -1).Val(), c.HGetAll(bg(), queueKey(key)+":entries").Val())
-		}
-		t.FailNow()
-	}
+	}, onServers(live, key, queueKey(key), queueKey(key)+":entries"))
 }
 
 func TestRealSixteenContendersAllGetTheLock(t *testing.T) {
@@ -282,15 +277,16 @@ func TestRealContendedAttemptDoesNotWaitOutASilentNode(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	require.ErrorIs(t, err, redlock.ErrPending, "the silent node is reported pending")
 	assert.Less(t, took, 500*time.Millisecond, "a contended TryLock waited %v, the node timeout is 500ms", took)
-	// The two nodes the attempt took are given back.
-	require.Eventually(t, func() bool {
+	// The two nodes the attempt took are given back: calls still on their
+	// way, each within the 500ms node timeout (nodeCallBound is ten).
+	awaitState(t, nodeCallBound, "the two nodes the attempt took given back", func() bool {
 		for _, s := range servers[2:] {
 			if n, err := s.Client(t).Exists(bg(), "k").Result(); err != nil || n != 0 {
 				return false
 			}
 		}
 		return true
-	}, bound, 5*time.Millisecond)
+	}, onServers(servers[2:], "k"))
 }
 
 // Eight Clients, as eight processes, contend on one key while one node of

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -38,14 +39,15 @@ func queueKey(key string) string { return key + ":queue" }
 // waitQueued waits until key's queue holds n waiters on every node.
 func waitQueued(t *testing.T, fn *fakeNodes, key string, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	// The waiters queue in their first rounds: node calls (nodeCallBound).
+	awaitState(t, nodeCallBound, fmt.Sprintf("%d waiters in %s's queue on every node", n, key), func() bool {
 		for _, s := range fn.servers {
 			if got, _ := s.ZMembers(queueKey(key)); len(got) != n {
 				return false
 			}
 		}
 		return true
-	}, 10*time.Second, time.Millisecond)
+	}, onFakes(fn))
 }
 
 // attemptsOf returns a Client option that reports the Attempts of each

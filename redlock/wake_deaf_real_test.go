@@ -55,7 +55,9 @@ func TestRealWakeUpBeforeTheSubscriptionIsConfirmed(t *testing.T) {
 // with nobody subscribed to its channel.
 func requireDeafWatcher(t *testing.T, nodes []*redis.Client, key string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	// A waiter registers its channel in its first round: node calls
+	// (nodeCallBound).
+	awaitState(t, nodeCallBound, "a deaf Client watching "+key+" on every node", func() bool {
 		for _, c := range nodes {
 			chans, err := c.ZRange(bg(), keyspace.Standalone{}.Watch(key), 0, -1).Result()
 			if err != nil || len(chans) != 1 {
@@ -66,18 +68,19 @@ func requireDeafWatcher(t *testing.T, nodes []*redis.Client, key string) {
 			require.Zero(t, subs[chans[0]], "the listener was held")
 		}
 		return true
-	}, 5*time.Second, 5*time.Millisecond, "a deaf Client watches %q on every node", key)
+	}, onNodes(nodes, keyspace.Standalone{}.Watch(key)))
 }
 
 // waitQueuedReal waits until key's queue holds a waiter on every node.
 func waitQueuedReal(t *testing.T, nodes []*redis.Client, key string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	// The waiter queues in its first round: node calls (nodeCallBound).
+	awaitState(t, nodeCallBound, "a waiter in "+key+"'s queue on every node", func() bool {
 		for _, c := range nodes {
 			if n, err := c.ZCard(bg(), queueKey(key)).Result(); err != nil || n != 1 {
 				return false
 			}
 		}
 		return true
-	}, 5*time.Second, 5*time.Millisecond, "a waiter queued for %q on every node", key)
+	}, onNodes(nodes, queueKey(key)))
 }

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -54,7 +55,9 @@ func watchers(t *testing.T, nodes []*redis.Client, key string) []int64 {
 // will then be heard.
 func requireWatching(t *testing.T, nodes []*redis.Client, key string, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	// Each waiter registers and subscribes in its first round: node calls
+	// (nodeCallBound).
+	awaitState(t, nodeCallBound, fmt.Sprintf("%d Clients watching %q on every node, subscribed", n, key), func() bool {
 		for _, c := range nodes {
 			chans, err := c.ZRange(bg(), keyspace.Standalone{}.Watch(key), 0, -1).Result()
 			if err != nil || len(chans) != n {
@@ -71,7 +74,7 @@ func requireWatching(t *testing.T, nodes []*redis.Client, key string, n int) {
 			}
 		}
 		return true
-	}, 5*time.Second, 5*time.Millisecond, "%d Clients watch %q on every node", n, key)
+	}, onNodes(nodes, keyspace.Standalone{}.Watch(key)))
 }
 
 // waitFor runs get in a goroutine and reports its lock, error and time.
@@ -246,12 +249,14 @@ func TestRealDeadWatcherExpires(t *testing.T) {
 		require.NoError(t, err)
 		assert.LessOrEqual(t, ttl, 1700*time.Millisecond, "the set expires with its last lease")
 	}
-	require.Eventually(t, func() bool {
+	// Every PTTL was at most 1.7s just above, and a read of an expired key
+	// removes it; nodeCallBound is ample.
+	awaitState(t, nodeCallBound, "the dead watcher's set expired on every node", func() bool {
 		for _, c := range nodes {
 			if n, err := c.Exists(bg(), keyspace.Standalone{}.Watch("d1"), keyspace.Standalone{}.Watch("d2")).Result(); err != nil || n > 0 {
 				return false
 			}
 		}
 		return true
-	}, 5*time.Second, 50*time.Millisecond, "the dead watcher's set expired on every node")
+	}, onNodes(nodes, keyspace.Standalone{}.Watch("d1"), keyspace.Standalone{}.Watch("d2")))
 }

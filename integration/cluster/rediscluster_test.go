@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlockgo/redlock/integration/cluster"
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -67,13 +68,17 @@ func TestRedisClustersMutualExclusionWhileShardsDie(t *testing.T) {
 		return c
 	}
 	// progress waits until keys of every shard were locked 5 more times.
+	// A TryLock ends within two node timeouts (the attempt and its cleanup:
+	// 1s at the default 500ms of a 10s TTL), so one worker alone, its every
+	// attempt that slow, locks 6 keys of each of the 3 shards within 18s;
+	// the bound doubles that for a loaded machine.
 	progress := func(what string) {
 		t.Helper()
 		from := counts()
-		require.Eventually(t, func() bool {
+		redistest.WaitFor(t, 2*6*3*time.Second, "keys of every shard to be locked 5 more times "+what, func() (bool, string) {
 			now := counts()
-			return now[0] > from[0]+5 && now[1] > from[1]+5 && now[2] > from[2]+5
-		}, 20*time.Second, 5*time.Millisecond, "keys of every shard are locked %s", what)
+			return now[0] > from[0]+5 && now[1] > from[1]+5 && now[2] > from[2]+5, fmt.Sprintf("locks by shard %v, from %v", now, from)
+		})
 	}
 	progress("before the faults")
 	require.NoError(t, rc.KillShard(context.Background(), 0, 0))

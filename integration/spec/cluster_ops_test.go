@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlockgo/redlock/integration/cluster"
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -131,9 +132,10 @@ func lockExtendUnlock(t *testing.T, a, b *redlock.Client, clients []*redis.Clust
 	_, err = b.TryLock(ctx, k, ttl)
 	require.ErrorIs(t, err, redlock.ErrNotObtained, "%q is held", k)
 	for _, node := range voters {
-		assert.Eventually(t, func() bool { return clients[node].Get(ctx, k).Val() == l.Token() },
-			5*time.Second, 5*time.Millisecond, "cluster %d holds %q", node, k)
-
+		redistest.WaitFor(t, stragglerBound, fmt.Sprintf("cluster %d to hold %q", node, k), func() (bool, string) {
+			v, err := clients[node].Get(ctx, k).Result()
+			return v == l.Token(), fmt.Sprintf("%q, %v", v, err)
+		})
 	}
 
 	start = time.Now()
@@ -141,8 +143,10 @@ func lockExtendUnlock(t *testing.T, a, b *redlock.Client, clients []*redis.Clust
 	took = time.Since(start)
 	assert.Less(t, took, slowBound, "%q: Extend took %v", k, took)
 	for _, node := range voters {
-		assert.Eventually(t, func() bool { return clients[node].PTTL(ctx, k).Val() > ttl },
-			5*time.Second, 5*time.Millisecond, "cluster %d extended %q", node, k)
+		redistest.WaitFor(t, stragglerBound, fmt.Sprintf("cluster %d to extend %q past %v", node, k, ttl), func() (bool, string) {
+			d, err := clients[node].PTTL(ctx, k).Result()
+			return d > ttl, fmt.Sprintf("PTTL %v, %v", d, err)
+		})
 	}
 
 	start = time.Now()
@@ -150,8 +154,10 @@ func lockExtendUnlock(t *testing.T, a, b *redlock.Client, clients []*redis.Clust
 	took = time.Since(start)
 	assert.Less(t, took, slowBound, "%q: Unlock took %v", k, took)
 	for _, node := range voters {
-		assert.Eventually(t, func() bool { return clients[node].Exists(ctx, k).Val() == 0 },
-			5*time.Second, 5*time.Millisecond, "cluster %d let %q go", node, k)
+		redistest.WaitFor(t, stragglerBound, fmt.Sprintf("cluster %d to let %q go", node, k), func() (bool, string) {
+			n, err := clients[node].Exists(ctx, k).Result()
+			return n == 0, fmt.Sprintf("EXISTS %d, %v", n, err)
+		})
 	}
 }
 

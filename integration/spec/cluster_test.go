@@ -11,6 +11,7 @@ import (
 
 	"github.com/redlockgo/redlock/integration/cluster"
 	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -69,8 +70,10 @@ func TestClusterShardFaults(t *testing.T) {
 		require.NoError(t, err, "NOSCRIPT on the restarted master is answered with EVAL")
 		assert.Greater(t, l2.Fence(), l.Fence(), "two of three clusters kept the counter")
 		c1 := rc.Client(1)
-		assert.Eventually(t, func() bool { return c1.Get(ctx, k).Val() == l2.Token() },
-			5*time.Second, 5*time.Millisecond, "the restarted master holds the key")
+		redistest.WaitFor(t, stragglerBound, "the restarted master to hold the key", func() (bool, string) {
+			v, err := c1.Get(ctx, k).Result()
+			return v == l2.Token(), fmt.Sprintf("%q, %v", v, err)
+		})
 		require.NoError(t, l2.Unlock(ctx))
 	})
 	t.Run("master killed on two clusters", func(t *testing.T) {
@@ -125,14 +128,18 @@ func TestClusterShardFaults(t *testing.T) {
 func queued(t *testing.T, rc *cluster.RedisClusters, key, holder string) {
 	t.Helper()
 	queue := keyslot.Companion(key, "queue")
-	require.Eventually(t, func() bool {
-		n := 0
+	// The waiter queues in its first round, one node call on each cluster
+	// (each within a node timeout); 20 node timeouts, for a loaded machine.
+	redistest.WaitFor(t, 20*nodeTimeout, fmt.Sprintf("a waiter queued for %q on a majority", key), func() (bool, string) {
+		n, seen := 0, ""
 		for node := range rc.Pools() {
 			c := rc.Client(node)
-			if c.Get(context.Background(), key).Val() == holder && c.ZCard(context.Background(), queue).Val() > 0 {
+			v, q := c.Get(context.Background(), key).Val(), c.ZCard(context.Background(), queue).Val()
+			if v == holder && q > 0 {
 				n++
 			}
+			seen += fmt.Sprintf("cluster %d: holder %v, %d queued; ", node, v == holder, q)
 		}
-		return n >= 2
-	}, 10*time.Second, 5*time.Millisecond, "a waiter queued for %q on a majority", key)
+		return n >= 2, seen
+	})
 }

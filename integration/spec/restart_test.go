@@ -2,6 +2,7 @@ package spec_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlockgo/redlock/integration/cluster"
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
@@ -35,14 +37,14 @@ func TestNoScriptAfterRestart(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Extend(ctx, time.Minute))
 	eventuallyValue(t, c, k, l.Token())
-	require.Eventually(t, func() bool {
+	redistest.WaitFor(t, stragglerBound, "Extend's script in every node's cache", func() (bool, string) {
 		for i := range c.Len() {
 			if !scriptCached(t, c, i, scripts.Extend) {
-				return false
+				return false, fmt.Sprintf("not on node %d", i)
 			}
 		}
-		return true
-	}, 5*time.Second, 5*time.Millisecond, "Extend left its script in every cache")
+		return true, ""
+	})
 
 	var wg sync.WaitGroup
 	for _, n := range c.Nodes() {
