@@ -91,6 +91,44 @@ func Example_twoReplicasNeverAtOnce() {
 	// the other replica is refused: true
 }
 
+// How to test "once per night": every replica tries the nightly job at the
+// same time with TryDo, which runs it only where the lock was obtained; the
+// others skip it (the error says the lock was held), and the job runs once.
+func Example_oncePerNight() {
+	asTest(func(t testing.TB) {
+		nodes := redlocktest.New(t, 3)
+		replicas := []*redlock.Client{nodes.Client(), nodes.Client(), nodes.Client()}
+		var runs atomic.Int32
+		release := make(chan struct{})
+		results := make(chan error, len(replicas))
+		for _, c := range replicas {
+			go func() {
+				results <- c.TryDo(context.Background(), "nightly-report", 10*time.Second, func(ctx context.Context) error {
+					runs.Add(1)
+					<-release // the night's work, while the others try
+					return nil
+				})
+			}()
+		}
+		skipped := 0
+		for i := range replicas {
+			if i == len(replicas)-1 {
+				close(release) // the others have given up: let the job end
+			}
+			switch err := <-results; {
+			case err == nil:
+			case redlock.IsContended(err):
+				skipped++
+			default:
+				t.Errorf("TryDo: %v", err)
+			}
+		}
+		fmt.Println("runs:", runs.Load(), "skipped:", skipped)
+	})
+	// Output:
+	// runs: 1 skipped: 2
+}
+
 // How to test that work goes on with a node down, and stops with two down.
 func ExampleNodes_Stop() {
 	asTest(func(t testing.TB) {
