@@ -68,6 +68,13 @@ type Identity struct {
 	Persistence Persistence
 	// FreshStart reports that FreshStartKey holds RunID.
 	FreshStart bool
+	// MaxMemoryPolicy is what CONFIG GET maxmemory-policy said
+	// (noeviction, allkeys-lru, volatile-ttl, ...); "" when CONFIG is
+	// refused. Under any policy but noeviction a server short of memory
+	// may evict a lock key before its TTL, which breaks the lock as a
+	// restart that loses it does: the lock's Client warns once per node
+	// (redlock.WithLogger).
+	MaxMemoryPolicy string
 	// Learned is when the answer arrived, on the local clock.
 	Learned time.Time
 	// Err says why a field is unknown (INFO or CONFIG refused); nil when all
@@ -102,29 +109,47 @@ func (c *identityCell) Identity() (Identity, bool) {
 	return c.id, c.set
 }
 
-// onConnect reads INFO server, the persistence settings and the fresh-start
-// key in one round trip on a new connection, before any command of the
-// caller uses it. Commands the server refuses (a renamed CONFIG) leave their
-// fields unknown; a connection error fails the connection, so no command
-// runs on a server whose identity is not known.
+// onConnect reads INFO server, the persistence and eviction settings and
+// the fresh-start key in one round trip on a new connection, before any
+// command of the caller uses it, and checks in the same round trip that the
+// connection's user may run scripts (scriptProbes). Commands the server
+// refuses (a renamed CONFIG) leave their fields unknown; a connection
+// error, or a user that may not run EVAL or EVALSHA, fails the connection,
+// so no command runs on a server whose identity is not known, and no lock
+// key is written that could not be released.
 func (c *identityCell) onConnect(ctx context.Context, cn *redis.Conn) error {
 	var info *redis.StringCmd
-	var aof, fsync *redis.MapStringStringCmd
+	var aof, fsync, policy *redis.MapStringStringCmd
 	var fresh *redis.StringCmd
+	var probes [len(scriptProbes)]*redis.Cmd
 	_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		info = p.Info(ctx, "server")
 		aof = p.ConfigGet(ctx, "appendonly")
 		fsync = p.ConfigGet(ctx, "appendfsync")
+		policy = p.ConfigGet(ctx, "maxmemory-policy")
 		fresh = p.Get(ctx, FreshStartKey)
+		for i, probe := range scriptProbes {
+			probes[i] = p.Do(ctx, probe.args()...)
+		}
 		return nil
 	})
-	if err != nil && !isServerError(info.Err(), aof.Err(), fsync.Err(), fresh.Err()) {
+	errs := []error{info.Err(), aof.Err(), fsync.Err(), policy.Err(), fresh.Err()}
+	for _, p := range probes {
+		errs = append(errs, p.Err())
+	}
+	if err != nil && !isServerError(errs...) {
 		return fmt.Errorf("pool: reading the server's identity: %w", err)
+	}
+	for i, p := range probes {
+		if err := scriptProbes[i].refused(p.Err()); err != nil {
+			return err
+		}
 	}
 	var r identityReplies
 	r.info, r.infoErr = info.Result()
 	r.aof, r.aofErr = aof.Result()
 	r.fsync, r.fsyncErr = fsync.Result()
+	r.policy, r.policyErr = policy.Result()
 	r.fresh, r.freshErr = fresh.Result()
 	id := r.identity(time.Now())
 
@@ -142,6 +167,8 @@ type identityReplies struct {
 	infoErr          error
 	aof, fsync       map[string]string // CONFIG GET appendonly, appendfsync
 	aofErr, fsyncErr error
+	policy           map[string]string // CONFIG GET maxmemory-policy
+	policyErr        error
 	fresh            string // GET FreshStartKey
 	freshErr         error  // a missing key included
 }
@@ -161,6 +188,11 @@ func (r identityReplies) identity(now time.Time) Identity {
 	var err error
 	id.Persistence, err = persistence(r)
 	errs = append(errs, err)
+	if r.policyErr == nil {
+		id.MaxMemoryPolicy = r.policy["maxmemory-policy"]
+	} else {
+		errs = append(errs, fmt.Errorf("CONFIG GET maxmemory-policy: %w", r.policyErr))
+	}
 	id.FreshStart = r.freshErr == nil && id.RunID != "" && r.fresh == id.RunID
 	id.Err = errors.Join(errs...)
 	return id
