@@ -47,11 +47,14 @@ func (p scriptProbe) args() []any { return p.argv }
 
 // refused returns the error that fails the connection when err, the
 // probe's answer, says the user may not run the probe's command; nil
-// otherwise.
+// otherwise. go-redis hands the caller the error of OnConnect unwrapped
+// once: the outer layer is for it, so that the message that names the
+// command is what the caller sees.
 func (p scriptProbe) refused(err error) error {
 	if err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
 		return nil
 	}
-	return fmt.Errorf("pool: the connection's ACL user may not run %s, which every release and extension of a lock needs (grant +eval +evalsha, or +@scripting): %w",
+	named := fmt.Errorf("pool: the connection's ACL user may not run %s, which every release and extension of a lock needs (grant +eval +evalsha, or +@scripting): %w",
 		strings.ToUpper(p.command), err)
+	return fmt.Errorf("%w", named)
 }
