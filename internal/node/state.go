@@ -14,7 +14,8 @@ import (
 //
 //	reach (Note, every judged answer and every release):
 //	  an answer, or a refusal about the key (Config.Refusal)  -> StateOK
-//	  cut by the node timeout (ErrTimeout)                     -> StateSilent
+//	  cut by a deadline (ErrTimeout; the caller's shorter one
+//	  cannot be told from the node timeout)                    -> StateSilent
 //	  any other error (network, NOPERM, a malformed reply)     -> StateFailing
 //	  cut by the caller's cancellation (context.Canceled)      -> unchanged
 //	trust (Health, every yes that would count, and every grant):
