@@ -68,6 +68,13 @@ type Identity struct {
 	Persistence Persistence
 	// FreshStart reports that FreshStartKey holds RunID.
 	FreshStart bool
+	// MaxMemoryPolicy is what CONFIG GET maxmemory-policy said
+	// (noeviction, allkeys-lru, volatile-ttl, ...); "" when CONFIG is
+	// refused. Under any policy but noeviction a server short of memory
+	// may evict a lock key before its TTL, which breaks the lock as a
+	// restart that loses it does: the lock's Client warns once per node
+	// (redlock.WithLogger).
+	MaxMemoryPolicy string
 	// Learned is when the answer arrived, on the local clock.
 	Learned time.Time
 	// Err says why a field is unknown (INFO or CONFIG refused); nil when all
@@ -102,9 +109,13 @@ func (c *identityCell) Identity() (Identity, bool) {
 	return c.id, c.set
 }
 
-// onConnect reads INFO server, the persistence settings and the fresh-start
-// key in one round trip on a new connection, before any command of the
-// caller uses it (readIdentity).
+// onConnect reads INFO server, the persistence and eviction settings and
+// the fresh-start key in one round trip on a new connection, before any
+// command of the caller uses it, and checks in the same round trip that the
+// connection's user may run scripts (scriptProbes): readIdentity. A
+// connection error, or a user that may not run EVAL or EVALSHA, fails the
+// connection, so no command runs on a server whose identity is not known,
+// and no lock key is written that could not be released.
 func (c *identityCell) onConnect(ctx context.Context, cn *redis.Conn) error {
 	id, err := readIdentity(ctx, cn, true)
 	if err != nil {
@@ -122,33 +133,49 @@ type pipeliner interface {
 	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
 }
 
-// readIdentity reads INFO server, the persistence settings and, when fresh
-// is set, the fresh-start key, in one round trip on cn.
-// Commands the server refuses (a renamed CONFIG) leave their fields
-// unknown; a connection error is returned, and fails the connection, so
-// that no command runs on a server whose identity is not known.
-func readIdentity(ctx context.Context, cn pipeliner, fresh bool) (Identity, error) {
+// readIdentity reads INFO server, the persistence and eviction settings
+// and, when conn is set (a new connection of the pool's), the fresh-start
+// key and the script probes, in one round trip on cn. Commands the server
+// refuses (a renamed CONFIG) leave their fields unknown; a connection error
+// is returned, and fails the connection, so that no command runs on a
+// server whose identity is not known; so does a refused script probe.
+func readIdentity(ctx context.Context, cn pipeliner, conn bool) (Identity, error) {
 	var info *redis.StringCmd
-	var aof, fsync *redis.MapStringStringCmd
-	freshCmd := redis.NewStringCmd(ctx) // unsent: redis.Nil, no declaration
-	freshCmd.SetErr(redis.Nil)
+	var aof, fsync, policy *redis.MapStringStringCmd
+	fresh := redis.NewStringCmd(ctx) // unsent: redis.Nil, no declaration
+	fresh.SetErr(redis.Nil)
+	var probes []*redis.Cmd
 	_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		info = p.Info(ctx, "server")
 		aof = p.ConfigGet(ctx, "appendonly")
 		fsync = p.ConfigGet(ctx, "appendfsync")
-		if fresh {
-			freshCmd = p.Get(ctx, FreshStartKey)
+		policy = p.ConfigGet(ctx, "maxmemory-policy")
+		if conn {
+			fresh = p.Get(ctx, FreshStartKey)
+			for _, probe := range scriptProbes {
+				probes = append(probes, p.Do(ctx, probe.args()...))
+			}
 		}
 		return nil
 	})
-	if err != nil && !isServerError(info.Err(), aof.Err(), fsync.Err(), freshCmd.Err()) {
+	errs := []error{info.Err(), aof.Err(), fsync.Err(), policy.Err(), fresh.Err()}
+	for _, p := range probes {
+		errs = append(errs, p.Err())
+	}
+	if err != nil && !isServerError(errs...) {
 		return Identity{}, fmt.Errorf("pool: reading the server's identity: %w", err)
+	}
+	for i, p := range probes {
+		if err := scriptProbes[i].refused(p.Err()); err != nil {
+			return Identity{}, err
+		}
 	}
 	var r identityReplies
 	r.info, r.infoErr = info.Result()
 	r.aof, r.aofErr = aof.Result()
 	r.fsync, r.fsyncErr = fsync.Result()
-	r.fresh, r.freshErr = freshCmd.Result()
+	r.policy, r.policyErr = policy.Result()
+	r.fresh, r.freshErr = fresh.Result()
 	return r.identity(time.Now()), nil
 }
 
@@ -160,6 +187,8 @@ type identityReplies struct {
 	infoErr          error
 	aof, fsync       map[string]string // CONFIG GET appendonly, appendfsync
 	aofErr, fsyncErr error
+	policy           map[string]string // CONFIG GET maxmemory-policy
+	policyErr        error
 	fresh            string // GET FreshStartKey
 	freshErr         error  // a missing key included
 }
@@ -179,6 +208,11 @@ func (r identityReplies) identity(now time.Time) Identity {
 	var err error
 	id.Persistence, err = persistence(r)
 	errs = append(errs, err)
+	if r.policyErr == nil {
+		id.MaxMemoryPolicy = r.policy["maxmemory-policy"]
+	} else {
+		errs = append(errs, fmt.Errorf("CONFIG GET maxmemory-policy: %w", r.policyErr))
+	}
 	id.FreshStart = r.freshErr == nil && id.RunID != "" && r.fresh == id.RunID
 	id.Err = errors.Join(errs...)
 	return id

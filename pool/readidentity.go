@@ -11,7 +11,9 @@ import (
 // ReadIdentity reads the identity of the Redis server at the other end of
 // conn, a connection just opened on which no command has run yet: what the
 // pools made by FromURL read at each new connection (INFO server, CONFIG
-// GET appendonly and appendfsync, GET FreshStartKey), in one round trip over
+// GET appendonly, appendfsync and maxmemory-policy, GET FreshStartKey, and
+// the probes of EVALSHA and EVAL that tell whether the user may run
+// scripts), in one round trip over
 // RESP2, preceded by AUTH when user or password is not empty (user "" is
 // the default user) and SELECT when db is not 0, so that the fresh-start key is
 // read in the database the connection will use.
@@ -26,8 +28,9 @@ import (
 // deadline, which the caller sets. It reads exactly the replies to what it
 // sent, so nothing is left unread on conn. A command the server refuses
 // leaves its fields unknown (Identity.Err says why); a refused AUTH or
-// SELECT, a network error or a malformed reply is returned instead, and
-// conn must not be used further. Errors never contain the password.
+// SELECT, a user that may not run EVAL or EVALSHA (NOPERM: the error names
+// the command), a network error or a malformed reply is returned instead,
+// and conn must not be used further. Errors never contain the password.
 func ReadIdentity(conn io.ReadWriter, user, password string, db int) (Identity, error) {
 	var cmds [][]string
 	switch {
@@ -44,7 +47,16 @@ func ReadIdentity(conn io.ReadWriter, user, password string, db int) (Identity, 
 		[]string{"INFO", "server"},
 		[]string{"CONFIG", "GET", "appendonly"},
 		[]string{"CONFIG", "GET", "appendfsync"},
+		[]string{"CONFIG", "GET", "maxmemory-policy"},
 		[]string{"GET", FreshStartKey})
+	probes := len(cmds)
+	for _, p := range scriptProbes {
+		argv := make([]string, len(p.argv))
+		for i, a := range p.argv {
+			argv[i] = fmt.Sprint(a)
+		}
+		cmds = append(cmds, argv)
+	}
 	var b []byte
 	for _, c := range cmds {
 		b = appendCommand(b, c)
@@ -68,12 +80,18 @@ func ReadIdentity(conn io.ReadWriter, user, password string, db int) (Identity, 
 			return Identity{}, fmt.Errorf("pool: %s: %w", cmds[i][0], err)
 		}
 	}
+	for i, p := range scriptProbes {
+		if err := p.refused(errs[probes+i]); err != nil {
+			return Identity{}, err
+		}
+	}
 	v, e := vals[login:], errs[login:]
 	var rep identityReplies
 	rep.info, rep.infoErr = text(v[0], e[0])
 	rep.aof, rep.aofErr = configMap(v[1], e[1])
 	rep.fsync, rep.fsyncErr = configMap(v[2], e[2])
-	rep.fresh, rep.freshErr = text(v[3], e[3])
+	rep.policy, rep.policyErr = configMap(v[3], e[3])
+	rep.fresh, rep.freshErr = text(v[4], e[4])
 	return rep.identity(now), nil
 }
 

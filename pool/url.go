@@ -69,6 +69,14 @@ package pool
 // and, within the same 3 tries, resends a command whose connection broke or
 // failed to dial: a SET NX whose reply was lost then reads as taken, which
 // is safe (the attempt may fail; its cleanup releases the key).
+//
+// The Pool of a standalone node is an Identifier: each new connection first
+// reads the server's identity (Identity: run, uptime, persistence,
+// maxmemory-policy) and checks that the user may run EVALSHA and EVAL, in
+// one round trip. A user whose ACL refuses either (NOPERM) fails the
+// connection with an error that names the command, so that no lock key is
+// written that it could never release (the check costs two small commands
+// per new connection, none per call).
 func FromURL(rawURL string, opts ...URLOption) (Pool, error) {
 	return fromURL(rawURL, opts)
 }

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"crypto/rand"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -188,4 +189,26 @@ type floorCall struct {
 	cancel  context.CancelFunc
 	answers chan bool
 	running atomic.Int32
+}
+
+// BenchmarkLockUnlockLogged is BenchmarkLockUnlock with a logger that
+// discards (WithLogger): the degraded warnings' check after each success
+// (degraded.go) must cost a healthy Client no allocation.
+func BenchmarkLockUnlockLogged(b *testing.B) {
+	_, pools := realNodes(b, 5)
+	c, err := redlock.New(pools, redlock.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		l, err := c.TryLock(bg(), "bench", 10*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(bg()); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -30,6 +30,7 @@ type Client struct {
 	judge  fanout.Judge  // judgeVote, bound once; nil when a node's health reads the key (vote.go)
 	life   lifecycle     // Close, Shutdown and the operations they wait for
 	waits  wait.Hub      // what waiting calls share: grants, contended keys, wake-ups
+	warns  nodeWarnings  // what the degraded warnings remember (degraded.go)
 }
 
 // lifecycle is what Close and Shutdown stop and wait for.
@@ -53,6 +54,12 @@ type lifecycle struct {
 // validity to a TTL of at most MaxTTL. It calls nothing on a pool but Addr,
 // and cannot tell two addresses of one server apart: that the pools are
 // independent masters is the caller's to ensure.
+//
+// A Client over one or two pools tolerates no node failure: its majority
+// is every node, so one node down, silent or quarantined stops every
+// acquisition and extension. New accepts it (a single node for
+// development, say) and logs it at Warn to each WithLogger logger; three
+// nodes survive one failure, five survive two (docs/safety.md).
 func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	if len(pools) == 0 {
 		return nil, errors.New("redlock: no pools")
@@ -90,7 +97,10 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		Timeout:     c.nodeTimeout(0),
 		Clock:       cfg.clock,
 		Report:      c.reportNode,
+		Refusal:     isHeldCause, // the key is held: the node answered
 	})
+	c.warns = newNodeWarnings(pools)
+	c.warnFewNodes()
 	c.warnUnchecked()
 	if !c.nodes.HealthReadsAny() {
 		c.judge = c.judgeVote // else decide binds a judge to each decision's key

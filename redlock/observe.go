@@ -115,7 +115,20 @@ func WithObserver(o Observer) Option {
 //
 // New also logs, at Warn, one line per node whose restarts the quarantine
 // cannot check ("redlock: node restarts not checked", with the node's
-// index and address: its Pool is no pool.Identifier; see WithQuarantine).
+// index and address: its Pool is no pool.Identifier; see WithQuarantine),
+// and one line when there are fewer than three nodes ("redlock: fewer than
+// three nodes tolerate no node failure").
+//
+// A degraded Client is visible before it is down: after an operation that
+// succeeded, each node that is out (NodeStates: silent, failing,
+// quarantined, clock_suspect) is logged at Warn ("redlock: node degraded",
+// with its index, address, state, error, and the number of nodes ok and
+// needed) when its state differs from the one last logged for it, at most
+// once per node per minute, never once per operation; once it is ok again,
+// one Info line says so ("redlock: node ok again"). A node whose server may
+// evict keys (maxmemory-policy other than noeviction, learned by the pools
+// that tell their node's identity: pool.Identity) is logged once at Warn
+// ("redlock: node may evict lock keys").
 //
 // Node addresses appear in errors; credentials and tokens never do. The
 // go-redis client logs on its own (dial failures, for one): see
@@ -195,9 +208,16 @@ func nodesFailed(err error) bool {
 	return false
 }
 
-// emit sends e to every observer.
+// emit sends e to every observer, and after a success warns the loggers
+// about the nodes that are out (warnNodes).
 func (c *Client) emit(ctx context.Context, e Event) {
 	for _, o := range c.cfg.observers {
 		o.Observe(ctx, e)
+	}
+	if e.Err == nil && len(c.cfg.loggers) > 0 {
+		switch e.Kind {
+		case Acquired, Extended, Released:
+			c.warnNodes(ctx)
+		}
 	}
 }

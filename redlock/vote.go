@@ -14,6 +14,11 @@ import (
 // failover, clock check) counts for nobody, whatever the lock kind.
 // TestOneJudge keeps the decision fan-outs here: a guarantee written at
 // each call site reaches only the sites that remembered it.
+//
+// The same answers keep each node's state (node.Set.Note for its reach,
+// node.Set.Health for its trust; Client.NodeStates, degraded.go): atomic
+// stores on a change only, so the judged path stays free of locks and
+// allocations.
 
 // decide runs op on every node (fanout.QuorumOn: timeout, grace and place as
 // there) and returns at the decision. Each node's answer is noted (silence)

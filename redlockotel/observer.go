@@ -16,6 +16,13 @@
 //	redlock.lock.hold.duration  histogram  redlock.event = released | release_failed | lost
 //	redlock.lock.lost           counter    redlock.reason
 //	redlock.node.errors         counter    server.address, server.port, redlock.operation, redlock.reason
+//	redlock.node.state          gauge      redlock.node, server.address, server.port, redlock.node.state
+//
+// redlock.node.state is registered per Client with ObserveNodes: for each
+// node, one series per state (ok, silent, failing, quarantined,
+// clock_suspect), 1 for the node's current state and 0 for the others, as
+// OpenTelemetry's state-set gauges (hw.status) do, so that a dashboard can
+// sum the nodes in each state and an alert fires on state != ok.
 //
 // redlock.reason is one of taken, timeout, canceled, validity, not_held,
 // closed, network, error (see docs/ecosystem.md). Lock keys are not metric attributes (they would make one
@@ -59,6 +66,8 @@ const (
 	keyAddress   = attribute.Key("server.address")
 	keyPort      = attribute.Key("server.port")
 	keyErrorType = attribute.Key("error.type")
+	keyNode      = attribute.Key("redlock.node")
+	keyState     = attribute.Key("redlock.node.state")
 )
 
 // Observer is a redlock.Observer that records metrics and spans. It is safe
@@ -71,6 +80,8 @@ type Observer struct {
 	hold         metric.Float64Histogram
 	lost         metric.Int64Counter
 	nodeErrors   metric.Int64Counter
+	meter        metric.Meter
+	nodeState    metric.Int64ObservableGauge
 }
 
 var _ redlock.Observer = (*Observer)(nil)
@@ -84,7 +95,7 @@ func New(opts ...Option) (*Observer, error) {
 		return nil, err
 	}
 	m := cfg.meters.Meter(ScopeName)
-	o := &Observer{tracer: cfg.tracers.Tracer(ScopeName)}
+	o := &Observer{tracer: cfg.tracers.Tracer(ScopeName), meter: m}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -111,6 +122,9 @@ func New(opts ...Option) (*Observer, error) {
 		"Auto-extended locks that could no longer be guaranteed, by reason.")
 	o.nodeErrors = counter("redlock.node.errors", "{error}",
 		"Nodes that did not agree to an operation that failed, by node and reason.")
+	o.nodeState, err = m.Int64ObservableGauge("redlock.node.state", metric.WithUnit("1"),
+		metric.WithDescription("Each node's state as its Client last judged it (redlock.Client.NodeStates): 1 for the current state, 0 for the others."))
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("redlockotel: %w", err)
 	}

@@ -103,12 +103,16 @@ func (q *quarantine) check(ctx context.Context, i int, _ string) error {
 // Only the shard check does I/O (HealthReads): one script on the master of
 // key's slot, bounded by ctx, and only once the checks without I/O let the
 // node count. key is unused on the other nodes.
+//
+// What it returns sets the trust part of the node's State.
 func (s *Set) Health(ctx context.Context, i int, key string) error {
 	for _, c := range s.checks[i] {
 		if err := c.check(ctx, i, key); err != nil {
+			s.noteTrust(i, err)
 			return err
 		}
 	}
+	s.noteTrust(i, nil)
 	return nil
 }
 

@@ -43,6 +43,10 @@ type Config struct {
 	Clock clock.Clock
 	// Report receives what the health checks find.
 	Report Reporter
+	// Refusal reports whether an error of a node call is the node's answer
+	// about the key (held, another kind, a lock-delay) rather than a
+	// failure of the node: its State stays OK (nil: every error fails).
+	Refusal func(error) bool
 }
 
 // Set is a Client's nodes. It is safe for concurrent use.
@@ -55,6 +59,7 @@ type Set struct {
 	reads   []bool // reads[i]: node i's checks do I/O (HealthReads)
 	quorum  int
 	silence silence
+	states  []nodeState // each node's State (state.go)
 	order   Order
 	clocks  *clockWatch // nil without the clock check
 }
@@ -75,6 +80,7 @@ func New(pools []pool.Pool, cfg Config) *Set {
 		reads:   make([]bool, n),
 		quorum:  n/2 + 1,
 		silence: make(silence, n),
+		states:  make([]nodeState, n),
 	}
 	if cfg.ClockEvery > 0 {
 		s.clocks = newClockWatch(n, cfg.DriftFactor, cfg.ClockHold)
@@ -147,8 +153,12 @@ func (s *Set) All() []int {
 }
 
 // Note records how the latest call to node i ended (err nil: it answered):
-// a call cut by the node timeout makes the node silent until it answers.
-func (s *Set) Note(i int, err error) { s.silence.note(i, err) }
+// a call cut by the node timeout makes the node silent until it answers,
+// and err sets the reach part of the node's State.
+func (s *Set) Note(i int, err error) {
+	s.silence.note(i, err)
+	s.noteReach(i, err)
+}
 
 // Silent reports whether the latest call to node i that ended timed out.
 func (s *Set) Silent(i int) bool { return s.silence.silent(i) }
