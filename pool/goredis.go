@@ -202,3 +202,49 @@ func bounded[T any](ctx context.Context, op func(context.Context) (T, error)) (T
 		return zero, ctx.Err()
 	}
 }
+
+// Do implements Commander.
+func (g *goRedis) Do(ctx context.Context, args ...string) (any, error) {
+	if g.client == nil {
+		return nil, errNilClient
+	}
+	if len(args) == 0 {
+		return nil, errors.New("pool: Do needs a command")
+	}
+	do := func(ctx context.Context) (any, error) {
+		a := make([]any, len(args))
+		for i, s := range args {
+			a[i] = s
+		}
+		v, err := g.client.Do(ctx, a...).Result()
+		if errors.Is(err, redis.Nil) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, deadlineErr(ctx, err)
+		}
+		return normalMap(v), nil
+	}
+	if g.ctxDeadlines {
+		return do(ctx)
+	}
+	return bounded(ctx, do)
+}
+
+// normalMap turns go-redis's RESP3 maps (map[any]any) into map[string]any,
+// at any depth, as Commander documents.
+func normalMap(v any) any {
+	switch v := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[fmt.Sprint(k)] = normalMap(e)
+		}
+		return m
+	case []any:
+		for i, e := range v {
+			v[i] = normalMap(e)
+		}
+	}
+	return v
+}
