@@ -161,9 +161,7 @@ func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// the first attempt would count against the node timeout. This also
 	// finds a majority down before trying.
 	if t := tallyStates(probe(ctx, r.pools, r.key, max(r.nodeTimeout, probeTimeout))); t.majorityUnreachable() {
-		msg, code := notObtained(nil, t, r.conflictCode)
-		fmt.Fprintf(stderr, "redlock: lock %q not obtained: %s\n", r.key, msg)
-		return code
+		return r.refused(nil, t, "")
 	}
 	l, code := r.acquire(ctx, c)
 	if l == nil {
@@ -309,13 +307,28 @@ func (r *runner) acquire(ctx context.Context, c *redlock.Client) (*redlock.Lock,
 	// decided (the slowest not at all); a read of every node says who holds
 	// the key, or which nodes are down.
 	t := tallyStates(probe(context.WithoutCancel(ctx), r.pools, r.key, probeTimeout))
-	msg, code := notObtained(err, t, r.conflictCode)
 	within := ""
 	if r.wait > 0 {
 		within = " within " + r.wait.String()
 	}
+	return nil, r.refused(err, t, within)
+}
+
+// refused says on stderr why the lock was not obtained (err, the
+// attempt's error, nil when the read before it found a majority down; t,
+// the nodes' state) and returns the exit code; an exit 69 gets the hint
+// naming redlock nodes check, or the credentials the nodes refused.
+func (r *runner) refused(err error, t tally, within string) int {
+	msg, code := notObtained(err, t, r.conflictCode)
 	fmt.Fprintf(r.stderr, "redlock: lock %q not obtained%s: %s\n", r.key, within, msg)
-	return nil, code
+	if code == exitUnavailable {
+		errs := nodeErrors(err)
+		for _, s := range t.failed {
+			errs = append(errs, s.Err)
+		}
+		unavailableHint(r.stderr, "redlock run", errs...)
+	}
+	return code
 }
 
 func signalNumber(s os.Signal) int {

@@ -128,6 +128,7 @@ func showStatus(stdout, stderr io.Writer, st redlock.KeyStatus, who func() (hold
 	v := newKeyView(st)
 	fmt.Fprintln(stdout, v.header())
 	printNodes(stdout, st.Nodes)
+	printQuarantined(stdout, st.Nodes)
 	if v.Kind == kindReaders || v.Kind == kindPermits {
 		fmt.Fprintln(stdout, v.leases())
 	}
@@ -152,7 +153,17 @@ func verdictExit(stderr io.Writer, v keyView, vd verdict) int {
 	case free:
 		return exitFree
 	case unavailable:
-		fmt.Fprintf(stderr, "redlock status: %d of %d nodes unreachable; no lock can be taken or trusted\n", v.unreachable, v.Total)
+		if v.refused+v.quarantined == 0 {
+			fmt.Fprintf(stderr, "redlock status: %d of %d nodes unreachable; no lock can be taken or trusted\n", v.unreachable, v.Total)
+		} else {
+			fmt.Fprintf(stderr, "redlock status: %d of %d nodes count now (%s), %d needed; no lock can be taken\n",
+				v.counting(), v.Total, v.outOfCount(), v.Needed)
+		}
+		var errs []error
+		for _, n := range v.Nodes {
+			errs = append(errs, n.Err)
+		}
+		unavailableHint(stderr, "redlock status", errs...)
 		return exitUnavailable
 	default:
 		return exitNeither
@@ -208,6 +219,18 @@ func printNodes(stdout io.Writer, nodes []redlock.NodeStatus) {
 		}
 	}
 	_ = tw.Flush()
+}
+
+// printQuarantined prints one line per node the restart quarantine keeps
+// out of every majority, with the time left: the table says what the node
+// holds, this line why its yes does not count.
+func printQuarantined(stdout io.Writer, nodes []redlock.NodeStatus) {
+	for _, n := range nodes {
+		if n.Err == nil && n.Quarantined > 0 {
+			fmt.Fprintf(stdout, "node %d (%s): quarantined after a restart: does not count for %v more\n",
+				n.Node, n.Addr, n.Quarantined.Truncate(time.Second))
+		}
+	}
 }
 
 // stateOf names what a node that has the key holds: "held" (a lock, or
