@@ -66,19 +66,22 @@ Flags:
   --conflict-exit-code N
                       the exit code when the lock is held by another owner,
                       or was not obtained in --wait because it was, like
-                      flock's -E; 0 to 255 (default 75). A refusal by the
-                      nodes themselves (a restart quarantine, a clock
-                      check, a lock-delay, a key of another kind) still
-                      exits 75
+                      flock's -E; 0 to 255 (default 75). Only for
+                      contention: a lock-delay or a key of another kind
+                      still exits 75, and nodes that make no majority
+                      (down, quarantined, refusing the credentials) 69
 
 Exit codes:
   N      COMMAND's exit code; 128+n when COMMAND was killed by signal n
   2      bad flags, no COMMAND, a bad URL or duration
-  69     a majority of the nodes cannot be reached
+  69     no majority of the nodes counts: down, refusing the URLs'
+         credentials, or in the restart quarantine; see
+         "redlock nodes check"
   70     the lock was lost while COMMAND ran, or --max-hold was reached;
          COMMAND was stopped
   75     the lock is held by another owner, or was not obtained in --wait
-         (N with --conflict-exit-code N), or the nodes refused it
+         because it was (N with --conflict-exit-code N); or the key is in
+         its lock-delay, or another kind of lock
   126    COMMAND, or the helper that stops it if redlock dies, could not
          be started
   127    COMMAND was not found

@@ -40,7 +40,9 @@ Exit codes:
   3    neither: KEY is on some nodes but not held on a majority (a lock
        being taken, released or expiring, the leftovers of a failed try),
        or it is a key of another type, not a lock
-  69   a majority of the nodes could not be reached
+  69   no majority of the nodes counts: they could not be reached,
+       refused the credentials, or are in the restart quarantine (a line
+       per quarantined node says for how long); see "redlock nodes check"
 `
 
 // statusOptions are status's flags.
