@@ -27,7 +27,7 @@ import (
 // implements Cluster and reports true. Give it the same settings.
 //
 // A nil client, or a nil pointer of a client type such as
-// (*redis.Client)(nil), yields a Pool whose SetNX, Eval and Listen fail with
+// (*redis.Client)(nil), yields a Pool whose SetNX, Eval, Do and Listen fail with
 // an error that says so, without touching client. Its Addr names the nil
 // client's type ("<nil *redis.Client>"), IsCluster reports false, and
 // Close, having nothing to release, returns nil.
