@@ -260,17 +260,21 @@ func isRefusal(err error) bool {
 	return false
 }
 
-// notObtained explains a failed acquisition from the nodes' state read
-// after it, and picks the exit code by the library's rule
+// notObtained explains a failed acquisition, and picks the exit code by the library's rule
 // (redlock.IsContended): conflict (--conflict-exit-code) when the key is
 // held by another owner; 75 when it is held as another kind or kept by its
 // lock-delay, which no later run of this command clears by itself; 69
 // (unavailable) otherwise: too many nodes down, refusing the credentials,
 // or not counted for their health (the restart quarantine, the clock
-// check). err nil is the read before any attempt that found a majority
-// down.
+// check), told by the attempt's own answers (explain). For a held key, t
+// (the nodes' state read after the attempt) says by whom and where; err
+// nil is the read before any attempt, which found a majority down.
 func notObtained(err error, t tally, conflict int) (string, int) {
 	var reasons []string
+	if err != nil && !redlock.IsContended(err) {
+		// Not held: the attempt's answers say which nodes failed, and how.
+		return explain(err), exitUnavailable
+	}
 	if isRefusal(err) {
 		// The attempt's own answers say why (a quarantined node, another
 		// kind, a lock-delay); what the read finds on the nodes may be the
@@ -295,13 +299,12 @@ func notObtained(err error, t tally, conflict int) (string, int) {
 		// or the attempt itself was too slow.
 		reasons = append(reasons, explain(err)+"; the key is free now")
 	}
-	code := exitUnavailable
+	code := conflict
 	switch {
-	case err == nil || !redlock.IsContended(err):
+	case err == nil:
+		code = exitUnavailable // the read before the attempt: a majority down
 	case errors.Is(err, redlock.ErrWrongKind) || errors.Is(err, redlock.ErrLockDelay):
 		code = exitTempFail
-	default:
-		code = conflict
 	}
 	return strings.Join(reasons, ", "), code
 }

@@ -307,9 +307,13 @@ func (r *runner) acquire(ctx context.Context, c *redlock.Client) (*redlock.Lock,
 		return nil, usageError(r.stderr, "run", "%s", strings.TrimPrefix(err.Error(), "redlock: "))
 	}
 	// The error says what each node answered before the attempt was
-	// decided (the slowest not at all); a read of every node says who holds
-	// the key, or which nodes are down.
-	t := tallyStates(probe(context.WithoutCancel(ctx), r.pools, r.key, probeTimeout))
+	// decided (the slowest not at all), and whether the key is held
+	// (redlock.IsContended); when it is, a read of every node says by how
+	// many owners, on how many nodes.
+	var t tally
+	if redlock.IsContended(err) {
+		t = tallyStates(probe(context.WithoutCancel(ctx), r.pools, r.key, probeTimeout))
+	}
 	within := ""
 	if r.wait > 0 {
 		within = " within " + r.wait.String()
