@@ -150,10 +150,23 @@ func checkNode(ctx context.Context, i int, p pool.Pool, timeout, hold time.Durat
 		defer cancel()
 		return cmd.Do(cctx, args...)
 	}
-	id := pool.Identity{Learned: time.Now()}
-	if info, err := do("INFO", "server"); err == nil {
+	id := n.read(do)
+	n.Quarantined = node.QuarantineLeft(id, hold, id.Learned)
+	n.Counts = n.Quarantined == 0
+	return n
+}
+
+// read fills in what INFO server, CONFIG GET and the declaration say,
+// through do, and returns the identity they make, as a Pool would have
+// learned it (pool.Identity): the quarantine's input. A command the server
+// refuses leaves its fields unknown.
+func (n *NodeCheck) read(do func(args ...string) (any, error)) pool.Identity {
+	var id pool.Identity
+	info, err := do("INFO", "server")
+	id.Learned = time.Now() // as pool.Identity's: when the answer arrived
+	if err == nil {
 		s, _ := info.(string)
-		n.Version, n.RunID, n.Uptime = infoField(s, "redis_version"), infoField(s, "run_id"), -1
+		n.Version, n.RunID = infoField(s, "redis_version"), infoField(s, "run_id")
 		if up, err := strconv.Atoi(infoField(s, "uptime_in_seconds")); err == nil && up >= 0 {
 			n.Uptime = time.Duration(up) * time.Second
 			// As pool.Identity.Started: a second younger, never older.
@@ -174,9 +187,7 @@ func checkNode(ctx context.Context, i int, p pool.Pool, timeout, hold time.Durat
 		n.FreshStart = v == n.RunID
 	}
 	id.RunID, id.Persistence, id.FreshStart = n.RunID, n.Persistence, n.FreshStart
-	n.Quarantined = node.QuarantineLeft(id, hold, id.Learned)
-	n.Counts = n.Quarantined == 0
-	return n
+	return id
 }
 
 // eachPool runs f for every pool in parallel and returns when all are done.

@@ -148,7 +148,10 @@ func libraryKeys(ctx context.Context, p pool.Pool, cmd pool.Commander, runID str
 		for _, k := range keys {
 			switch {
 			case k == pool.FreshStartKey:
-				if v, err := cmd.Do(ctx, "GET", k); err != nil || v != runID {
+				cctx, cancel := context.WithTimeout(ctx, MaxNodeTimeout)
+				v, err := cmd.Do(cctx, "GET", k)
+				cancel()
+				if err != nil || v != runID {
 					note(k) // an earlier run's: this server restarted with its data
 				}
 			case keyspace.Check(k) != nil:

@@ -96,9 +96,10 @@ func (q *quarantine) check(ctx context.Context, i int, _ string) error {
 // of identity id stays out of the majority at now under a quarantine of
 // hold, 0 when it counts. It counts when its uptime is unknown (the caller
 // reports that), when it persists every write, when it carries the
-// fresh-start declaration for its current run, and once it is hold old.
+// fresh-start declaration for its current run, and once it is hold old;
+// always when hold is 0 (the quarantine is off).
 func QuarantineLeft(id pool.Identity, hold time.Duration, now time.Time) time.Duration {
-	if id.Started.IsZero() || id.Persistence == pool.PersistenceAlways || id.FreshStart {
+	if hold <= 0 || id.Started.IsZero() || id.Persistence == pool.PersistenceAlways || id.FreshStart {
 		return 0
 	}
 	return max(hold-now.Sub(id.Started), 0)
