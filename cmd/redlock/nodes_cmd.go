@@ -126,38 +126,12 @@ func showCheck(stdout, stderr io.Writer, r redlock.NodesReport) int {
 	var errs []error
 	quarantined := 0
 	for _, n := range r.Nodes {
-		note := func(format string, args ...any) {
-			notes = append(notes, fmt.Sprintf("node %d (%s): ", n.Node, n.Addr)+fmt.Sprintf(format, args...))
-		}
+		notes = append(notes, checkRow(tw, n)...)
 		if n.Err != nil {
 			errs = append(errs, n.Err)
-			fmt.Fprintf(tw, "%d\t%s\tno\t-\t-\t-\t-\t-\t-\n", n.Node, n.Addr)
-			if code := loginRefused(n.Err); code != "" {
-				note("credentials refused: %s", shortErr(n.Err))
-			} else {
-				note("does not answer: %s", shortErr(n.Err))
-			}
-			continue
-		}
-		quar := "counts"
-		switch {
-		case n.Cluster:
-			quar = "per key"
-			note("a Redis Cluster: its shard masters are not read here; the lock judges the master of each key's slot at each vote (docs/cluster.md)")
-		case n.Quarantined > 0:
+		} else if n.Quarantined > 0 {
 			quarantined++
-			quar = "out " + n.Quarantined.Truncate(time.Second).String()
-			note("quarantined for %v more: up %v, persistence %s, no fresh-start declaration for run %s",
-				n.Quarantined.Truncate(time.Second), n.Uptime, n.Persistence, n.RunID)
-		case n.Uptime < 0:
-			quar = "unverified"
-			note("uptime hidden (INFO refused): the quarantine cannot age it, so it counts")
 		}
-		if !n.Cluster && n.MaxmemoryPolicy != "" && n.MaxmemoryPolicy != "noeviction" {
-			note("warning: maxmemory-policy %s may evict a held lock; set noeviction", n.MaxmemoryPolicy)
-		}
-		fmt.Fprintf(tw, "%d\t%s\tyes\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, n.Addr, dash(n.Version), persistenceOf(n),
-			uptimeOf(n), quar, dash(n.MaxmemoryPolicy), signed(n.ClockOffset))
 	}
 	_ = tw.Flush()
 	for _, s := range notes {
@@ -177,6 +151,43 @@ func showCheck(stdout, stderr io.Writer, r redlock.NodesReport) int {
 		fmt.Fprintln(stderr, "redlock nodes check: no majority counts: bring the nodes back, or check their addresses")
 	}
 	return exitUnavailable
+}
+
+// checkRow writes node n's row of the table to tw, and returns the lines
+// to print below it: why it does not count, what needs care.
+func checkRow(tw io.Writer, n redlock.NodeCheck) []string {
+	var notes []string
+	note := func(format string, args ...any) {
+		notes = append(notes, fmt.Sprintf("node %d (%s): ", n.Node, n.Addr)+fmt.Sprintf(format, args...))
+	}
+	if n.Err != nil {
+		fmt.Fprintf(tw, "%d\t%s\tno\t-\t-\t-\t-\t-\t-\n", n.Node, n.Addr)
+		if loginRefused(n.Err) != "" {
+			note("credentials refused: %s", shortErr(n.Err))
+		} else {
+			note("does not answer: %s", shortErr(n.Err))
+		}
+		return notes
+	}
+	quar := "counts"
+	switch {
+	case n.Cluster:
+		quar = "per key"
+		note("a Redis Cluster: its shard masters are not read here; the lock judges the master of each key's slot at each vote (docs/cluster.md)")
+	case n.Quarantined > 0:
+		quar = "out " + n.Quarantined.Truncate(time.Second).String()
+		note("quarantined for %v more: up %v, persistence %s, no fresh-start declaration for run %s",
+			n.Quarantined.Truncate(time.Second), n.Uptime, n.Persistence, n.RunID)
+	case n.Uptime < 0:
+		quar = "unverified"
+		note("uptime hidden (INFO refused): the quarantine cannot age it, so it counts")
+	}
+	if !n.Cluster && n.MaxmemoryPolicy != "" && n.MaxmemoryPolicy != "noeviction" {
+		note("warning: maxmemory-policy %s may evict a held lock; set noeviction", n.MaxmemoryPolicy)
+	}
+	fmt.Fprintf(tw, "%d\t%s\tyes\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, n.Addr, dash(n.Version), persistenceOf(n),
+		uptimeOf(n), quar, dash(n.MaxmemoryPolicy), signed(n.ClockOffset))
+	return notes
 }
 
 // declareFresh runs redlock.DeclareFresh and says what it declared, or why
