@@ -137,19 +137,26 @@ func TestNodesDeclareFreshRefusesLibraryKeys(t *testing.T) {
 	assert.Contains(t, stderr, `"pool-slots"`)
 }
 
-// Nodes that refuse the URLs' credentials, a majority of them: every
-// command exits 69 and names the cause.
+// Nodes that refuse the URLs' credentials or the lock's scripts, a
+// majority of them: every command exits 69 and names the cause.
 func TestCredentialsRefused(t *testing.T) {
 	t.Parallel()
 	locked := redistest.StartNUndeclared(t, 2, redistest.AOFAlways, "--requirepass", "sekrit")
+	// A user that may not run scripts, the lock's every command.
+	scriptless := redistest.StartNUndeclared(t, 2, redistest.AOFAlways,
+		"--user", "locker", "on", ">pw", "~*", "&*", "+@all", "-eval", "-evalsha")
 	open := redistest.StartN(t, 1, redistest.AOFAlways)
-	for _, tt := range []struct{ name, auth, code string }{
-		{"no password", "", "NOAUTH"},
-		{"wrong password", ":wrong@", "WRONGPASS"},
+	for _, tt := range []struct {
+		name, auth, code string
+		servers          []*redistest.Server
+	}{
+		{"no password", "", "NOAUTH", locked},
+		{"wrong password", ":wrong@", "WRONGPASS", locked},
+		{"no permission", "locker:pw@", "NOPERM", scriptless},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			urls := urlsOf(locked, tt.auth) + "," + open[0].URL()
+			urls := urlsOf(tt.servers, tt.auth) + "," + open[0].URL()
 			key := keyFor(t)
 
 			p := run(t, "run", "--nodes", urls, "--key", key, "--", "echo", "ran")
@@ -171,6 +178,9 @@ func TestCredentialsRefused(t *testing.T) {
 			assert.Contains(t, out, "credentials refused: "+tt.code)
 			assert.Contains(t, stderr, loginHint(tt.code))
 
+			if tt.code == "NOPERM" {
+				return // INFO, SCAN and SET are allowed: declare-fresh works
+			}
 			code, _, stderr = nodesCmd(t, "declare-fresh", "--nodes", urls)
 			require.Equal(t, exitUnavailable, code, "stderr: %s", stderr)
 			assert.Contains(t, stderr, tt.code)
