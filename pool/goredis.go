@@ -27,7 +27,7 @@ import (
 // implements Cluster and reports true. Give it the same settings.
 //
 // A nil client, or a nil pointer of a client type such as
-// (*redis.Client)(nil), yields a Pool whose SetNX, Eval and Listen fail with
+// (*redis.Client)(nil), yields a Pool whose SetNX, Eval, Do and Listen fail with
 // an error that says so, without touching client. Its Addr names the nil
 // client's type ("<nil *redis.Client>"), IsCluster reports false, and
 // Close, having nothing to release, returns nil.
@@ -203,4 +203,50 @@ func bounded[T any](ctx context.Context, op func(context.Context) (T, error)) (T
 		var zero T
 		return zero, ctx.Err()
 	}
+}
+
+// Do implements Commander.
+func (g *goRedis) Do(ctx context.Context, args ...string) (any, error) {
+	if g.client == nil {
+		return nil, errNilClient
+	}
+	if len(args) == 0 {
+		return nil, errors.New("pool: Do needs a command")
+	}
+	do := func(ctx context.Context) (any, error) {
+		a := make([]any, len(args))
+		for i, s := range args {
+			a[i] = s
+		}
+		v, err := g.client.Do(ctx, a...).Result()
+		if errors.Is(err, redis.Nil) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, deadlineErr(ctx, err)
+		}
+		return normalMap(v), nil
+	}
+	if g.ctxDeadlines {
+		return do(ctx)
+	}
+	return bounded(ctx, do)
+}
+
+// normalMap turns go-redis's RESP3 maps (map[any]any) into map[string]any,
+// at any depth, as Commander documents.
+func normalMap(v any) any {
+	switch v := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[fmt.Sprint(k)] = normalMap(e)
+		}
+		return m
+	case []any:
+		for i, e := range v {
+			v[i] = normalMap(e)
+		}
+	}
+	return v
 }

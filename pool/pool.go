@@ -66,3 +66,18 @@ type Cluster interface {
 	// IsCluster reports whether the node is a Redis Cluster.
 	IsCluster() bool
 }
+
+// Commander is an optional interface of a Pool that runs any command on its
+// node. Tools that look at a node rather than lock on it use it for what no
+// script may call: INFO, CONFIG GET, SCAN (redlock.CheckNodes and
+// redlock.DeclareFresh). The pools of FromURL, FromURLs and New implement
+// it, and so do those of rueidispool. On a Redis Cluster node a command
+// without a key reaches a shard of the client's choosing, so the tools do
+// not use it there. A Pool that wraps another should forward it.
+type Commander interface {
+	// Do runs the command args (its name first) and returns the reply,
+	// normalised as Eval's: integers as int64, strings as string, arrays
+	// as []any, a RESP3 map as map[string]any, and a nil reply as
+	// (nil, nil). It honours ctx's deadline as Eval does.
+	Do(ctx context.Context, args ...string) (any, error)
+}

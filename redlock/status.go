@@ -73,6 +73,13 @@ type NodeStatus struct {
 	// server hides its uptime (INFO refused). A restart of the node that
 	// lost its locks goes unnoticed. Always false with the quarantine off.
 	Unverified bool
+	// Quarantined is how much longer the restart quarantine
+	// (WithQuarantine) keeps the node out of every majority, judged on
+	// what its Pool learned at its latest connection: its yes to an
+	// acquisition does not count until then, though it answers reads
+	// such as this one. 0 when the node counts, when the quarantine is
+	// off, and for a Redis Cluster node (judged per key, at each vote).
+	Quarantined time.Duration
 }
 
 // Status reads key on every node, in parallel and without changing it, and
@@ -126,6 +133,7 @@ func (c *Client) Status(ctx context.Context, key string) (KeyStatus, error) {
 	st.Answered = res.Yes
 	for i := range st.Nodes {
 		st.Nodes[i].Unverified = c.nodes.Unverified(i)
+		st.Nodes[i].Quarantined = c.nodes.Quarantined(i)
 	}
 	st.tally()
 	if st.Answered < st.Needed {

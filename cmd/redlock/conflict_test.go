@@ -42,7 +42,7 @@ func TestRunConflictExitCode(t *testing.T) {
 }
 
 // A refusal by the nodes is no conflict: nodes in the restart quarantine
-// keep exit 75 with --conflict-exit-code 0, so that a job told to skip
+// exit 69 (unavailable) with --conflict-exit-code 0, so that a job told to skip
 // quietly when another host runs it does not skip, unseen, for a day.
 func TestRunConflictExitCodeNotForQuarantine(t *testing.T) {
 	t.Parallel()
@@ -51,7 +51,22 @@ func TestRunConflictExitCodeNotForQuarantine(t *testing.T) {
 		s.Restart(t)
 	}
 	p := run(t, "run", "--nodes", nodes.urls, "--key", keyFor(t), "--conflict-exit-code", "0", "--", "echo", "ran")
-	require.Equal(t, exitTempFail, p.code, "stderr: %s", p.stderr)
+	require.Equal(t, exitUnavailable, p.code, "stderr: %s", p.stderr)
 	assert.Empty(t, p.stdout.String(), "the command ran without the lock")
 	assert.Contains(t, p.stderr.String(), "node quarantined after a restart")
+}
+
+// A key of another Redis type is no other owner either: run exits 75 with
+// --conflict-exit-code 0, and says what the key is.
+func TestRunConflictExitCodeNotForAnotherKind(t *testing.T) {
+	t.Parallel()
+	nodes := startNodes(t, 3)
+	key := keyFor(t)
+	for _, s := range nodes.servers {
+		require.NoError(t, s.Client(t).RPush(context.Background(), key, "x").Err())
+	}
+	p := run(t, "run", "--nodes", nodes.urls, "--key", key, "--conflict-exit-code", "0", "--", "echo", "ran")
+	require.Equal(t, exitTempFail, p.code, "stderr: %s", p.stderr)
+	assert.Empty(t, p.stdout.String(), "the command ran without the lock")
+	assert.Contains(t, p.stderr.String(), "list")
 }

@@ -9,7 +9,8 @@ const (
 	// key is held: by a lock, readers or permits; for leader, the election
 	// has a leader.
 	exitOK = 0
-	// exitFailure: demo found an inexact locked sale.
+	// exitFailure: demo found an inexact locked sale; nodes
+	// declare-fresh refused a deployment that holds locks.
 	exitFailure = 1
 	// exitFree: status found the lock free.
 	exitFree = 1
@@ -21,15 +22,18 @@ const (
 	// majority (no token, or no live reader or permit, on a majority), or
 	// a key of another Redis type: neither held nor free.
 	exitNeither = 3
-	// exitUnavailable (EX_UNAVAILABLE): a majority of the nodes cannot be
-	// reached, so no lock can be taken or read; waiting will not help
-	// until an operator brings nodes back.
+	// exitUnavailable (EX_UNAVAILABLE): no majority of the nodes counts:
+	// they cannot be reached, refuse the URLs' credentials, or are kept out
+	// by the restart quarantine or the clock check (redlock.IsUnavailable),
+	// so no lock can be taken or trusted; waiting will not help until an
+	// operator acts (redlock nodes check says how).
 	exitUnavailable = 69
 	// exitLockLost (EX_SOFTWARE): the lock was lost while the command ran;
 	// the command was stopped and its work may be incomplete.
 	exitLockLost = 70
-	// exitTempFail (EX_TEMPFAIL): the lock is held by another owner, or
-	// was not obtained within --wait; try again later.
+	// exitTempFail (EX_TEMPFAIL): the lock is held by another owner (or
+	// kept by its lock-delay, or another kind of lock on the key), or was
+	// not obtained within --wait because it was; try again later.
 	exitTempFail = 75
 	// exitCannotExec: the command was found but could not be started.
 	exitCannotExec = 126

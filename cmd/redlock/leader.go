@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -28,7 +29,9 @@ Exit codes:
   0    a leader: its value and term are printed
   1    no leader: nobody holds the election on a majority of the nodes
   2    bad flags, or a bad URL
-  69   a majority of the nodes could not be reached
+  69   a majority of the nodes could not be reached, refused the
+       credentials, or does not count (restart quarantine): see
+       "redlock nodes check"
 `
 
 // leaderFlags registers leader's flags on fs.
@@ -69,7 +72,31 @@ func leaderMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	defer c.Close()
 	ld, err := c.Leader(ctx, *election)
+	if errors.Is(err, redlock.ErrNoLeader) {
+		// Nobody leads, or nobody could: nodes that answered the read but
+		// whose yes would not count (quarantined) make no majority.
+		if out := notCounting(ctx, c, *election); out != "" {
+			fmt.Fprintf(stderr, "redlock leader: %s; no leader can be elected\n", out)
+			unavailableHint(stderr, "redlock leader")
+			return exitUnavailable
+		}
+	}
 	return showLeader(stdout, stderr, *election, len(pools), c.Quorum(), ld, err)
+}
+
+// notCounting reads the election's key (Client.Status) and says how many of
+// the nodes count now, and why the others do not, when they make no
+// majority; "" when they do, or the read fails.
+func notCounting(ctx context.Context, c *redlock.Client, election string) string {
+	st, err := c.Status(ctx, keyspace.ElectionPrefix+election)
+	if err != nil && !errors.Is(err, redlock.ErrNoMajority) {
+		return ""
+	}
+	v := newKeyView(st)
+	if v.counting() >= v.Needed {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d nodes count now (%s), %d needed", v.counting(), v.Total, v.outOfCount(), v.Needed)
 }
 
 // showLeader prints Leader's answer about election, on total nodes of which
@@ -77,6 +104,7 @@ func leaderMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 func showLeader(stdout, stderr io.Writer, election string, total, quorum int, ld redlock.Leader, err error) int {
 	if err != nil && !errors.Is(err, redlock.ErrNoLeader) {
 		fmt.Fprintf(stderr, "redlock leader: %v\n", err)
+		unavailableHint(stderr, "redlock leader", append(nodeErrors(err), err)...)
 		return exitUnavailable
 	}
 	fmt.Fprintf(stdout, "election %q on %d nodes (a leader needs %d)\n", election, total, quorum)

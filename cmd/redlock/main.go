@@ -4,6 +4,7 @@
 //	redlock run --nodes redis://a:6379,redis://b:6379,redis://c:6379 --key nightly-backup -- ./backup.sh
 //	redlock status --key nightly-backup          # nodes from REDLOCK_NODES
 //	redlock leader --election scheduler          # who leads (Client.Campaign)
+//	redlock nodes check                          # can the nodes make a majority now?
 //	redlock demo                                 # five in-process nodes, nothing to install
 //	redlock --version                            # the module's version and Go's
 //
@@ -30,6 +31,8 @@ Usage:
                  [--max-hold D] [--conflict-exit-code N] -- COMMAND [ARG...]
   redlock status [--nodes URLS] --key KEY [--timeout D] [--json]
   redlock leader [--nodes URLS] --election NAME [--timeout D]
+  redlock nodes  check [--nodes URLS] [--timeout D] [--quarantine D]
+  redlock nodes  declare-fresh [--nodes URLS] [--timeout D]
   redlock demo   [--nodes URLS] [--workers N] [--tickets N]
   redlock version             (or: redlock --version)
   redlock help   [COMMAND]
@@ -53,6 +56,7 @@ var commands = map[string]command{
 	"run":     {main: runMain, usage: runUsage, flags: func(fs *flag.FlagSet) { new(runner).define(fs) }},
 	"status":  {main: statusMain, usage: statusUsage, flags: func(fs *flag.FlagSet) { statusFlags(fs) }},
 	"leader":  {main: leaderMain, usage: leaderUsage, flags: func(fs *flag.FlagSet) { leaderFlags(fs) }},
+	"nodes":   {main: nodesMain, usage: nodesUsage, flags: func(fs *flag.FlagSet) { nodesFlags(fs) }},
 	"demo":    {main: demoMain, usage: demoUsage, flags: func(fs *flag.FlagSet) { demoFlags(fs) }},
 	"version": {main: versionMain, usage: versionUsage, flags: func(*flag.FlagSet) {}},
 }

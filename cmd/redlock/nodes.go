@@ -138,6 +138,7 @@ func (s *nodeState) parse(reply any) error {
 type tally struct {
 	total, quorum int
 	unreachable   int
+	loginRefused  int         // answering with a credential error (NOAUTH, WRONGPASS, NOPERM)
 	failed        []nodeState // unreachable or answering with an error
 	holding       int         // nodes holding any token
 	held          int         // nodes holding the most common token
@@ -154,6 +155,8 @@ func tallyStates(states []nodeState) tally {
 			t.failed = append(t.failed, s)
 			if s.unreachable() {
 				t.unreachable++
+			} else if loginRefused(s.Err) != "" {
+				t.loginRefused++
 			}
 		case s.Held:
 			t.holding++
@@ -168,8 +171,8 @@ func tallyStates(states []nodeState) tally {
 }
 
 // majorityUnreachable reports whether too few nodes answer for any lock to
-// be taken.
-func (t tally) majorityUnreachable() bool { return t.total-t.unreachable < t.quorum }
+// be taken: unreachable, or refusing the URLs' credentials.
+func (t tally) majorityUnreachable() bool { return t.total-t.unreachable-t.loginRefused < t.quorum }
 
 // failures describes the failed nodes on one line:
 // "node 3 (127.0.0.1:7003): connection refused; node 4 (...): ...".
@@ -257,12 +260,21 @@ func isRefusal(err error) bool {
 	return false
 }
 
-// notObtained explains a failed acquisition from the nodes' state read
-// after it, and picks the exit code: 69 when a majority of the nodes is
-// unreachable; conflict (--conflict-exit-code) when another owner held the
-// key and no node refused for a reason of its own; 75 otherwise.
+// notObtained explains a failed acquisition, and picks the exit code by the library's rule
+// (redlock.IsContended): conflict (--conflict-exit-code) when the key is
+// held by another owner; 75 when it is held as another kind or kept by its
+// lock-delay, which no later run of this command clears by itself; 69
+// (unavailable) otherwise: too many nodes down, refusing the credentials,
+// or not counted for their health (the restart quarantine, the clock
+// check), told by the attempt's own answers (explain). For a held key, t
+// (the nodes' state read after the attempt) says by whom and where; err
+// nil is the read before any attempt, which found a majority down.
 func notObtained(err error, t tally, conflict int) (string, int) {
 	var reasons []string
+	if err != nil && !redlock.IsContended(err) {
+		// Not held: the attempt's answers say which nodes failed, and how.
+		return explain(err), exitUnavailable
+	}
 	if isRefusal(err) {
 		// The attempt's own answers say why (a quarantined node, another
 		// kind, a lock-delay); what the read finds on the nodes may be the
@@ -287,21 +299,12 @@ func notObtained(err error, t tally, conflict int) (string, int) {
 		// or the attempt itself was too slow.
 		reasons = append(reasons, explain(err)+"; the key is free now")
 	}
-	code := exitTempFail
+	code := conflict
 	switch {
-	case t.majorityUnreachable():
-		code = exitUnavailable
-	case conflicted(err, t):
-		code = conflict
+	case err == nil:
+		code = exitUnavailable // the read before the attempt: a majority down
+	case errors.Is(err, redlock.ErrWrongKind) || errors.Is(err, redlock.ErrLockDelay):
+		code = exitTempFail
 	}
 	return strings.Join(reasons, ", "), code
-}
-
-// conflicted reports whether an acquisition failed because another owner
-// held the key: a node answered so, or the read after it found a holder,
-// and no node refused for a reason of its own (a quarantine, a clock, a
-// lock-delay, another kind), which an operator, not a later run, must
-// clear: those keep exit 75 whatever --conflict-exit-code says.
-func conflicted(err error, t tally) bool {
-	return !isRefusal(err) && (errors.Is(err, redlock.ErrTaken) || t.holding > 0)
 }

@@ -66,19 +66,22 @@ Flags:
   --conflict-exit-code N
                       the exit code when the lock is held by another owner,
                       or was not obtained in --wait because it was, like
-                      flock's -E; 0 to 255 (default 75). A refusal by the
-                      nodes themselves (a restart quarantine, a clock
-                      check, a lock-delay, a key of another kind) still
-                      exits 75
+                      flock's -E; 0 to 255 (default 75). Only for
+                      contention: a lock-delay or a key of another kind
+                      still exits 75, and nodes that make no majority
+                      (down, quarantined, refusing the credentials) 69
 
 Exit codes:
   N      COMMAND's exit code; 128+n when COMMAND was killed by signal n
   2      bad flags, no COMMAND, a bad URL or duration
-  69     a majority of the nodes cannot be reached
+  69     no majority of the nodes counts: down, refusing the URLs'
+         credentials, or in the restart quarantine; see
+         "redlock nodes check"
   70     the lock was lost while COMMAND ran, or --max-hold was reached;
          COMMAND was stopped
   75     the lock is held by another owner, or was not obtained in --wait
-         (N with --conflict-exit-code N), or the nodes refused it
+         because it was (N with --conflict-exit-code N); or the key is in
+         its lock-delay, or another kind of lock
   126    COMMAND, or the helper that stops it if redlock dies, could not
          be started
   127    COMMAND was not found
@@ -161,9 +164,7 @@ func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// the first attempt would count against the node timeout. This also
 	// finds a majority down before trying.
 	if t := tallyStates(probe(ctx, r.pools, r.key, max(r.nodeTimeout, probeTimeout))); t.majorityUnreachable() {
-		msg, code := notObtained(nil, t, r.conflictCode)
-		fmt.Fprintf(stderr, "redlock: lock %q not obtained: %s\n", r.key, msg)
-		return code
+		return r.refused(nil, t, "")
 	}
 	l, code := r.acquire(ctx, c)
 	if l == nil {
@@ -306,16 +307,35 @@ func (r *runner) acquire(ctx context.Context, c *redlock.Client) (*redlock.Lock,
 		return nil, usageError(r.stderr, "run", "%s", strings.TrimPrefix(err.Error(), "redlock: "))
 	}
 	// The error says what each node answered before the attempt was
-	// decided (the slowest not at all); a read of every node says who holds
-	// the key, or which nodes are down.
-	t := tallyStates(probe(context.WithoutCancel(ctx), r.pools, r.key, probeTimeout))
-	msg, code := notObtained(err, t, r.conflictCode)
+	// decided (the slowest not at all), and whether the key is held
+	// (redlock.IsContended); when it is, a read of every node says by how
+	// many owners, on how many nodes.
+	var t tally
+	if redlock.IsContended(err) {
+		t = tallyStates(probe(context.WithoutCancel(ctx), r.pools, r.key, probeTimeout))
+	}
 	within := ""
 	if r.wait > 0 {
 		within = " within " + r.wait.String()
 	}
+	return nil, r.refused(err, t, within)
+}
+
+// refused says on stderr why the lock was not obtained (err, the
+// attempt's error, nil when the read before it found a majority down; t,
+// the nodes' state) and returns the exit code; an exit 69 gets the hint
+// naming redlock nodes check, or the credentials the nodes refused.
+func (r *runner) refused(err error, t tally, within string) int {
+	msg, code := notObtained(err, t, r.conflictCode)
 	fmt.Fprintf(r.stderr, "redlock: lock %q not obtained%s: %s\n", r.key, within, msg)
-	return nil, code
+	if code == exitUnavailable {
+		errs := nodeErrors(err)
+		for _, s := range t.failed {
+			errs = append(errs, s.Err)
+		}
+		unavailableHint(r.stderr, "redlock run", errs...)
+	}
+	return code
 }
 
 func signalNumber(s os.Signal) int {

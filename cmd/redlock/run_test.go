@@ -290,8 +290,8 @@ func TestRunCommandNotStarted(t *testing.T) {
 }
 
 // Nodes that restarted without persistence are in the restart quarantine
-// (the default, a day): run is refused, and says so, rather than naming
-// its own attempt's key as another owner's.
+// (the default, a day): run is refused with exit 69 (unavailable), and
+// says so, rather than naming its own attempt's key as another owner's.
 func TestRunNamesTheQuarantine(t *testing.T) {
 	t.Parallel()
 	nodes := startNodes(t, 3)
@@ -299,10 +299,11 @@ func TestRunNamesTheQuarantine(t *testing.T) {
 		s.Restart(t)
 	}
 	p := run(t, "run", "--nodes", nodes.urls, "--key", keyFor(t), "--", "echo", "ran")
-	require.Equal(t, exitTempFail, p.code, "stderr: %s", p.stderr)
+	require.Equal(t, exitUnavailable, p.code, "stderr: %s", p.stderr)
 	assert.Empty(t, p.stdout.String(), "the command ran without the lock")
 	stderr := p.stderr.String()
 	assert.Contains(t, stderr, "node quarantined after a restart")
+	assert.Contains(t, stderr, checkHint)
 	assert.NotContains(t, stderr, "held by another owner")
 }
 

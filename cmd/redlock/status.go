@@ -40,7 +40,9 @@ Exit codes:
   3    neither: KEY is on some nodes but not held on a majority (a lock
        being taken, released or expiring, the leftovers of a failed try),
        or it is a key of another type, not a lock
-  69   a majority of the nodes could not be reached
+  69   no majority of the nodes counts: they could not be reached,
+       refused the credentials, or are in the restart quarantine (a line
+       per quarantined node says for how long); see "redlock nodes check"
 `
 
 // statusOptions are status's flags.
@@ -128,6 +130,7 @@ func showStatus(stdout, stderr io.Writer, st redlock.KeyStatus, who func() (hold
 	v := newKeyView(st)
 	fmt.Fprintln(stdout, v.header())
 	printNodes(stdout, st.Nodes)
+	printQuarantined(stdout, st.Nodes)
 	if v.Kind == kindReaders || v.Kind == kindPermits {
 		fmt.Fprintln(stdout, v.leases())
 	}
@@ -152,7 +155,17 @@ func verdictExit(stderr io.Writer, v keyView, vd verdict) int {
 	case free:
 		return exitFree
 	case unavailable:
-		fmt.Fprintf(stderr, "redlock status: %d of %d nodes unreachable; no lock can be taken or trusted\n", v.unreachable, v.Total)
+		if v.refused+v.quarantined == 0 {
+			fmt.Fprintf(stderr, "redlock status: %d of %d nodes unreachable; no lock can be taken or trusted\n", v.unreachable, v.Total)
+		} else {
+			fmt.Fprintf(stderr, "redlock status: %d of %d nodes count now (%s), %d needed; no lock can be taken\n",
+				v.counting(), v.Total, v.outOfCount(), v.Needed)
+		}
+		var errs []error
+		for _, n := range v.Nodes {
+			errs = append(errs, n.Err)
+		}
+		unavailableHint(stderr, "redlock status", errs...)
 		return exitUnavailable
 	default:
 		return exitNeither
@@ -208,6 +221,18 @@ func printNodes(stdout io.Writer, nodes []redlock.NodeStatus) {
 		}
 	}
 	_ = tw.Flush()
+}
+
+// printQuarantined prints one line per node the restart quarantine keeps
+// out of every majority, with the time left: the table says what the node
+// holds, this line why its yes does not count.
+func printQuarantined(stdout io.Writer, nodes []redlock.NodeStatus) {
+	for _, n := range nodes {
+		if n.Err == nil && n.Quarantined > 0 {
+			fmt.Fprintf(stdout, "node %d (%s): quarantined after a restart: does not count for %v more\n",
+				n.Node, n.Addr, n.Quarantined.Truncate(time.Second))
+		}
+	}
 }
 
 // stateOf names what a node that has the key holds: "held" (a lock, or

@@ -58,6 +58,10 @@ type nodeJSON struct {
 	// TTLMillis is the key's remaining TTL on the node, -1 without
 	// expiry, null where the node does not have the key or did not answer.
 	TTLMillis *int64 `json:"ttl_ms"`
+	// QuarantinedMillis is how much longer the restart quarantine keeps
+	// the node out of every majority (NodeStatus.Quarantined), 0 when it
+	// counts.
+	QuarantinedMillis int64 `json:"quarantined_ms"`
 	// Error is why the node could not be read; absent when it answered.
 	Error string `json:"error,omitempty"`
 }
@@ -83,7 +87,8 @@ func showStatusJSON(stdout, stderr io.Writer, st redlock.KeyStatus, who func() (
 	}
 	for i, n := range st.Nodes {
 		r := rowOf(n)
-		out.Nodes[i] = nodeJSON{Node: n.Node, Address: n.Addr, State: r.state, Kind: r.kind, Token: r.token, Leases: n.Leases}
+		out.Nodes[i] = nodeJSON{Node: n.Node, Address: n.Addr, State: r.state, Kind: r.kind, Token: r.token, Leases: n.Leases,
+			QuarantinedMillis: n.Quarantined.Milliseconds()}
 		if r.present {
 			ms := millis(r.ttl)
 			out.Nodes[i].TTLMillis = &ms

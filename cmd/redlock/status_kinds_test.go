@@ -153,6 +153,8 @@ func TestShowStatusVerdicts(t *testing.T) {
 	permits := redlock.NodeStatus{Kind: kindPermits, Leases: 2, TTL: time.Minute}
 	down := redlock.NodeStatus{Err: errors.New("dial tcp 10.0.0.9:6379: connect: connection refused")}
 	noperm := redlock.NodeStatus{Err: replyErr("NOPERM this user has no permissions to run the 'evalsha' command")}
+	oom := redlock.NodeStatus{Err: replyErr("OOM command not allowed when used memory > 'maxmemory'.")}
+	quarantined := redlock.NodeStatus{Quarantined: time.Hour}
 	for _, tc := range []struct {
 		name    string
 		st      redlock.KeyStatus
@@ -175,11 +177,24 @@ func TestShowStatusVerdicts(t *testing.T) {
 			summary: "summary: held by permits on 2 of 3 nodes (2 needed); also a lock on 1 node",
 		},
 		{
-			name: "error replies on a majority",
-			st:   redlock.KeyStatus{Nodes: []redlock.NodeStatus{noperm, {}, noperm}},
-			code: exitNeither,
-			summary: "summary: not known: the key is on none of the nodes that answered, " +
-				"but 2 of 3 answered with an error (2 needed)",
+			// A refused permission is the operator's to fix, as a node
+			// down is: no lock can be taken.
+			name:    "permission refused on a majority",
+			st:      redlock.KeyStatus{Nodes: []redlock.NodeStatus{noperm, {}, noperm}},
+			code:    exitUnavailable,
+			summary: "summary: unavailable: 1 of 3 nodes count now, 2 needed (2 refused the credentials)",
+		},
+		{
+			name:    "error replies on a majority",
+			st:      redlock.KeyStatus{Nodes: []redlock.NodeStatus{oom, {}, oom}},
+			code:    exitNeither,
+			summary: "summary: not known: the key is on none of the nodes that answered, but 2 of 3 answered with an error (2 needed)",
+		},
+		{
+			name:    "a majority quarantined",
+			st:      redlock.KeyStatus{Nodes: []redlock.NodeStatus{quarantined, {}, quarantined}},
+			code:    exitUnavailable,
+			summary: "summary: unavailable: 1 of 3 nodes count now, 2 needed (2 quarantined after a restart)",
 		},
 		{
 			name:    "a majority down",

@@ -23,6 +23,8 @@ const (
 type keyView struct {
 	redlock.KeyStatus
 	unreachable int            // nodes that did not answer
+	refused     int            // nodes that refused the credentials (NOAUTH, WRONGPASS, NOPERM)
+	quarantined int            // nodes that answered but do not count: the restart quarantine
 	failed      int            // nodes that did not answer, or answered with an error
 	present     int            // nodes that have the key, of any kind
 	tokens      int            // distinct lock tokens
@@ -33,13 +35,19 @@ func newKeyView(st redlock.KeyStatus) keyView {
 	v := keyView{KeyStatus: st, kinds: map[string]int{}}
 	tokens := map[string]bool{}
 	for _, n := range st.Nodes {
-		switch {
-		case n.Err != nil:
+		if n.Err != nil {
 			v.failed++
 			if unreachable(n.Err) {
 				v.unreachable++
+			} else if loginRefused(n.Err) != "" {
+				v.refused++
 			}
-		case n.Kind != "":
+			continue
+		}
+		if n.Quarantined > 0 {
+			v.quarantined++
+		}
+		if n.Kind != "" {
 			v.present++
 			v.kinds[n.Kind]++
 			if n.Kind == kindLock {
@@ -65,16 +73,21 @@ const (
 	// it is a key of another type, or too many nodes answered with errors
 	// to tell.
 	neither
-	// unavailable: a majority of the nodes did not answer.
+	// unavailable: a majority of the nodes did not answer, refused the
+	// credentials, or do not count (the restart quarantine).
 	unavailable
 )
+
+// counting is how many nodes could be part of a majority now: those that
+// answered and are not quarantined.
+func (v keyView) counting() int { return v.Total - v.unreachable - v.refused - v.quarantined }
 
 // verdict decides from the view.
 func (v keyView) verdict() verdict {
 	switch {
 	case v.Held:
 		return held
-	case v.Total-v.unreachable < v.Needed:
+	case v.counting() < v.Needed:
 		return unavailable
 	case v.present == 0 && v.failed < v.Needed:
 		return free
@@ -146,8 +159,10 @@ func (v keyView) summary(vd verdict) string {
 		s = fmt.Sprintf("summary: held by %s on %d of %d nodes (%d needed)", v.Kind, v.Holders, v.Total, v.Needed)
 	case vd == free:
 		s = "summary: free"
-	case vd == unavailable:
+	case vd == unavailable && v.refused+v.quarantined == 0:
 		s = fmt.Sprintf("summary: unknown: %d of %d nodes answered, %d needed", v.Total-v.unreachable, v.Total, v.Needed)
+	case vd == unavailable:
+		s = fmt.Sprintf("summary: unavailable: %d of %d nodes count now, %d needed (%s)", v.counting(), v.Total, v.Needed, v.outOfCount())
 	case v.present == 0:
 		s = fmt.Sprintf("summary: not known: the key is on none of the nodes that answered, but %d of %d answered with an error (%d needed)",
 			v.failed-v.unreachable, v.Total, v.Needed)
@@ -206,4 +221,23 @@ func plural(n int, noun string) string {
 		return noun
 	}
 	return noun + "s"
+}
+
+// outOfCount says why the nodes that do not count are out: "2 quarantined
+// after a restart, 1 unreachable".
+func (v keyView) outOfCount() string {
+	var parts []string
+	if v.quarantined > 0 {
+		parts = append(parts, fmt.Sprintf("%d quarantined after a restart", v.quarantined))
+	}
+	if v.refused > 0 {
+		parts = append(parts, fmt.Sprintf("%d refused the credentials", v.refused))
+	}
+	if v.unreachable > 0 {
+		parts = append(parts, fmt.Sprintf("%d unreachable", v.unreachable))
+	}
+	if n := v.failed - v.unreachable - v.refused; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d failing", n))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -80,18 +80,45 @@ func (q *quarantine) check(ctx context.Context, i int, _ string) error {
 	case id.Started.IsZero():
 		q.last.report(ctx, q.set, i, Unverified, id.RunID, fmt.Errorf("%w: uptime unknown: %w", ErrUnverified, id.Err))
 		return nil
-	case id.Persistence == pool.PersistenceAlways || id.FreshStart:
-		return nil
 	}
-	hold := q.set.cfg.Quarantine
-	age := q.set.cfg.Clock.Now().Sub(id.Started)
-	if age >= hold {
+	now := q.set.cfg.Clock.Now()
+	left := QuarantineLeft(id, q.set.cfg.Quarantine, now)
+	if left == 0 {
 		return nil
 	}
 	err := fmt.Errorf("%w: run %s started %v ago, persistence %s; counts in %v",
-		ErrQuarantined, id.RunID, age.Truncate(time.Second), id.Persistence, (hold - age).Truncate(time.Second))
+		ErrQuarantined, id.RunID, now.Sub(id.Started).Truncate(time.Second), id.Persistence, left.Truncate(time.Second))
 	q.last.report(ctx, q.set, i, Quarantined, id.RunID, err)
 	return err
+}
+
+// QuarantineLeft is the restart quarantine's rule: how much longer a server
+// of identity id stays out of the majority at now under a quarantine of
+// hold, 0 when it counts. It counts when its uptime is unknown (the caller
+// reports that), when it persists every write, when it carries the
+// fresh-start declaration for its current run, and once it is hold old;
+// always when hold is 0 (the quarantine is off).
+func QuarantineLeft(id pool.Identity, hold time.Duration, now time.Time) time.Duration {
+	if hold <= 0 || id.Started.IsZero() || id.Persistence == pool.PersistenceAlways || id.FreshStart {
+		return 0
+	}
+	return max(hold-now.Sub(id.Started), 0)
+}
+
+// Quarantined returns how much longer node i stays out under the restart
+// quarantine, judged on the identity its Pool learned last, and 0 when it
+// counts, when the quarantine is off or does not apply to the node (a Pool
+// that tells no identity; a Redis Cluster node, judged per key). It does no
+// I/O and reports nothing.
+func (s *Set) Quarantined(i int) time.Duration {
+	for _, c := range s.checks[i] {
+		if q, ok := c.(*quarantine); ok {
+			if id, known := q.id.Identity(); known {
+				return QuarantineLeft(id, s.cfg.Quarantine, s.cfg.Clock.Now())
+			}
+		}
+	}
+	return 0
 }
 
 // Health returns why node i must not count now for key, the lock key of

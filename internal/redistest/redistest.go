@@ -177,16 +177,30 @@ func (s *Server) markFresh() error {
 // same time (each is Start's: fresh, stopped when t ends).
 func StartN(t testing.TB, n int, p Persistence) []*Server {
 	t.Helper()
+	return startN(t, n, p, true)
+}
+
+// StartNUndeclared is StartN without the fresh-start declaration, with
+// extra redis-server arguments for each: a deployment's first day as an
+// operator's stock nodes see it. Without persistence (AOFAlways) the lock
+// client's restart quarantine keeps them out until they are older than it.
+func StartNUndeclared(t testing.TB, n int, p Persistence, extra ...string) []*Server {
+	t.Helper()
+	return startN(t, n, p, false, extra...)
+}
+
+func startN(t testing.TB, n int, p Persistence, declare bool, extra ...string) []*Server {
+	t.Helper()
 	bin := Binary(t)
 	out := make([]*Server, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range out {
-		s := &Server{Dir: t.TempDir(), Persistence: p}
+		s := &Server{Dir: t.TempDir(), Persistence: p, Extra: extra}
 		out[i] = s
 		t.Cleanup(s.Kill)
 		wg.Go(func() {
-			if errs[i] = s.launch(bin, false); errs[i] == nil {
+			if errs[i] = s.launch(bin, false); errs[i] == nil && declare {
 				errs[i] = s.markFresh()
 			}
 		})

@@ -196,3 +196,18 @@ func build(fn func() rueidis.Completed) (cmd rueidis.Completed, err error) {
 	}()
 	return fn(), nil
 }
+
+// Do implements pool.Commander.
+func (a *adapter) Do(ctx context.Context, args ...string) (any, error) {
+	if a.client == nil {
+		return nil, errNilClient
+	}
+	if len(args) == 0 {
+		return nil, errors.New("rueidispool: Do needs a command")
+	}
+	cmd, err := build(func() rueidis.Completed { return a.client.B().Arbitrary(args...).Build() })
+	if err != nil {
+		return nil, err
+	}
+	return normalize(a.client.Do(ctx, cmd))
+}

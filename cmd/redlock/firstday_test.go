@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/pool"
+)
+
+// nodesCmd runs "redlock nodes ARGS" in process.
+func nodesCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := nodesMain(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// urlsOf joins the servers' URLs, each with prefix before its host
+// (":secret@" for a password).
+func urlsOf(servers []*redistest.Server, auth string) string {
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = "redis://" + auth + s.Addr()
+	}
+	return strings.Join(urls, ",")
+}
+
+// A deployment's first day on stock nodes (no persistence, no
+// declaration): run, status and leader exit 69 and point to nodes check,
+// which names the quarantine; after nodes declare-fresh, run takes the lock.
+func TestFirstDay(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartNUndeclared(t, 3, redistest.NoPersistence)
+	urls := urlsOf(servers, "")
+	key := keyFor(t)
+
+	p := run(t, "run", "--nodes", urls, "--key", key, "--", "echo", "ran")
+	require.Equal(t, exitUnavailable, p.code, "stderr: %s", p.stderr)
+	assert.Empty(t, p.stdout.String(), "the command ran without the lock")
+	assert.Contains(t, p.stderr.String(), "node quarantined after a restart")
+	assert.Contains(t, p.stderr.String(), "redlock run: "+checkHint)
+
+	code, out, stderr := status(t, "--nodes", urls, "--key", key)
+	require.Equal(t, exitUnavailable, code, "stdout: %s\nstderr: %s", out, stderr)
+	for _, s := range servers {
+		assert.Regexp(t, `node \d \(`+s.Addr()+`\): quarantined after a restart: does not count for 24h\d+m\d+s more`, out)
+	}
+	assert.Contains(t, out, "summary: unavailable: 0 of 3 nodes count now, 2 needed (3 quarantined after a restart)")
+	assert.Contains(t, stderr, "redlock status: "+checkHint)
+
+	code, st, raw := statusJSONOf(t, "--nodes", urls, "--key", key)
+	require.Equal(t, exitUnavailable, code, raw)
+	assert.Equal(t, "unavailable", st.Verdict)
+	for _, n := range st.Nodes {
+		assert.Positive(t, n.QuarantinedMillis, "node %d", n.Node)
+	}
+
+	code, _, stderr = leader(t, "--nodes", urls, "--election", "first-day")
+	require.Equal(t, exitUnavailable, code, "stderr: %s", stderr)
+	assert.Contains(t, stderr, "3 quarantined after a restart")
+	assert.Contains(t, stderr, checkHint)
+
+	code, out, stderr = nodesCmd(t, "check", "--nodes", urls)
+	require.Equal(t, exitUnavailable, code, "stdout: %s\nstderr: %s", out, stderr)
+	assert.Contains(t, out, "persistence partial, no fresh-start declaration")
+	assert.Contains(t, out, "summary: 0 of 3 nodes count now, 2 needed")
+	assert.Contains(t, stderr, "configure appendonly yes + appendfsync always, or run `redlock nodes declare-fresh` on a new deployment")
+
+	code, out, stderr = nodesCmd(t, "declare-fresh", "--nodes", urls)
+	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", out, stderr)
+	for _, s := range servers {
+		id := s.Client(t).Get(context.Background(), pool.FreshStartKey).Val()
+		require.NotEmpty(t, id)
+		assert.Contains(t, out, "("+s.Addr()+"): SET redlock:fresh-start "+id+"\n")
+	}
+
+	code, out, stderr = nodesCmd(t, "check", "--nodes", urls)
+	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", out, stderr)
+	assert.Contains(t, out, "partial, declared fresh")
+	assert.Contains(t, out, "summary: 3 of 3 nodes count now, 2 needed")
+
+	p = run(t, "run", "--nodes", urls, "--key", key, "--", "echo", "ran")
+	require.Equal(t, 0, p.code, "stderr: %s", p.stderr)
+	assert.Equal(t, "ran\n", p.stdout.String())
+
+	// Declared again: the declaration of the same run is no obstacle.
+	code, _, stderr = nodesCmd(t, "declare-fresh", "--nodes", urls)
+	require.Equal(t, exitOK, code, "stderr: %s", stderr)
+}
+
+// nodes declare-fresh refuses a deployment one of whose nodes holds a key
+// of the library's, and declares none of its nodes; a key of the
+// application's is no obstacle.
+func TestNodesDeclareFreshRefusesLibraryKeys(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartNUndeclared(t, 3, redistest.NoPersistence)
+	urls := urlsOf(servers, "")
+	ctx := context.Background()
+	c := servers[1].Client(t)
+	for _, tt := range []struct{ name, key, value string }{
+		{"lock", "job", rand.Text()},
+		{"companion", "job:fence", "7"},
+		{"cluster companion", "queue{job}", "x"},
+		{"election", "election:scheduler", "x"},
+		{"earlier run's declaration", pool.FreshStartKey, "0123456789abcdef"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.NoError(t, c.FlushAll(ctx).Err())
+			require.NoError(t, c.Set(ctx, "user:42", "hello", 0).Err())
+			require.NoError(t, c.Set(ctx, tt.key, tt.value, 0).Err())
+			code, out, stderr := nodesCmd(t, "declare-fresh", "--nodes", urls)
+			require.Equal(t, exitFailure, code, "stdout: %s\nstderr: %s", out, stderr)
+			assert.Empty(t, out)
+			assert.Contains(t, stderr, "node 1 ("+servers[1].Addr()+")")
+			assert.Contains(t, stderr, `"`+tt.key+`"`)
+			assert.Contains(t, stderr, "a restart, not a new node")
+			assert.NotContains(t, stderr, "user:42")
+			for i, s := range servers {
+				if i != 1 {
+					assert.Zero(t, s.Client(t).Exists(ctx, pool.FreshStartKey).Val(), "node %d declared", i)
+				}
+			}
+		})
+	}
+	// A permit hash, by its first slot.
+	require.NoError(t, c.FlushAll(ctx).Err())
+	require.NoError(t, c.HSet(ctx, "pool-slots", "0", rand.Text()+" 123").Err())
+	code, _, stderr := nodesCmd(t, "declare-fresh", "--nodes", urls)
+	require.Equal(t, exitFailure, code, "stderr: %s", stderr)
+	assert.Contains(t, stderr, `"pool-slots"`)
+}
+
+// Nodes that refuse the URLs' credentials or the lock's scripts, a
+// majority of them: every command exits 69 and names the cause.
+func TestCredentialsRefused(t *testing.T) {
+	t.Parallel()
+	locked := redistest.StartNUndeclared(t, 2, redistest.AOFAlways, "--requirepass", "sekrit")
+	// A user that may not run scripts, the lock's every command.
+	scriptless := redistest.StartNUndeclared(t, 2, redistest.AOFAlways,
+		"--user", "locker", "on", ">pw", "~*", "&*", "+@all", "-eval", "-evalsha")
+	open := redistest.StartN(t, 1, redistest.AOFAlways)
+	for _, tt := range []struct {
+		name, auth, code string
+		servers          []*redistest.Server
+	}{
+		{"no password", "", "NOAUTH", locked},
+		{"wrong password", ":wrong@", "WRONGPASS", locked},
+		{"no permission", "locker:pw@", "NOPERM", scriptless},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			urls := urlsOf(tt.servers, tt.auth) + "," + open[0].URL()
+			key := keyFor(t)
+
+			p := run(t, "run", "--nodes", urls, "--key", key, "--", "echo", "ran")
+			require.Equal(t, exitUnavailable, p.code, "stderr: %s", p.stderr)
+			assert.Empty(t, p.stdout.String())
+			assert.Contains(t, p.stderr.String(), "redlock run: "+loginHint(tt.code))
+
+			code, out, stderr := status(t, "--nodes", urls, "--key", key)
+			require.Equal(t, exitUnavailable, code, "stdout: %s\nstderr: %s", out, stderr)
+			assert.Contains(t, out, "2 refused the credentials")
+			assert.Contains(t, stderr, "redlock status: "+loginHint(tt.code))
+
+			code, _, stderr = leader(t, "--nodes", urls, "--election", "creds")
+			require.Equal(t, exitUnavailable, code, "stderr: %s", stderr)
+			assert.Contains(t, stderr, tt.code)
+
+			code, out, stderr = nodesCmd(t, "check", "--nodes", urls)
+			require.Equal(t, exitUnavailable, code, "stdout: %s\nstderr: %s", out, stderr)
+			assert.Contains(t, out, "credentials refused: "+tt.code)
+			assert.Contains(t, stderr, loginHint(tt.code))
+
+			if tt.code == "NOPERM" {
+				return // INFO, SCAN and SET are allowed: declare-fresh works
+			}
+			code, _, stderr = nodesCmd(t, "declare-fresh", "--nodes", urls)
+			require.Equal(t, exitUnavailable, code, "stderr: %s", stderr)
+			assert.Contains(t, stderr, tt.code)
+		})
+	}
+}

@@ -1,0 +1,257 @@
+package redlock
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/node"
+	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/pool"
+)
+
+// NodesReport is what CheckNodes found on the nodes: whether a majority of
+// them counts now, and what each one is.
+type NodesReport struct {
+	// Nodes is one entry per pool, in the order given.
+	Nodes []NodeCheck
+	// Counting is how many nodes count now (NodeCheck.Counts); Needed is
+	// the majority.
+	Counting, Needed int
+	// Quarantine is the restart quarantine the nodes were judged by.
+	Quarantine time.Duration
+}
+
+// OK reports whether a majority of the nodes counts now: a lock can be
+// taken unless it is held.
+func (r NodesReport) OK() bool { return r.Counting >= r.Needed }
+
+// NodeCheck is one node, as CheckNodes read it. Unknown fields are zero
+// (Uptime -1): the server hid them (INFO or CONFIG renamed or refused).
+type NodeCheck struct {
+	// Node is the node's index in the pools; Addr its address.
+	Node int
+	Addr string
+	// Err is why the node does not answer the lock's scripts: a network
+	// error, ErrNodeTimeout, a refused login (NOAUTH, WRONGPASS) or command
+	// (NOPERM). The other fields are then zero. nil when it answered.
+	Err error
+	// Cluster reports a Redis Cluster node: only its answer and clock are
+	// read; its shard masters are judged per key at each vote (the shard
+	// check of WithQuarantine), not here.
+	Cluster bool
+	// Version is the server's redis_version.
+	Version string
+	// RunID is the server's current run; Uptime how long it has run, -1
+	// when unknown.
+	RunID  string
+	Uptime time.Duration
+	// Persistence is what CONFIG GET appendonly appendfsync says.
+	Persistence pool.Persistence
+	// FreshStart reports the fresh-start declaration for RunID
+	// (pool.FreshStartKey).
+	FreshStart bool
+	// MaxmemoryPolicy is CONFIG GET maxmemory-policy; anything but
+	// "noeviction" may evict a held lock.
+	MaxmemoryPolicy string
+	// ClockOffset is the server's TIME less the local clock at the middle
+	// of the round trip: rough, to within half of it.
+	ClockOffset time.Duration
+	// Quarantined is how much longer the restart quarantine keeps the node
+	// out of every majority, by the rule the Client applies
+	// (WithQuarantine), 0 when it counts.
+	Quarantined time.Duration
+	// Counts reports that the node's yes counts now: it answered and is
+	// not quarantined.
+	Counts bool
+}
+
+// CheckNodes reads, on every node in parallel, what decides whether it can
+// be part of a lock's majority now, and changes nothing. A node that does
+// not answer is reported in its NodeCheck.Err; the error is for bad
+// arguments only. Of opts, WithQuarantine sets the quarantine the nodes
+// are judged by (its default otherwise) and WithNodeTimeout bounds each of
+// the few commands sent to a node (MaxNodeTimeout otherwise); the others
+// are accepted and ignored, so a program may pass its Client's options.
+//
+// The uptime, persistence and declaration are read anew, not from what a
+// Pool learned when it connected: a node declared fresh since counts here
+// at once, and for a Client at its Pool's next connection. Reading them
+// needs a pool.Commander (FromURL's pools are); a Pool that is not one is
+// only asked the time, and counts, as the quarantine counts a node it
+// cannot age.
+func CheckNodes(ctx context.Context, pools []pool.Pool, opts ...Option) (NodesReport, error) {
+	if ctx == nil {
+		return NodesReport{}, errors.New("redlock: nil context")
+	}
+	if len(pools) == 0 {
+		return NodesReport{}, errors.New("redlock: no pools")
+	}
+	cfg := config{driftFactor: DefaultDriftFactor}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.err != nil {
+		return NodesReport{}, cfg.err
+	}
+	timeout := cmp.Or(cfg.nodeTimeout, MaxNodeTimeout)
+	r := NodesReport{Nodes: make([]NodeCheck, len(pools)), Needed: len(pools)/2 + 1, Quarantine: quarantineFor(cfg)}
+	eachPool(pools, func(i int, p pool.Pool) {
+		r.Nodes[i] = checkNode(ctx, i, p, timeout, r.Quarantine)
+	})
+	for _, n := range r.Nodes {
+		if n.Counts {
+			r.Counting++
+		}
+	}
+	return r, nil
+}
+
+// checkNode reads one node: the lock's TIME script first (does it answer
+// the lock at all, and its clock), then INFO, CONFIG and the declaration.
+func checkNode(ctx context.Context, i int, p pool.Pool, timeout, hold time.Duration) NodeCheck {
+	n := NodeCheck{Node: i, Uptime: -1}
+	if p == nil {
+		n.Err = errors.New("nil pool")
+		return n
+	}
+	n.Addr = p.Addr()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	before := time.Now()
+	reply, err := p.Eval(cctx, scripts.Time, nil)
+	after := time.Now()
+	cancel()
+	if err == nil {
+		var at time.Time
+		if at, err = parseTime(reply); err == nil {
+			n.ClockOffset = at.Sub(before.Add(after.Sub(before) / 2)).Round(time.Millisecond)
+		}
+	}
+	if err != nil {
+		n.Err = nodeCause(err)
+		return n
+	}
+	cp, isCluster := p.(pool.Cluster)
+	n.Cluster = isCluster && cp.IsCluster()
+	cmd, ok := p.(pool.Commander)
+	if n.Cluster || !ok {
+		n.Counts = true
+		return n
+	}
+	do := func(args ...string) (any, error) {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return cmd.Do(cctx, args...)
+	}
+	id := n.read(do)
+	n.Quarantined = node.QuarantineLeft(id, hold, id.Learned)
+	n.Counts = n.Quarantined == 0
+	return n
+}
+
+// read fills in what INFO server, CONFIG GET and the declaration say,
+// through do, and returns the identity they make, as a Pool would have
+// learned it (pool.Identity): the quarantine's input. A command the server
+// refuses leaves its fields unknown.
+func (n *NodeCheck) read(do func(args ...string) (any, error)) pool.Identity {
+	var id pool.Identity
+	info, err := do("INFO", "server")
+	id.Learned = time.Now() // as pool.Identity's: when the answer arrived
+	if err == nil {
+		s, _ := info.(string)
+		n.Version, n.RunID = infoField(s, "redis_version"), infoField(s, "run_id")
+		if up, err := strconv.Atoi(infoField(s, "uptime_in_seconds")); err == nil && up >= 0 {
+			n.Uptime = time.Duration(up) * time.Second
+			// As pool.Identity.Started: a second younger, never older.
+			id.Started = id.Learned.Add(time.Second - n.Uptime)
+		}
+	}
+	aof, fsync := configValue(do("CONFIG", "GET", "appendonly")), configValue(do("CONFIG", "GET", "appendfsync"))
+	switch {
+	case aof == "" || fsync == "":
+		n.Persistence = pool.PersistenceUnknown
+	case aof == "yes" && fsync == "always":
+		n.Persistence = pool.PersistenceAlways
+	default:
+		n.Persistence = pool.PersistencePartial
+	}
+	n.MaxmemoryPolicy = configValue(do("CONFIG", "GET", "maxmemory-policy"))
+	if v, err := do("GET", pool.FreshStartKey); err == nil && n.RunID != "" {
+		n.FreshStart = v == n.RunID
+	}
+	id.RunID, id.Persistence, id.FreshStart = n.RunID, n.Persistence, n.FreshStart
+	return id
+}
+
+// eachPool runs f for every pool in parallel and returns when all are done.
+func eachPool(pools []pool.Pool, f func(i int, p pool.Pool)) {
+	var wg sync.WaitGroup
+	for i, p := range pools {
+		wg.Go(func() { f(i, p) })
+	}
+	wg.Wait()
+}
+
+// parseTime reads scripts.Time's reply, {seconds, microseconds}.
+func parseTime(reply any) (time.Time, error) {
+	a, ok := reply.([]any)
+	if ok && len(a) == 2 {
+		sec, err1 := strconv.ParseInt(fmt.Sprint(a[0]), 10, 64)
+		usec, err2 := strconv.ParseInt(fmt.Sprint(a[1]), 10, 64)
+		if err1 == nil && err2 == nil {
+			return time.Unix(sec, usec*1000), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("redlock: unexpected TIME reply %v", reply)
+}
+
+// parseScan reads SCAN's reply, {cursor, {key...}}.
+func parseScan(reply any) (string, []string, error) {
+	a, ok := reply.([]any)
+	if !ok || len(a) != 2 {
+		return "", nil, fmt.Errorf("redlock: unexpected SCAN reply %v", reply)
+	}
+	cursor, _ := a[0].(string)
+	ks, _ := a[1].([]any)
+	keys := make([]string, len(ks))
+	for i, k := range ks {
+		keys[i] = fmt.Sprint(k)
+	}
+	return cursor, keys, nil
+}
+
+// infoField returns the value of name in INFO text, "" when absent.
+func infoField(text, name string) string {
+	for line := range strings.Lines(text) {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// configValue returns the one value of a CONFIG GET reply, as a flat array
+// (RESP2) or a map (RESP3); "" for an error or a hidden parameter.
+func configValue(reply any, err error) string {
+	if err != nil {
+		return ""
+	}
+	switch v := reply.(type) {
+	case []any:
+		if len(v) == 2 {
+			return fmt.Sprint(v[1])
+		}
+	case map[string]any:
+		for _, e := range v {
+			return fmt.Sprint(e)
+		}
+	}
+	return ""
+}

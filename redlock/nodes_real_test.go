@@ -1,0 +1,156 @@
+package redlock_test
+
+import (
+	"crypto/rand"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// openPools returns a FromURL Pool per server, closed when t ends.
+func openPools(t *testing.T, servers []*redistest.Server) []pool.Pool {
+	t.Helper()
+	pools := make([]pool.Pool, len(servers))
+	for i, s := range servers {
+		p, err := pool.FromURL(s.URL())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		pools[i] = p
+	}
+	return pools
+}
+
+// A deployment's first day: two stock nodes and one that persists every
+// write. CheckNodes judges them as the Client does (the stock nodes
+// quarantined, the Client's TryLock unavailable, Status's Quarantined set);
+// after DeclareFresh both count, for CheckNodes at once and for a Client
+// whose pools connect anew.
+func TestRealCheckNodesAndDeclareFresh(t *testing.T) {
+	t.Parallel()
+	servers := append(redistest.StartNUndeclared(t, 2, redistest.NoPersistence),
+		redistest.StartNUndeclared(t, 1, redistest.AOFAlways)...)
+	pools := openPools(t, servers)
+
+	r, err := redlock.CheckNodes(bg(), pools)
+	require.NoError(t, err)
+	require.Len(t, r.Nodes, 3)
+	assert.Equal(t, redlock.DefaultQuarantine, r.Quarantine)
+	assert.Equal(t, 2, r.Needed)
+	assert.Equal(t, 1, r.Counting)
+	assert.False(t, r.OK())
+	for i, n := range r.Nodes {
+		require.NoError(t, n.Err, "node %d", i)
+		assert.Equal(t, servers[i].Addr(), n.Addr)
+		assert.NotEmpty(t, n.Version)
+		assert.NotEmpty(t, n.RunID)
+		assert.GreaterOrEqual(t, n.Uptime, time.Duration(0))
+		assert.Equal(t, "noeviction", n.MaxmemoryPolicy)
+		assert.Less(t, n.ClockOffset.Abs(), time.Minute, "the same host's clock")
+		assert.False(t, n.FreshStart)
+		assert.False(t, n.Cluster)
+	}
+	for _, n := range r.Nodes[:2] {
+		assert.Equal(t, pool.PersistencePartial, n.Persistence)
+		assert.Greater(t, n.Quarantined, redlock.DefaultQuarantine-time.Hour)
+		assert.False(t, n.Counts)
+	}
+	assert.Equal(t, pool.PersistenceAlways, r.Nodes[2].Persistence)
+	assert.Zero(t, r.Nodes[2].Quarantined)
+	assert.True(t, r.Nodes[2].Counts)
+
+	// The Client agrees.
+	c := newClient(t, pools, redlock.WithNodeTimeout(time.Second))
+	_, err = c.TryLock(bg(), "first-day", time.Minute)
+	require.ErrorIs(t, err, redlock.ErrNodeQuarantined)
+	assert.True(t, redlock.IsUnavailable(err))
+	st, err := c.Status(bg(), "first-day")
+	require.NoError(t, err)
+	for i, n := range st.Nodes {
+		assert.Equal(t, r.Nodes[i].Quarantined > 0, n.Quarantined > 0, "node %d", i)
+		assert.InDelta(t, r.Nodes[i].Quarantined, n.Quarantined, float64(time.Minute), "node %d", i)
+	}
+
+	// Off: every node counts.
+	r, err = redlock.CheckNodes(bg(), pools, redlock.WithQuarantine(0))
+	require.NoError(t, err)
+	assert.True(t, r.OK())
+	assert.Equal(t, 3, r.Counting)
+
+	decl, err := redlock.DeclareFresh(bg(), pools)
+	require.NoError(t, err)
+	require.Len(t, decl, 3)
+	for i, d := range decl {
+		assert.Equal(t, i, d.Node)
+		assert.Equal(t, servers[i].Client(t).Get(bg(), pool.FreshStartKey).Val(), d.RunID)
+	}
+	r, err = redlock.CheckNodes(bg(), pools)
+	require.NoError(t, err)
+	assert.Equal(t, 3, r.Counting)
+	for _, n := range r.Nodes {
+		assert.True(t, n.FreshStart)
+	}
+	// A Client whose pools connect after the declaration takes the lock.
+	fresh := newClient(t, openPools(t, servers), redlock.WithNodeTimeout(time.Second))
+	l, err := fresh.TryLock(bg(), "first-day", time.Minute)
+	require.NoError(t, err)
+	fresh.WaitIdle()
+
+	// Now the deployment holds a lock: declaring again is refused on every
+	// node that has it, and no declaration changes.
+	_, err = redlock.DeclareFresh(bg(), pools)
+	require.ErrorIs(t, err, redlock.ErrNotFresh)
+	var ne *redlock.NodeError
+	require.ErrorAs(t, err, &ne)
+	assert.Contains(t, err.Error(), `"first-day"`)
+	require.NoError(t, l.Unlock(bg()))
+}
+
+// DeclareFresh finds the library's keys by name and by value, and ignores
+// the application's.
+func TestRealDeclareFreshFindsLibraryKeys(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartNUndeclared(t, 3, redistest.NoPersistence)
+	pools := openPools(t, servers)
+	c := servers[2].Client(t)
+	for _, tc := range []struct {
+		name, key string
+		set       func(key string) error
+	}{
+		{"lock", "job", func(k string) error { return c.Set(bg(), k, rand.Text(), time.Minute).Err() }},
+		{"permits", "pool", func(k string) error { return c.HSet(bg(), k, "0", rand.Text()+" 99").Err() }},
+		{"readers", "doc:readers", func(k string) error { return c.ZAdd(bg(), k, redis.Z{Score: 1, Member: rand.Text()}).Err() }},
+		{"fence", "job:fence", func(k string) error { return c.Set(bg(), k, "3", 0).Err() }},
+		{"cluster companion", "fence{job}", func(k string) error { return c.Set(bg(), k, "3", 0).Err() }},
+		{"marker", "redlock:reign{0}", func(k string) error { return c.Set(bg(), k, "x", 0).Err() }},
+		{"earlier declaration", pool.FreshStartKey, func(k string) error { return c.Set(bg(), k, "an-earlier-run", 0).Err() }},
+		{"election", "election:scheduler", func(k string) error { return c.Set(bg(), k, rand.Text(), 0).Err() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, c.FlushAll(bg()).Err())
+			require.NoError(t, c.Set(bg(), "session:1", "ABCDEFGHIJKLMNOPQRSTUVWXY", 0).Err()) // 25 characters: not a token
+			require.NoError(t, tc.set(tc.key))
+			decl, err := redlock.DeclareFresh(bg(), pools)
+			require.ErrorIs(t, err, redlock.ErrNotFresh)
+			assert.Nil(t, decl)
+			var ne *redlock.NodeError
+			require.ErrorAs(t, err, &ne)
+			assert.Equal(t, 2, ne.Node)
+			assert.Contains(t, err.Error(), `"`+tc.key+`"`)
+			assert.NotContains(t, err.Error(), "session:1")
+			for _, s := range servers[:2] {
+				assert.Zero(t, s.Client(t).Exists(bg(), pool.FreshStartKey).Val())
+			}
+		})
+	}
+	require.NoError(t, c.FlushAll(bg()).Err())
+	require.NoError(t, c.Set(bg(), "session:1", "hello", 0).Err())
+	_, err := redlock.DeclareFresh(bg(), pools)
+	require.NoError(t, err, "the application's keys are no obstacle")
+}
