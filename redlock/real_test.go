@@ -29,7 +29,26 @@ func realNodes(t testing.TB, n int) ([]*redistest.Server, []pool.Pool) {
 		t.Cleanup(func() { _ = p.Close() })
 		pools[i] = p
 	}
+	warm(t, pools)
 	return servers, pools
+}
+
+// warmScript is a script that touches nothing.
+var warmScript = pool.NewScript("return 1")
+
+// warm opens a connection to every node (its dial and the pool's identity
+// handshake), so that a test's first call, often under a node timeout of
+// 100ms that the test chose for what it checks, does not also pay the
+// dial while the package's other tests run beside it.
+func warm(t testing.TB, pools []pool.Pool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+	defer cancel()
+	for i, p := range pools {
+		if _, err := p.Eval(ctx, warmScript, nil); err != nil {
+			t.Fatalf("warming node %d (%s): %v", i, p.Addr(), err)
+		}
+	}
 }
 
 // realHolders counts the servers where key holds value, and checks that every

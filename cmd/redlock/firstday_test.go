@@ -175,7 +175,8 @@ func TestCredentialsRefused(t *testing.T) {
 
 			code, out, stderr = nodesCmd(t, "check", "--nodes", urls)
 			require.Equal(t, exitUnavailable, code, "stdout: %s\nstderr: %s", out, stderr)
-			assert.Contains(t, out, "credentials refused: "+tt.code)
+			assert.Contains(t, out, "credentials refused: ")
+			assert.Contains(t, out, tt.code) // for NOPERM, the pool's script probe names the command
 			assert.Contains(t, stderr, loginHint(tt.code))
 
 			if tt.code == "NOPERM" {
