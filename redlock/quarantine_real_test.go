@@ -31,6 +31,7 @@ func restartMajority(t *testing.T, servers []*redistest.Server, pools []pool.Poo
 		s.Restart(t)
 	}
 	require.Equal(t, 2, realHolders(t, servers, "res", la.Token()), "the restarted nodes forgot the lock")
+	rewarm(t, pools[:3])
 	return la, restarted
 }
 
