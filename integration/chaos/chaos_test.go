@@ -41,7 +41,7 @@ const (
 )
 
 const (
-	smokeDuration = 20 * time.Second
+	smokeDuration = 30 * time.Second
 	// smokeNodeTimeout is the smoke run's node timeout: under the race
 	// detector on a loaded machine, calls past the default 150ms made the
 	// smoke take no lock at all, and check nothing. 400ms did the same on
