@@ -23,11 +23,15 @@ import (
 // amnesia is one request of the nemesis to the holder: the holder sends on
 // ready nil once it holds every claim (else why not, as "holder: ..."
 // completes it), then waits for
-// restarted, probes, lingers, and reports on held.
+// restarted, probes, lingers, and reports on held; then, once the round's
+// quarantine is over, it takes its own multi claim (multiAfter).
 type amnesia struct {
 	ready     chan error // buffered
 	restarted chan struct{}
 	held      chan holderReport // buffered; sent once, after a nil ready
+	// over is when the clients' quarantine of the round's nodes ends
+	// (buffered; sent once the nodes are back): see multiAfter.
+	over chan time.Time
 }
 
 // holderReport is what the holder saw of a round: the workloads whose
@@ -38,31 +42,45 @@ type holderReport struct {
 }
 
 func newAmnesia() amnesia {
-	return amnesia{ready: make(chan error, 1), restarted: make(chan struct{}), held: make(chan holderReport, 1)}
+	return amnesia{ready: make(chan error, 1), restarted: make(chan struct{}), held: make(chan holderReport, 1),
+		over: make(chan time.Time, 1)}
 }
 
 // Timing of the amnesia rounds.
 const (
 	victimTTL    = 30 * time.Second // the unsafe victim's claims: outlasts the restart of a majority
 	victimLinger = 1500 * time.Millisecond
-	// holderTTLs is the safe holder's TTL in run TTLs (Config.holderTTL):
-	// taking the claims, killing and starting three containers (0.9s on a
-	// quiet machine, a few seconds on a loaded one) and the linger must
-	// fit in it.
-	holderTTLs = 3
+	// amnesiaHolderTTLs is the safe holder's TTL in run TTLs in runs with
+	// majority-amnesia rounds (Config.holderTTL). What follows its last
+	// claim must fit in the validity left: killing and starting three
+	// containers (2.6s on a quiet 2-core machine, 4.4s to 5.1s there
+	// under the smoke run's clients), the prober's tries (up to
+	// probeWindow and one more try) and the linger, about 8s; a
+	// leadership, extended every third of its TTL, may have only two
+	// thirds of it left when the nodes die. With 3 TTLs (9s) the
+	// leadership ran out first in most rounds.
+	amnesiaHolderTTLs = 5
+	// failoverHolderTTLs is the same in runs on clusters, whose failover
+	// rounds take under a second: their quarantine, which covers the
+	// holder's TTL, keeps the failover shard's keys out of reach, and a
+	// short cluster run must see them taken again after it.
+	failoverHolderTTLs = 3
 	// amnesiaAttempts bounds the requests of one safe round to a holder
 	// that could not take its claims, but for the run's first round.
 	amnesiaAttempts = 3
 )
 
 // holderTTL is the TTL of the holder's claims: the unsafe victim's, or in
-// the safe run holderTTLs run TTLs, which the clients' quarantine covers
-// (Config.quarantine).
+// the safe run amnesiaHolderTTLs or failoverHolderTTLs run TTLs, which
+// the clients' quarantine covers (Config.quarantine).
 func (c Config) holderTTL() time.Duration {
-	if c.Unsafe {
+	switch {
+	case c.Unsafe:
 		return victimTTL
+	case c.playsMajorityAmnesia():
+		return amnesiaHolderTTLs * c.TTL
 	}
-	return holderTTLs * c.TTL
+	return failoverHolderTTLs * c.TTL
 }
 
 // playsMajorityAmnesia reports whether the safe schedule has majority
@@ -226,6 +244,7 @@ func (h holderRound) play(ctx context.Context, inject func() error) (bool, error
 	killed := time.Now()
 	err := inject()
 	back := time.Now()
+	req.over <- back.Add(h.settle)
 	close(req.restarted)
 	rep := <-req.held
 	missing := slices.DeleteFunc(slices.Clone(h.workloads), func(w Workload) bool { return slices.Contains(rep.valid, w) })

@@ -111,7 +111,7 @@ func TestMajorityAmnesiaConfig(t *testing.T) {
 		plays      bool
 		quarantine time.Duration
 	}{
-		{"safe", Config{}, true, 9*time.Second + 90*time.Millisecond + time.Second},
+		{"safe", Config{}, true, 15*time.Second + 150*time.Millisecond + time.Second},
 		{"fenced: every node persists", Config{Fencing: true}, false, 3*time.Second + 30*time.Millisecond + time.Second},
 		{"clusters: the failover round's holder sets it", Config{ClusterShards: 3}, false, 9*time.Second + 90*time.Millisecond + time.Second},
 		{"unsafe: quarantine off", Config{Unsafe: true}, false, 0},
@@ -128,7 +128,7 @@ func TestMajorityAmnesiaConfig(t *testing.T) {
 	}
 	cfg, err := Config{Duration: time.Second, Seed: 1, Logf: t.Logf}.withDefaults(t)
 	require.NoError(t, err)
-	assert.Equal(t, 9*time.Second, cfg.holderTTL())
+	assert.Equal(t, 15*time.Second, cfg.holderTTL(), "room for three restarts, the probes and the linger")
 	assert.Equal(t, 3*time.Second, cfg.electionTTL())
 	cfg.NodeTimeout = time.Second
 	assert.Equal(t, 4*time.Second, cfg.electionTTL(), "room to auto-extend: validity above twice the node timeout plus one")

@@ -113,7 +113,9 @@ const (
 // as a sentence: a workload that took no lock; no counted majority-amnesia
 // round in a run that plays them and lasted minAmnesiaRun; a workload that
 // took no lock after the first such round's quarantine ended, in a run that
-// went on recoverWindow past it. During that quarantine fewer than a
+// went on recoverWindow past it (for multi-locks, which do not queue and
+// may wait indefinitely behind single-key waiters, the holder's own
+// multi-lock taken after the quarantine: multiAfter). During that quarantine fewer than a
 // majority of the nodes count, so nobody takes a lock: only the run as a
 // whole, and the time after it, say whether each workload was live. An
 // unsafe run is judged by Missed instead, and has nothing here.

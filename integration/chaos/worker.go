@@ -168,6 +168,9 @@ type worker struct {
 	// newClient replaces the Client of an election worker that killed its
 	// leader (closed its Client without Resign); nil never kills.
 	newClient func() *redlock.Client
+	// hush, shared by every worker of a run, holds back new iterations
+	// while the holder takes its claims (hush.go).
+	hush *hush
 }
 
 // lockWait bounds one Lock call, so that a worker stuck behind a fault
@@ -186,6 +189,10 @@ func (w *worker) run(ctx context.Context) {
 				w.serve(ctx, req)
 			}
 			continue
+		}
+		w.hush.wait(ctx)
+		if ctx.Err() != nil {
+			return
 		}
 		w.iteration(ctx)
 	}
