@@ -57,7 +57,8 @@ func (w *worker) lead(ctx context.Context, election string, ttl, wait time.Durat
 
 // electionIteration is one leadership of the worker's election: campaign,
 // lead for a short random time with one or two Proclaims, then Resign or,
-// about one time in killEvery, a kill: the Client is closed and replaced.
+// about one time in killEvery (never after a kill), a kill: the Client is
+// closed and replaced.
 func (w *worker) electionIteration(ctx context.Context) {
 	name := w.keys[0]
 	ls, begin, err := w.lead(ctx, name, w.leadTTL, lockWait)
@@ -67,10 +68,15 @@ func (w *worker) electionIteration(ctx context.Context) {
 	}
 	start := time.Now()
 	w.leadAWhile(ls)
-	if w.newClient == nil || w.rng.IntN(killEvery) != 0 {
+	// Never two kills in a row: each one leaves the election without a
+	// leader for a whole TTL, and the run must see leaders again within
+	// recoverWindow and one TTL after a quarantine (Result.Unexercised).
+	if w.newClient == nil || w.rng.IntN(killEvery) != 0 || w.lastKilled.Load() {
+		w.lastKilled.Store(false)
 		w.resign(ls, name, begin, start)
 		return
 	}
+	w.lastKilled.Store(true)
 	w.recordLeadership(ls, name, begin, start) // it relied on it until now
 	w.faults.add(clientKill)
 	_ = w.client.Close()

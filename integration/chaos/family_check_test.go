@@ -1,6 +1,7 @@
 package chaos_test
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -191,6 +192,19 @@ func TestUnexercised(t *testing.T) {
 	late := stuck
 	late.QuarantineEnd = 57 * time.Second
 	assert.Empty(t, run(safe, time.Minute, late, every).Unexercised(), "the quarantine ended too late to judge")
+
+	// A killed leader leaves the election without one for a TTL: its
+	// window is one TTL longer.
+	electing := safe
+	electing.ElectionClients, electing.TTL = 3, 3*time.Second
+	withElection := maps.Clone(every)
+	withElection[chaos.Election] = 4
+	noLeader := counted
+	noLeader.HoldsAfter = every // no election among them
+	assert.Empty(t, run(electing, 21*time.Second, noLeader, withElection).Unexercised(), "7s after the quarantine: within recoverWindow and a TTL")
+	got = run(electing, 23*time.Second, noLeader, withElection).Unexercised()
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0], "workload election took no lock in the 9s after the first majority-amnesia quarantine ended")
 
 	idle := run(safe, time.Minute, counted, noRW).Unexercised()
 	require.Len(t, idle, 1)

@@ -141,14 +141,25 @@ func (r Result) roundsUnexercised(name, what string, plays bool, a AmnesiaReport
 	case !plays:
 	case a.Rounds == 0 && r.Elapsed >= minAmnesiaRun:
 		out = append(out, fmt.Sprintf("no %s round counted in %v (%d not counted, %d skipped): the %s quarantine went untested", name, r.Elapsed.Round(time.Second), a.Uncounted, a.Skipped, what))
-	case a.Rounds > 0 && r.Elapsed-a.QuarantineEnd >= recoverWindow:
+	case a.Rounds > 0:
 		for _, w := range r.Config.Workloads() {
-			if a.HoldsAfter[w] == 0 {
+			if r.Elapsed-a.QuarantineEnd >= r.Config.recoverWindow(w) && a.HoldsAfter[w] == 0 {
 				out = append(out, fmt.Sprintf("workload %s took no lock in the %v after the first %s quarantine ended: the run did not recover from it", w, (r.Elapsed-a.QuarantineEnd).Round(time.Second), name))
 			}
 		}
 	}
 	return out
+}
+
+// recoverWindow is the time after the first quarantine in which workload
+// w must take a lock again, if the run lasts that long: recoverWindow, and
+// for the election one leadership TTL more, as long as a killed leader
+// (never two in a row) leaves it without one.
+func (c Config) recoverWindow(w Workload) time.Duration {
+	if w == Election {
+		return recoverWindow + c.electionTTL()
+	}
+	return recoverWindow
 }
 
 // Workloads lists the workloads c plays: Exclusive always, the others

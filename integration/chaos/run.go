@@ -317,7 +317,7 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 			redlock.WithClockCheck(cfg.clockCheck()), redlock.WithObserver(&nodeEvents))
 	}
 	workers, keys := cfg.crew(newLockClient, worker{ttl: cfg.TTL, leadTTL: cfg.electionTTL(), fencing: cfg.Fencing, store: st, rec: &rec,
-		stats: &stats, faults: &faults, victim: victims, hush: &hush{}})
+		stats: &stats, faults: &faults, victim: victims, hush: &hush{}, lastKilled: &atomic.Bool{}})
 	amnesia, failover := &amnesiaLog{}, &amnesiaLog{}
 	var n schedule
 	if rc, ok := nodes.(*cluster.RedisClusters); ok {

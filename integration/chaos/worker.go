@@ -168,6 +168,9 @@ type worker struct {
 	// newClient replaces the Client of an election worker that killed its
 	// leader (closed its Client without Resign); nil never kills.
 	newClient func() *redlock.Client
+	// lastKilled, shared by the election workers, is whether the last
+	// leadership ended in a kill.
+	lastKilled *atomic.Bool
 	// hush, shared by every worker of a run, holds back new iterations
 	// while the holder takes its claims (hush.go).
 	hush *hush
