@@ -7,6 +7,7 @@ import (
 	"net"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -174,6 +175,29 @@ func (g *goRedis) eval(ctx context.Context, s *Script, keys []string, args []any
 		return nil, nil
 	}
 	return v, nil
+}
+
+// EachMaster implements Masters for a *redis.ClusterClient; for any other
+// client it fails. The masters' Pools share the cluster client's
+// connections to them.
+func (g *goRedis) EachMaster(ctx context.Context, fn func(ctx context.Context, master Pool) error) error {
+	cc, ok := g.client.(*redis.ClusterClient)
+	if !ok {
+		return errors.New("pool: EachMaster needs a Redis Cluster node")
+	}
+	var mu sync.Mutex
+	var errs []error
+	// go-redis stops at the first error; every master is wanted.
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		m := &goRedis{client: c, addr: c.Options().Addr, ctxDeadlines: c.Options().ContextTimeoutEnabled}
+		if err := fn(ctx, m); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+		return nil
+	})
+	return errors.Join(append(errs, err)...)
 }
 
 func (g *goRedis) Close() error {

@@ -67,13 +67,30 @@ type Cluster interface {
 	IsCluster() bool
 }
 
+// Masters is an optional interface of a Pool whose node is a Redis Cluster:
+// the tools that look at a node's servers (redlock.CheckNodes,
+// redlock.DeclareFresh) read and declare each shard on its master through
+// it. The go-redis adapter over a *redis.ClusterClient implements it
+// (FromURL and FromURLs with redis+cluster://, New); a Pool that wraps
+// another should forward it.
+type Masters interface {
+	// EachMaster calls fn for every shard master the cluster's client
+	// knows, in parallel, with a Pool connected to that master alone: its
+	// Eval and Do run there (a script called with no key reads that
+	// master), and a key of a slot it does not serve is answered MOVED.
+	// The Pool is valid only during fn; it implements Commander. It
+	// returns the errors of fn, joined, or why the masters could not be
+	// listed.
+	EachMaster(ctx context.Context, fn func(ctx context.Context, master Pool) error) error
+}
+
 // Commander is an optional interface of a Pool that runs any command on its
 // node. Tools that look at a node rather than lock on it use it for what no
 // script may call: INFO, CONFIG GET, SCAN (redlock.CheckNodes and
 // redlock.DeclareFresh). The pools of FromURL, FromURLs and New implement
 // it, and so do those of rueidispool. On a Redis Cluster node a command
-// without a key reaches a shard of the client's choosing, so the tools do
-// not use it there. A Pool that wraps another should forward it.
+// without a key reaches a shard of the client's choosing, so the tools go
+// to each shard master instead (Masters). A Pool that wraps another should forward it.
 type Commander interface {
 	// Do runs the command args (its name first) and returns the reply,
 	// normalised as Eval's: integers as int64, strings as string, arrays

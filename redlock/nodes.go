@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redlockgo/redlock/internal/node"
 	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/internal/shardwatch"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -41,10 +43,26 @@ type NodeCheck struct {
 	// error, ErrNodeTimeout, a refused login (NOAUTH, WRONGPASS) or command
 	// (NOPERM). The other fields are then zero. nil when it answered.
 	Err error
-	// Cluster reports a Redis Cluster node: only its answer and clock are
-	// read; its shard masters are judged per key at each vote (the shard
-	// check of WithQuarantine), not here.
+	// Cluster reports a Redis Cluster node: its answer and clock are read
+	// through the cluster's client, the rest on each of its shard masters
+	// (Masters). The lock judges a key's master at each vote (the shard
+	// check of WithQuarantine), so a cluster node counts for some keys and
+	// not for others: Counts reports that every master counts.
 	Cluster bool
+	// Masters is, for a Cluster node whose Pool lists its masters
+	// (pool.Masters: FromURL's redis+cluster pools), one entry per shard
+	// master, sorted by address, each with the Node of its cluster: read
+	// as a standalone node is, and judged by the shard rule of
+	// WithQuarantine. FreshStart is then the shard's declaration
+	// (redlock:fresh-start{n}). nil for other nodes, or when the masters
+	// could not be listed (MastersErr says why).
+	Masters []NodeCheck
+	// MastersErr is why a Cluster node's masters were not read.
+	MastersErr error
+	// TookOver reports, for a shard master, a takeover (failover) in its
+	// history, as the shard's marker and its run say: it sits out the
+	// quarantine from the takeover's first sight, whatever it persists.
+	TookOver bool
 	// Version is the server's redis_version.
 	Version string
 	// RunID is the server's current run; Uptime how long it has run, -1
@@ -140,8 +158,12 @@ func checkNode(ctx context.Context, i int, p pool.Pool, timeout, hold time.Durat
 	}
 	cp, isCluster := p.(pool.Cluster)
 	n.Cluster = isCluster && cp.IsCluster()
+	if n.Cluster {
+		n.checkMasters(ctx, p, timeout, hold)
+		return n
+	}
 	cmd, ok := p.(pool.Commander)
-	if n.Cluster || !ok {
+	if !ok {
 		n.Counts = true
 		return n
 	}
@@ -152,6 +174,73 @@ func checkNode(ctx context.Context, i int, p pool.Pool, timeout, hold time.Durat
 	}
 	id := n.read(do)
 	n.Quarantined = node.QuarantineLeft(id, hold, id.Learned)
+	n.Counts = n.Quarantined == 0
+	return n
+}
+
+// checkMasters reads every shard master of the cluster node p (pool.Masters)
+// into n.Masters: each counts when the shard rule of WithQuarantine lets
+// it (shardwatch.Reign.Left), read without writing the shard's marker. n
+// counts when every master does; when the masters cannot be listed, as the
+// lock counts the node, per key.
+func (n *NodeCheck) checkMasters(ctx context.Context, p pool.Pool, timeout, hold time.Duration) {
+	ms, ok := p.(pool.Masters)
+	if !ok {
+		n.Counts, n.MastersErr = true, errors.New("its Pool does not list the masters (not a pool.Masters)")
+		return
+	}
+	var mu sync.Mutex
+	err := ms.EachMaster(ctx, func(ctx context.Context, m pool.Pool) error {
+		mc := checkMaster(ctx, n.Node, m, timeout, hold)
+		mu.Lock()
+		defer mu.Unlock()
+		n.Masters = append(n.Masters, mc)
+		return nil
+	})
+	slices.SortFunc(n.Masters, func(a, b NodeCheck) int { return strings.Compare(a.Addr, b.Addr) })
+	if err != nil || len(n.Masters) == 0 {
+		n.Counts, n.Masters, n.MastersErr = true, nil, cmp.Or(err, errors.New("no master listed"))
+		return
+	}
+	n.Counts = !slices.ContainsFunc(n.Masters, func(m NodeCheck) bool { return !m.Counts })
+}
+
+// checkMaster reads one shard master, m, of cluster node i.
+func checkMaster(ctx context.Context, i int, m pool.Pool, timeout, hold time.Duration) NodeCheck {
+	n := NodeCheck{Node: i, Addr: m.Addr(), Uptime: -1}
+	cmd, ok := m.(pool.Commander)
+	if !ok {
+		n.Err = errors.New("the master's Pool cannot run INFO (not a pool.Commander)")
+		return n
+	}
+	do := func(args ...string) (any, error) {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return cmd.Do(cctx, args...)
+	}
+	before := time.Now()
+	reply, err := do("TIME")
+	after := time.Now()
+	if err == nil {
+		var at time.Time
+		if at, err = parseTime(reply); err == nil {
+			n.ClockOffset = at.Sub(before.Add(after.Sub(before) / 2)).Round(time.Millisecond)
+		}
+	}
+	if err != nil {
+		n.Err = nodeCause(err)
+		return n
+	}
+	n.read(do)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	r, err := shardwatch.Look(cctx, m)
+	cancel()
+	if err != nil {
+		n.Err = nodeCause(err)
+		return n
+	}
+	n.FreshStart, n.TookOver = r.Fresh, r.Promoted || r.TookOver
+	n.Quarantined = r.Left(hold, n.Persistence == pool.PersistenceAlways)
 	n.Counts = n.Quarantined == 0
 	return n
 }

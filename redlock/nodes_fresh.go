@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/internal/shardwatch"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -16,12 +21,16 @@ import (
 // of this library: its deployment is not new.
 var ErrNotFresh = errors.New("redlock: node holds the library's keys")
 
-// Declaration is the fresh-start declaration DeclareFresh set on one node:
-// SET pool.FreshStartKey RunID.
+// Declaration is one fresh-start declaration DeclareFresh set: SET Key
+// RunID on the server at Addr, a standalone node or a shard master of
+// cluster node Node.
 type Declaration struct {
 	Node  int
 	Addr  string
 	RunID string
+	// Key is pool.FreshStartKey on a standalone node, the shard's
+	// redlock:fresh-start{n} on a cluster's master.
+	Key string
 }
 
 // DeclareFresh declares every node of a new deployment fresh: on each, it
@@ -41,9 +50,17 @@ type Declaration struct {
 // the caller's key (a token string, a permit hash). The error joins one
 // *NodeError per node that holds such keys, wrapping ErrNotFresh and
 // naming up to three, or per node that could not be read or written. A
-// node that is a Redis Cluster, or whose Pool is not a pool.Commander, is
-// refused too: declare a cluster's shards on their masters
-// (redlock:fresh-start{n}, see WithQuarantine).
+// node whose Pool is not a pool.Commander is refused too.
+//
+// On a Redis Cluster node (a pool.Masters, as FromURL's redis+cluster
+// pools are) each shard master is read and declared alone: SCAN there,
+// and redlock:fresh-start{n} set to that master's run_id, n the shard's
+// tag (WithQuarantine). A shard whose marker names this reign (a Client
+// looked at the shard during this run, and the quarantine refused it) is
+// still new; one that names another reign, or a master that took over
+// from another (a failover: no declaration spares it), is refused.
+// Between the check and the SET each master's run is read again, and a
+// master that changed is not declared.
 //
 // Each command is bounded by MaxNodeTimeout; the scan by ctx. A node that
 // restarts between the scan and the SET gets a declaration of its earlier
@@ -55,44 +72,129 @@ func DeclareFresh(ctx context.Context, pools []pool.Pool) ([]Declaration, error)
 	if len(pools) == 0 {
 		return nil, errors.New("redlock: no pools")
 	}
-	out := make([]Declaration, len(pools))
+	plans := make([][]Declaration, len(pools))
 	errs := make([]error, len(pools))
-	eachPool(pools, func(i int, p pool.Pool) {
-		out[i] = Declaration{Node: i, Addr: p.Addr()}
-		out[i].RunID, errs[i] = freshRun(ctx, p)
-	})
-	var refused []error
-	for i, err := range errs {
-		if err != nil {
-			refused = append(refused, &NodeError{Node: i, Addr: out[i].Addr, Err: err})
-		}
+	eachPool(pools, func(i int, p pool.Pool) { plans[i], errs[i] = planFresh(ctx, i, p) })
+	if err := nodeErrors(pools, errs); err != nil {
+		return nil, fmt.Errorf("redlock: no node declared fresh: %w", err)
 	}
-	if len(refused) > 0 {
-		return nil, fmt.Errorf("redlock: no node declared fresh: %w", errors.Join(refused...))
+	eachPool(pools, func(i int, p pool.Pool) { errs[i] = declare(ctx, p, plans[i]) })
+	var out []Declaration
+	for _, ds := range plans {
+		out = append(out, ds...)
 	}
-	eachPool(pools, func(i int, p pool.Pool) {
-		cctx, cancel := context.WithTimeout(ctx, MaxNodeTimeout)
-		defer cancel()
-		_, errs[i] = p.(pool.Commander).Do(cctx, "SET", pool.FreshStartKey, out[i].RunID)
-	})
-	for i, err := range errs {
-		if err != nil {
-			refused = append(refused, &NodeError{Node: i, Addr: out[i].Addr, Err: err})
-		}
-	}
-	if len(refused) > 0 {
-		return out, fmt.Errorf("redlock: declaring the nodes fresh: %w", errors.Join(refused...))
+	if err := nodeErrors(pools, errs); err != nil {
+		return out, fmt.Errorf("redlock: declaring the nodes fresh: %w", err)
 	}
 	return out, nil
 }
 
-// freshRun returns the run_id of p's server when it holds no key of this
-// library but a declaration of that same run, or why not.
-func freshRun(ctx context.Context, p pool.Pool) (string, error) {
-	cmd, ok := p.(pool.Commander)
-	if cp, cl := p.(pool.Cluster); cl && cp.IsCluster() {
-		return "", errors.New("a Redis Cluster: declare each shard on its master (redlock:fresh-start{n})")
+// nodeErrors joins one *NodeError for each non-nil errs[i].
+func nodeErrors(pools []pool.Pool, errs []error) error {
+	var out []error
+	for i, err := range errs {
+		if err != nil {
+			out = append(out, &NodeError{Node: i, Addr: pools[i].Addr(), Err: err})
+		}
 	}
+	return errors.Join(out...)
+}
+
+// planFresh checks node i (p) and returns the declarations it needs: one,
+// or one per shard master of a cluster node.
+func planFresh(ctx context.Context, i int, p pool.Pool) ([]Declaration, error) {
+	if p == nil {
+		return nil, errors.New("nil pool")
+	}
+	if cp, ok := p.(pool.Cluster); !ok || !cp.IsCluster() {
+		runID, err := freshRun(ctx, p, "", "")
+		return []Declaration{{Node: i, Addr: p.Addr(), RunID: runID, Key: pool.FreshStartKey}}, err
+	}
+	ms, ok := p.(pool.Masters)
+	if !ok {
+		return nil, errors.New("a Redis Cluster whose Pool does not list its masters (not a pool.Masters): declare each shard on its master (redlock:fresh-start{n})")
+	}
+	var mu sync.Mutex
+	var out []Declaration
+	err := ms.EachMaster(ctx, func(ctx context.Context, m pool.Pool) error {
+		d, err := planMaster(ctx, i, m)
+		if err != nil {
+			return fmt.Errorf("master %s: %w", m.Addr(), err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		out = append(out, d)
+		return nil
+	})
+	slices.SortFunc(out, func(a, b Declaration) int { return strings.Compare(a.Addr, b.Addr) })
+	if err == nil && len(out) == 0 {
+		err = errors.New("a Redis Cluster with no master listed")
+	}
+	return out, err
+}
+
+// planMaster checks one shard master m of cluster node i.
+func planMaster(ctx context.Context, i int, m pool.Pool) (Declaration, error) {
+	cctx, cancel := context.WithTimeout(ctx, MaxNodeTimeout)
+	r, err := shardwatch.Look(cctx, m)
+	cancel()
+	if err != nil {
+		return Declaration{}, err
+	}
+	if r.Promoted || r.TookOver {
+		return Declaration{}, fmt.Errorf("%w: the master took over from another (a failover), and lacks what its shard granted: no declaration spares it", ErrNotFresh)
+	}
+	runID, err := freshRun(ctx, m, r.Tag, r.ReplID)
+	if err == nil && runID != r.RunID {
+		err = errors.New("the master restarted while it was read")
+	}
+	return Declaration{Node: i, Addr: m.Addr(), RunID: runID, Key: shardwatch.FreshKey(r.Tag)}, err
+}
+
+// declare sets the declarations planned for node p (planFresh).
+func declare(ctx context.Context, p pool.Pool, plan []Declaration) error {
+	set := func(ctx context.Context, cmd pool.Commander, d Declaration) error {
+		cctx, cancel := context.WithTimeout(ctx, MaxNodeTimeout)
+		defer cancel()
+		_, err := cmd.Do(cctx, "SET", d.Key, d.RunID)
+		return err
+	}
+	ms, ok := p.(pool.Masters)
+	if cp, cl := p.(pool.Cluster); !ok || !cl || !cp.IsCluster() {
+		return set(ctx, p.(pool.Commander), plan[0]) // freshRun checked that it is one
+	}
+	return ms.EachMaster(ctx, func(ctx context.Context, m pool.Pool) error {
+		i := slices.IndexFunc(plan, func(d Declaration) bool { return d.Addr == m.Addr() })
+		if i < 0 {
+			return fmt.Errorf("master %s: not a master when the nodes were checked: not declared", m.Addr())
+		}
+		cmd, _ := m.(pool.Commander)
+		if cmd == nil {
+			return fmt.Errorf("master %s: not a pool.Commander", m.Addr())
+		}
+		cctx, cancel := context.WithTimeout(ctx, MaxNodeTimeout)
+		info, err := cmd.Do(cctx, "INFO", "server")
+		cancel()
+		if err != nil {
+			return fmt.Errorf("master %s: %w", m.Addr(), err)
+		}
+		s, _ := info.(string)
+		if infoField(s, "run_id") != plan[i].RunID {
+			return fmt.Errorf("master %s: restarted since it was checked: not declared", m.Addr())
+		}
+		if err := set(ctx, cmd, plan[i]); err != nil {
+			return fmt.Errorf("master %s: %w", m.Addr(), err)
+		}
+		return nil
+	})
+}
+
+// freshRun returns the run_id of p's server when it holds no key of this
+// library but a declaration of that same run, or why not. On a cluster's
+// shard master, tag is the shard's tag and replid its reign's replication
+// id: its declaration and a marker of this reign are no obstacle.
+func freshRun(ctx context.Context, p pool.Pool, tag, replid string) (string, error) {
+	cmd, ok := p.(pool.Commander)
 	if !ok {
 		return "", errors.New("its Pool cannot run INFO or SCAN (not a pool.Commander)")
 	}
@@ -110,7 +212,7 @@ func freshRun(ctx context.Context, p pool.Pool) (string, error) {
 	if runID == "" {
 		return "", errors.New("INFO server has no run_id")
 	}
-	found, total, err := libraryKeys(ctx, p, cmd, runID)
+	found, total, err := libraryKeys(ctx, p, cmd, runID, tag, replid)
 	if err != nil {
 		return "", err
 	}
@@ -124,7 +226,16 @@ func freshRun(ctx context.Context, p pool.Pool) (string, error) {
 // this library (quoted), and how many there are: names keyspace.Check
 // refuses, but the declaration of run runID, and keys whose value is a
 // lock's (scripts.LooksLike).
-func libraryKeys(ctx context.Context, p pool.Pool, cmd pool.Commander, runID string) ([]string, int, error) {
+func libraryKeys(ctx context.Context, p pool.Pool, cmd pool.Commander, runID, tag, replid string) ([]string, int, error) {
+	declaration := pool.FreshStartKey
+	if tag != "" {
+		declaration = shardwatch.FreshKey(tag)
+	}
+	get := func(k string) (any, error) {
+		cctx, cancel := context.WithTimeout(ctx, MaxNodeTimeout)
+		defer cancel()
+		return cmd.Do(cctx, "GET", k)
+	}
 	var found []string
 	total := 0
 	note := func(k string) {
@@ -147,12 +258,13 @@ func libraryKeys(ctx context.Context, p pool.Pool, cmd pool.Commander, runID str
 		var plain []string
 		for _, k := range keys {
 			switch {
-			case k == pool.FreshStartKey:
-				cctx, cancel := context.WithTimeout(ctx, MaxNodeTimeout)
-				v, err := cmd.Do(cctx, "GET", k)
-				cancel()
-				if err != nil || v != runID {
+			case k == declaration:
+				if v, err := get(k); err != nil || v != runID {
 					note(k) // an earlier run's: this server restarted with its data
+				}
+			case tag != "" && k == keyspace.Reign(tag):
+				if v, err := get(k); err != nil || !strings.HasPrefix(fmt.Sprint(v), replid+" ") {
+					note(k) // an earlier reign's: the shard was used before this run
 				}
 			case keyspace.Check(k) != nil:
 				note(k)
@@ -160,9 +272,9 @@ func libraryKeys(ctx context.Context, p pool.Pool, cmd pool.Commander, runID str
 				plain = append(plain, k)
 			}
 		}
-		if len(plain) > 0 {
+		for _, group := range bySlot(plain, tag != "") {
 			cctx, cancel := context.WithTimeout(ctx, MaxNodeTimeout)
-			reply, err := p.Eval(cctx, scripts.LooksLike, plain)
+			reply, err := p.Eval(cctx, scripts.LooksLike, group)
 			cancel()
 			if err != nil {
 				return nil, 0, err
@@ -176,4 +288,25 @@ func libraryKeys(ctx context.Context, p pool.Pool, cmd pool.Commander, runID str
 			return found, total, nil
 		}
 	}
+}
+
+// bySlot returns keys in groups that one script may take: all of them on a
+// standalone node, those of each hash slot on a cluster's master.
+func bySlot(keys []string, cluster bool) [][]string {
+	if len(keys) == 0 {
+		return nil
+	}
+	if !cluster {
+		return [][]string{keys}
+	}
+	groups := make(map[int][]string)
+	for _, k := range keys {
+		s := keyslot.Slot(k)
+		groups[s] = append(groups[s], k)
+	}
+	out := make([][]string, 0, len(groups))
+	for _, s := range slices.Sorted(maps.Keys(groups)) {
+		out = append(out, groups[s])
+	}
+	return out
 }

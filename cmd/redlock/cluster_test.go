@@ -1,6 +1,8 @@
 package main
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,4 +43,40 @@ func TestRunAndStatusOnClusterNodes(t *testing.T) {
 	for _, c := range clusters {
 		require.Zero(t, c.Client(t).Exists(t.Context(), key).Val(), "released")
 	}
+}
+
+// The first day on three clusters formed by redis-cli --cluster create,
+// persisting nothing: nodes check prints a row for every shard master,
+// each quarantined, and exits 69; nodes declare-fresh declares each shard
+// on its master; then nodes check exits 0 and run takes the lock.
+func TestNodesOnCLIClusters(t *testing.T) {
+	clusters := redistest.StartCLIClusters(t, 3, 3, 0, redistest.NoPersistence)
+	var urls []string
+	for _, c := range clusters {
+		a := c.Addrs()
+		urls = append(urls, "redis+cluster://"+a[0]+"?addr="+strings.Join(a[1:], "&addr="))
+	}
+	nodes := strings.Join(urls, ",")
+
+	code, out, stderr := nodesCmd(t, "check", "--nodes", nodes)
+	require.Equal(t, exitUnavailable, code, "stdout: %s\nstderr: %s", out, stderr)
+	for i, c := range clusters {
+		for _, m := range c.Masters {
+			assert.Regexp(t, `\n`+strconv.Itoa(i)+`/\d\s+`+regexp.QuoteMeta(m.Addr())+`\s+yes\s+\S+\s+partial\s+\S+\s+out 24h`, out)
+		}
+	}
+	assert.Contains(t, out, "no fresh-start declaration of its shard")
+	assert.Contains(t, stderr, "redlock nodes declare-fresh")
+
+	code, out, stderr = nodesCmd(t, "declare-fresh", "--nodes", nodes)
+	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", out, stderr)
+	assert.Equal(t, 9, strings.Count(out, "SET redlock:fresh-start{"), out)
+
+	code, out, stderr = nodesCmd(t, "check", "--nodes", nodes)
+	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", out, stderr)
+	assert.Contains(t, out, "summary: 3 of 3 nodes count now")
+
+	p := run(t, "run", "--nodes", nodes, "--key", keyFor(t), "--", "echo", "ran")
+	require.Equal(t, exitOK, p.code, "stderr: %s", p.stderr)
+	assert.Equal(t, "ran\n", p.stdout.String())
 }

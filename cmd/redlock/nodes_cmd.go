@@ -129,7 +129,7 @@ func showCheck(stdout, stderr io.Writer, r redlock.NodesReport) int {
 		notes = append(notes, checkRow(tw, n)...)
 		if n.Err != nil {
 			errs = append(errs, n.Err)
-		} else if n.Quarantined > 0 {
+		} else if n.Quarantined > 0 || (n.Cluster && !n.Counts) {
 			quarantined++
 		}
 	}
@@ -169,11 +169,11 @@ func checkRow(tw io.Writer, n redlock.NodeCheck) []string {
 		}
 		return notes
 	}
+	if n.Cluster {
+		return clusterRows(tw, n)
+	}
 	quar := "counts"
 	switch {
-	case n.Cluster:
-		quar = "per key"
-		note("a Redis Cluster: its shard masters are not read here; the lock judges the master of each key's slot at each vote (docs/cluster.md)")
 	case n.Quarantined > 0:
 		quar = "out " + n.Quarantined.Truncate(time.Second).String()
 		note("quarantined for %v more: up %v, persistence %s, no fresh-start declaration for run %s",
@@ -190,12 +190,58 @@ func checkRow(tw io.Writer, n redlock.NodeCheck) []string {
 	return notes
 }
 
+// clusterRows writes the rows of cluster node n: one for the node, one per
+// shard master below it ("0/1" is node 0's second master), and returns the
+// notes for them. A key counts on the node when the master of its slot
+// counts.
+func clusterRows(tw io.Writer, n redlock.NodeCheck) []string {
+	var notes []string
+	quar := "counts"
+	if !n.Counts {
+		quar = "some shards out"
+	}
+	fmt.Fprintf(tw, "%d\t%s\tyes\tcluster\t-\t-\t%s\t-\t%s\n", n.Node, n.Addr, quar, signed(n.ClockOffset))
+	if n.MastersErr != nil {
+		notes = append(notes, fmt.Sprintf("node %d (%s): a Redis Cluster whose masters were not read (%s); the lock judges the master of each key's slot at each vote (docs/cluster.md)",
+			n.Node, n.Addr, shortErr(n.MastersErr)))
+		return notes
+	}
+	for j, m := range n.Masters {
+		id := fmt.Sprintf("%d/%d", n.Node, j)
+		note := func(format string, args ...any) {
+			notes = append(notes, fmt.Sprintf("node %s (%s, a master of node %d): ", id, m.Addr, n.Node)+fmt.Sprintf(format, args...))
+		}
+		if m.Err != nil {
+			fmt.Fprintf(tw, "%s\t%s\tno\t-\t-\t-\t-\t-\t-\n", id, m.Addr)
+			note("not read: %s", shortErr(m.Err))
+			continue
+		}
+		mq := "counts"
+		switch {
+		case m.Quarantined > 0 && m.TookOver:
+			mq = "out " + m.Quarantined.Truncate(time.Second).String()
+			note("quarantined for %v more: it took over from another master (a failover) and may lack what that one granted; no setting or declaration spares it",
+				m.Quarantined.Truncate(time.Second))
+		case m.Quarantined > 0:
+			mq = "out " + m.Quarantined.Truncate(time.Second).String()
+			note("quarantined for %v more: up %v, persistence %s, no fresh-start declaration of its shard for run %s",
+				m.Quarantined.Truncate(time.Second), m.Uptime, m.Persistence, m.RunID)
+		}
+		if m.MaxmemoryPolicy != "" && m.MaxmemoryPolicy != "noeviction" {
+			note("warning: maxmemory-policy %s may evict a held lock; set noeviction", m.MaxmemoryPolicy)
+		}
+		fmt.Fprintf(tw, "%s\t%s\tyes\t%s\t%s\t%s\t%s\t%s\t%s\n", id, m.Addr, dash(m.Version), persistenceOf(m),
+			uptimeOf(m), mq, dash(m.MaxmemoryPolicy), signed(m.ClockOffset))
+	}
+	return notes
+}
+
 // declareFresh runs redlock.DeclareFresh and says what it declared, or why
 // not.
 func declareFresh(ctx context.Context, stdout, stderr io.Writer, pools []pool.Pool) int {
 	decl, err := redlock.DeclareFresh(ctx, pools)
 	for _, d := range decl {
-		fmt.Fprintf(stdout, "node %d (%s): SET %s %s\n", d.Node, d.Addr, pool.FreshStartKey, d.RunID)
+		fmt.Fprintf(stdout, "node %d (%s): SET %s %s\n", d.Node, d.Addr, d.Key, d.RunID)
 	}
 	if err == nil {
 		return exitOK

@@ -4,6 +4,10 @@
 -- KEYS[1]: any key in the slot of the lock key (the lock key itself); it
 --          only routes the script.
 -- ARGV[1]: how long the reign marker is kept (ms), refreshed at every read.
+-- ARGV[2]: "look" to change nothing: the reply is the same, but the marker
+--          is neither written nor refreshed (redlock.CheckNodes). Called
+--          with no key on a connection to one master, the script reads
+--          that master.
 --
 -- A reign is the master's run (run_id) and its replication id
 -- (master_replid), which Redis draws anew at every start and at every
@@ -86,7 +90,9 @@ if m then
 elseif second >= 0 then
   taken = now
 end
-redis.call('SET', marker, replid .. ' ' .. seen .. ' ' .. myid .. ' ' .. epoch .. ' ' .. taken, 'PX', ARGV[1])
+if ARGV[2] ~= 'look' then
+  redis.call('SET', marker, replid .. ' ' .. seen .. ' ' .. myid .. ' ' .. epoch .. ' ' .. taken, 'PX', ARGV[1])
+end
 
 local fresh = 0
 if runid ~= '' and redis.call('GET', 'redlock:fresh-start{' .. n .. '}') == runid then

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -55,6 +56,11 @@ type Reign struct {
 	Seen time.Duration
 	// Fresh reports the shard's fresh-start declaration for this run.
 	Fresh bool
+	// Tag is the tag of the shard's marker and declaration keys (Tag,
+	// FreshKey).
+	Tag string
+
+	role string // a reply from a server that is not a master: its role
 }
 
 // Read runs the reign script on the master that serves key's slot on p (a
@@ -67,16 +73,42 @@ func Read(ctx context.Context, p pool.Pool, key string, keep time.Duration) (Rei
 	if err != nil {
 		return Reign{}, err
 	}
+	r, err := parseReign(v)
+	if err != nil && r.role != "" {
+		err = fmt.Errorf("shardwatch: the node serving %q is a %s", key, r.role)
+	}
+	return r, err
+}
+
+// Look reads the reign of the master that master (a Pool connected to one
+// server of a Redis Cluster, as pool.Masters gives it) reaches, and
+// changes nothing: the shard's marker is read, not written, so a reign
+// seen for the first time reads as first seen now (Seen zero).
+func Look(ctx context.Context, master pool.Pool) (Reign, error) {
+	v, err := master.Eval(ctx, Script, nil, time.Second.Milliseconds(), "look")
+	if err != nil {
+		return Reign{}, err
+	}
+	r, err := parseReign(v)
+	if err != nil && r.role != "" {
+		err = fmt.Errorf("shardwatch: %s is a %s", master.Addr(), r.role)
+	}
+	return r, err
+}
+
+// parseReign reads the script's reply. A reply from a server that is not
+// a master is an error, with role set.
+func parseReign(v any) (Reign, error) {
 	arr, _ := v.([]any)
 	if len(arr) < 10 {
 		return Reign{}, fmt.Errorf("shardwatch: malformed reply %v", v)
 	}
 	role, _ := arr[0].(string)
 	if role != "master" {
-		return Reign{}, fmt.Errorf("shardwatch: the node serving %q is a %s", key, role)
+		return Reign{role: role}, errors.New("shardwatch: not a master")
 	}
 	r := Reign{Promoted: asInt(arr[2]) >= 0, Uptime: time.Duration(asInt(arr[4])) * time.Second,
-		Seen: time.Duration(asInt(arr[5])) * time.Millisecond, Fresh: asInt(arr[6]) == 1}
+		Seen: time.Duration(asInt(arr[5])) * time.Millisecond, Fresh: asInt(arr[6]) == 1, Tag: fmt.Sprint(arr[7])}
 	if taken := asInt(arr[8]); taken >= 0 {
 		r.TookOver, r.Taken = true, time.Duration(taken)*time.Millisecond
 	}
@@ -153,7 +185,7 @@ func Tag(lo, hi int) string {
 // FreshKey returns the fresh-start declaration key of the shard whose tag
 // (Tag) is tag: set it to the master's run_id on a new shard master that
 // never granted a lock, before clients use it.
-func FreshKey(tag string) string { return "redlock:fresh-start{" + tag + "}" }
+func FreshKey(tag string) string { return keyspace.ShardFreshStart(tag) }
 
 func asInt(v any) int64 {
 	switch x := v.(type) {
