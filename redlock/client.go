@@ -215,9 +215,9 @@ func (c *Client) begin() (func(), error) {
 // Simultaneous callers can split the nodes so that none has a majority
 // (three Clients on three nodes, one node each). A refused TryLock that won
 // at least one node while every other node said the key is held may be in
-// such a split, and makes one more attempt after a random delay (1ms to a
-// quarter of the node timeout, at most 50ms) before it reports
-// ErrNotObtained; so do TryRLock, TryAcquirePermit and TryLockAll. A key
+// such a split, and tries again after a random delay (1ms to a quarter of
+// the node timeout, at most 50ms), up to twice while the refusals still
+// look so, before it reports ErrNotObtained; so do TryRLock, TryAcquirePermit and TryLockAll. A key
 // held by one owner on every node gives no yes, and is refused after one
 // attempt.
 //

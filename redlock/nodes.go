@@ -141,18 +141,8 @@ func checkNode(ctx context.Context, i int, p pool.Pool, timeout, hold time.Durat
 		return n
 	}
 	n.Addr = p.Addr()
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	before := time.Now()
-	reply, err := p.Eval(cctx, scripts.Time, nil)
-	after := time.Now()
-	cancel()
-	if err == nil {
-		var at time.Time
-		if at, err = parseTime(reply); err == nil {
-			n.ClockOffset = at.Sub(before.Add(after.Sub(before) / 2)).Round(time.Millisecond)
-		}
-	}
-	if err != nil {
+	var err error
+	if n.ClockOffset, err = clockOffset(ctx, p, timeout); err != nil {
 		n.Err = nodeCause(err)
 		return n
 	}
@@ -218,16 +208,8 @@ func checkMaster(ctx context.Context, i int, m pool.Pool, timeout, hold time.Dur
 		defer cancel()
 		return cmd.Do(cctx, args...)
 	}
-	before := time.Now()
-	reply, err := do("TIME")
-	after := time.Now()
-	if err == nil {
-		var at time.Time
-		if at, err = parseTime(reply); err == nil {
-			n.ClockOffset = at.Sub(before.Add(after.Sub(before) / 2)).Round(time.Millisecond)
-		}
-	}
-	if err != nil {
+	var err error
+	if n.ClockOffset, err = clockOffset(ctx, m, timeout); err != nil {
 		n.Err = nodeCause(err)
 		return n
 	}
@@ -243,6 +225,25 @@ func checkMaster(ctx context.Context, i int, m pool.Pool, timeout, hold time.Dur
 	n.Quarantined = r.Left(hold, n.Persistence == pool.PersistenceAlways)
 	n.Counts = n.Quarantined == 0
 	return n
+}
+
+// clockOffset runs the lock's TIME script on p (a call with no key: on a
+// cluster's master Pool, that master) and returns the server's clock less
+// the local one at the middle of the round trip; the error is the node's.
+func clockOffset(ctx context.Context, p pool.Pool, timeout time.Duration) (time.Duration, error) {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	before := time.Now()
+	reply, err := p.Eval(cctx, scripts.Time, nil)
+	after := time.Now()
+	if err != nil {
+		return 0, err
+	}
+	at, err := parseTime(reply)
+	if err != nil {
+		return 0, err
+	}
+	return at.Sub(before.Add(after.Sub(before) / 2)).Round(time.Millisecond), nil
 }
 
 // read fills in what INFO server, CONFIG GET and the declaration say,

@@ -24,7 +24,7 @@ func (c *Client) obtain(ctx context.Context, k leaseKind, ttl time.Duration, lc 
 	start := c.cfg.clock.Now()
 	keys := k.watched()
 	var l *Lock
-	if !block { // one attempt, and one more to settle a split (split.go)
+	if !block { // one attempt, and up to two more to settle a split (split.go)
 		attempts, err := c.settleSplit(ctx, c.nodeTimeout(ttl), func() (err error) {
 			l, err = c.attempt(ctx, c.newLock(keys[0], kindToken(k), ttl, lc.heal), k, lc, nil)
 			return err

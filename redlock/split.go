@@ -13,8 +13,12 @@ import (
 // is a retry after a random delay; a call that waits retries anyway, so the
 // calls that make one attempt (TryLock, TryRLock, TryAcquirePermit,
 // TryLockAll, TryDo, and `redlock run --wait 0` through them) settle a
-// split inside the attempt: at most one more attempt, after a delay drawn
-// at random from splitDelay.
+// split inside the attempt: up to splitRetries more attempts while the
+// refusals look like a split, each after a delay drawn at random from
+// splitDelay. One settling attempt left 0, 0 and 1 rounds of 1,000
+// without a winner (three Clients on three nodes, TestRealSimultaneous-
+// TryLocksHaveAWinner): two contenders that draw close delays split
+// again.
 
 // maybeSplit reports whether err, a refused attempt, may be a split among
 // simultaneous contenders: this attempt won at least one node, yet every
@@ -43,23 +47,28 @@ func splitDelay(timeout time.Duration) time.Duration {
 	return time.Millisecond + rand.N(hi-time.Millisecond)
 }
 
-// settleSplit runs try once and, when its refusal may be a split
-// (maybeSplit), once more after splitDelay, unless ctx ends first. It
-// returns the last attempt's error and how many attempts it made.
+// splitRetries is how many more attempts settle a split at most.
+const splitRetries = 2
+
+// settleSplit runs try once and, while its refusal may be a split
+// (maybeSplit), again after splitDelay, up to splitRetries times, unless
+// ctx ends or the Client closes first. It returns the last attempt's error
+// and how many attempts it made.
 func (c *Client) settleSplit(ctx context.Context, timeout time.Duration, try func() error) (int, error) {
 	err := try()
-	if !maybeSplit(err) {
-		return 1, err
+	attempts := 1
+	for ; attempts <= splitRetries && maybeSplit(err); attempts++ {
+		t := c.cfg.clock.NewTimer(splitDelay(timeout))
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return attempts, withContext(err, ctx.Err())
+		case <-c.life.closing:
+			t.Stop()
+			return attempts, err
+		}
+		err = try()
 	}
-	t := c.cfg.clock.NewTimer(splitDelay(timeout))
-	select {
-	case <-t.C():
-	case <-ctx.Done():
-		t.Stop()
-		return 1, withContext(err, ctx.Err())
-	case <-c.life.closing:
-		t.Stop()
-		return 1, err
-	}
-	return 2, try()
+	return attempts, err
 }
