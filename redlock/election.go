@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"github.com/redlockgo/redlock/internal/keyspace"
@@ -10,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/internal/scripts"
 )
 
 // Leader election (docs/election.md). A Leadership is an exclusive Lock
@@ -25,19 +24,6 @@ import (
 // accept. The value is written to every node and read by every Leader call:
 // it names the leader (an address, an id), it is not a payload.
 const MaxLeaderValue = 64 << 10
-
-var (
-	//go:embed leader_set.lua
-	leaderSetSrc string
-	//go:embed leader_get.lua
-	leaderGetSrc string
-	//go:embed leader_del.lua
-	leaderDelSrc string
-
-	leaderSet = pool.NewScript(leaderSetSrc)
-	leaderGet = pool.NewScript(leaderGetSrc)
-	leaderDel = pool.NewScript(leaderDelSrc)
-)
 
 // electionKey returns the lock key of an election: "election:" + name
 // (keyspace.Election), or an error when name is empty or the key would be
@@ -161,7 +147,7 @@ func (ls *Leadership) record(ctx context.Context, value string, rev uint64) erro
 	res := c.decide(ctx, l.key, c.nodeTimeout(l.ttl), 0,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
-				v, err := c.nodes.Pool(i).Eval(ctx, leaderSet, []string{l.key, c.leaderKey(i, l.key)}, l.token, value, term, r)
+				v, err := c.nodes.Pool(i).Eval(ctx, scripts.LeaderSet, []string{l.key, c.leaderKey(i, l.key)}, l.token, value, term, r)
 				return asInt(v) == 1, err
 			})
 		}, nil, nil)
@@ -331,7 +317,7 @@ func (ls *Leadership) forget(ctx context.Context) {
 	}
 	defer done()
 	c.each(context.WithoutCancel(ctx), c.nodes.All(), c.nodeTimeout(l.ttl), func(ctx context.Context, i int) (bool, error) {
-		v, err := c.nodes.Pool(i).Eval(ctx, leaderDel, []string{c.leaderKey(i, l.key)}, l.token)
+		v, err := c.nodes.Pool(i).Eval(ctx, scripts.LeaderDel, []string{c.leaderKey(i, l.key)}, l.token)
 		return asInt(v) == 1, err
 	})
 }
