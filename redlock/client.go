@@ -249,10 +249,10 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 	}
 	defer done()
 	if lc.owner != "" {
-		return c.lockOwned(ctx, key, ttl, lc, false) // reentry.go
+		return c.lockOwned(ctx, key, lc, false) // reentry.go
 	}
 	start := c.cfg.clock.Now()
-	ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
+	ttl = lc.ttl
 	var l *Lock
 	attempts := 1
 	if lc.fair {
@@ -305,10 +305,10 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	}
 	defer done()
 	if lc.owner != "" {
-		return c.lockOwned(ctx, key, ttl, lc, true) // reentry.go
+		return c.lockOwned(ctx, key, lc, true) // reentry.go
 	}
 	start := c.cfg.clock.Now()
-	ttl = ttl.Truncate(time.Millisecond)
+	ttl = lc.ttl
 	// NextDelay(1) is asked once, before the first attempt's end is known.
 	delay, retry := lc.retry.NextDelay(1)
 	if !lc.fair && (!retry || !c.waits.Busy.Is(key, start)) {
@@ -381,6 +381,7 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 	if err == nil {
 		err = c.checkMaxHold(ttl, lc)
 	}
+	lc.ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
 	return lc, err
 }
 

@@ -49,7 +49,7 @@ func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duratio
 		return nil, err
 	}
 	defer done()
-	return c.obtain(ctx, multi{keys: keys, fencing: lc.fencing}, ttl.Truncate(time.Millisecond), lc, false)
+	return c.obtain(ctx, multi{keys: keys, fencing: lc.fencing}, lc, false)
 }
 
 // LockAll takes the locks on every key of keys at once, as TryLockAll does,
@@ -82,7 +82,7 @@ func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, 
 		return nil, err
 	}
 	defer done()
-	return c.obtain(ctx, multi{keys: keys, fencing: lc.fencing}, ttl.Truncate(time.Millisecond), lc, true)
+	return c.obtain(ctx, multi{keys: keys, fencing: lc.fencing}, lc, true)
 }
 
 // Keys returns every key of the lock, sorted: one for a lock taken by

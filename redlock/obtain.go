@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/redlockgo/redlock/internal/wait"
 	"github.com/redlockgo/redlock/pool"
@@ -19,9 +18,10 @@ import (
 // (block): attempts paced by the retry strategy and cut short by a release
 // of a watched key (wait.Hub.Retry) until one succeeds, the strategy stops,
 // ctx ends, the Client closes or a node says the key holds another kind
-// (ErrWrongKind: no retry can succeed). ttl is in whole milliseconds.
-func (c *Client) obtain(ctx context.Context, k leaseKind, ttl time.Duration, lc lockConfig, block bool) (*Lock, error) {
-	start := c.cfg.clock.Now()
+// (ErrWrongKind: no retry can succeed). The TTL is lc's (whole
+// milliseconds).
+func (c *Client) obtain(ctx context.Context, k leaseKind, lc lockConfig, block bool) (*Lock, error) {
+	start, ttl := c.cfg.clock.Now(), lc.ttl
 	keys := k.watched()
 	var l *Lock
 	if !block { // one attempt, and up to two more to settle a split (split.go)

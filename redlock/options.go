@@ -114,7 +114,10 @@ type lockConfig struct {
 	owner       string        // WithOwner; "": no owner (reentry.go)
 	onLost      func(error)
 	election    bool // the key is an election's (Campaign): keyspace.Election checked it
-	err         error
+	// ttl is the call's TTL in whole milliseconds, as Redis keeps it: set
+	// once by check, for every acquisition.
+	ttl time.Duration
+	err error
 }
 
 // WithRetry sets how Lock paces its retries: retry k is sent NextDelay(k)

@@ -74,7 +74,7 @@ func (c *Client) acquirePermit(ctx context.Context, key string, limit int, ttl t
 	if err != nil {
 		return nil, err
 	}
-	return c.obtain(ctx, permitLease{key: key, limit: limit}, ttl.Truncate(time.Millisecond), lc, wait)
+	return c.obtain(ctx, permitLease{key: key, limit: limit}, lc, wait)
 }
 
 // permitLease is a permit's leaseKind (permit_*.lua). slot is the slot an

@@ -82,7 +82,7 @@ const (
 // lockOwned is TryLock (wait false) and Lock (wait true) with lc.owner:
 // the engine's attempts with the owned kind (Client.obtain), paced by the
 // retry strategy and woken by releases.
-func (c *Client) lockOwned(ctx context.Context, key string, ttl time.Duration, lc lockConfig, wait bool) (*Lock, error) {
+func (c *Client) lockOwned(ctx context.Context, key string, lc lockConfig, wait bool) (*Lock, error) {
 	switch {
 	case lc.fair:
 		return nil, errors.New("redlock: WithFairness cannot be combined with WithOwner")
@@ -90,7 +90,7 @@ func (c *Client) lockOwned(ctx context.Context, key string, ttl time.Duration, l
 		return nil, errors.New("redlock: WithHeal cannot be combined with WithOwner")
 	}
 	k := &owned{key: key, value: ownerPrefix + lc.owner, fencing: lc.fencing}
-	return c.obtain(ctx, k, ttl.Truncate(time.Millisecond), lc, wait)
+	return c.obtain(ctx, k, lc, wait)
 }
 
 // owned is the kind of an owner's hold (WithOwner). A Lock's token is its

@@ -52,7 +52,7 @@ func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duratio
 		return nil, fmt.Errorf("%w: the token is a multi-lock's, which cannot be resumed one key at a time", ErrWrongKind)
 	}
 	start := c.cfg.clock.Now()
-	ttl = ttl.Truncate(time.Millisecond)
+	ttl = lc.ttl
 	l := c.newLock(key, token, ttl, lc.heal)
 	l.ex = c.exclusiveKind(key, lc)
 	l.kind = &l.ex

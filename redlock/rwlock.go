@@ -64,7 +64,7 @@ func (c *Client) rlock(ctx context.Context, key string, ttl time.Duration, opts 
 	if err != nil {
 		return nil, err
 	}
-	return c.obtain(ctx, readLease{key: key}, ttl.Truncate(time.Millisecond), lc, wait)
+	return c.obtain(ctx, readLease{key: key}, lc, wait)
 }
 
 // readLease is a reader's leaseKind (rlock_*.lua): each reader a lease of
