@@ -154,7 +154,7 @@ func (ls *Leadership) record(ctx context.Context, value string, rev uint64) erro
 	if res.Reached {
 		return nil
 	}
-	if refusals(res) > c.nodes.Len()-c.nodes.Quorum() {
+	if c.lostMajority(res) {
 		// A majority no longer holds our token: no node of it records the value.
 		return withContext(c.quorumError("proclaim", ErrNotHeld, res), ctx.Err())
 	}

@@ -198,7 +198,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 // there (not absent) reports ErrTaken.
 func (c *Client) extendError(res fanout.Result, absent []bool, expired bool) *QuorumError {
 	sentinel := ErrNotExtended
-	if expired || refusals(res) > c.nodes.Len()-c.nodes.Quorum() {
+	if expired || c.lostMajority(res) {
 		sentinel = ErrNotHeld
 	}
 	qe := c.quorumError("extend", sentinel, res)
@@ -243,7 +243,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	e := Event{Kind: Released, Key: l.key, Start: start, Duration: c.cfg.clock.Since(start), Held: start.Sub(l.acquiredAt), Fence: l.fence}
 	if !res.Reached {
 		sentinel := ErrNotReleased
-		if !c.cfg.clock.Now().Before(l.Until()) || refusals(res) > c.nodes.Len()-c.nodes.Quorum() {
+		if !c.cfg.clock.Now().Before(l.Until()) || c.lostMajority(res) {
 			sentinel = ErrNotHeld
 		}
 		e.Kind, e.Err = ReleaseFailed, c.quorumError("unlock", sentinel, res)
@@ -269,15 +269,17 @@ func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Dur
 	})
 }
 
-// refusals counts the nodes that answered that they do not hold our token.
-func refusals(res fanout.Result) int {
+// lostMajority reports whether so many nodes answered that they do not
+// hold our token that no majority can: the hold is gone, whatever the
+// nodes that did not answer say.
+func (c *Client) lostMajority(res fanout.Result) bool {
 	n := 0
 	for _, v := range res.Votes {
 		if !v.OK && v.Err == nil {
 			n++
 		}
 	}
-	return n
+	return n > c.nodes.Len()-c.nodes.Quorum()
 }
 
 func minTime(a, b time.Time) time.Time {
