@@ -94,7 +94,11 @@ func nodeErrors(pools []pool.Pool, errs []error) error {
 	var out []error
 	for i, err := range errs {
 		if err != nil {
-			out = append(out, &NodeError{Node: i, Addr: pools[i].Addr(), Err: err})
+			addr := "<nil pool>"
+			if pools[i] != nil {
+				addr = pools[i].Addr()
+			}
+			out = append(out, &NodeError{Node: i, Addr: addr, Err: err})
 		}
 	}
 	return errors.Join(out...)
