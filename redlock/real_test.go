@@ -62,13 +62,25 @@ var warmScript = pool.NewScript("return 1")
 // warm opens a connection to every node (its dial and the pool's identity
 // handshake), so that a test's first call, often under a node timeout of
 // 100ms that the test chose for what it checks, does not also pay the
-// dial while the package's other tests run beside it.
+// dial while the package's other tests run beside it. A Redis Cluster
+// node's pool loads its slot map and dials every shard master
+// (pool.Masters).
 func warm(t testing.TB, pools []pool.Pool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
 	defer cancel()
 	for i, p := range pools {
-		if _, err := p.Eval(ctx, warmScript, nil); err != nil {
+		var err error
+		cp, cl := p.(pool.Cluster)
+		if ms, ok := p.(pool.Masters); ok && cl && cp.IsCluster() {
+			err = ms.EachMaster(ctx, func(ctx context.Context, m pool.Pool) error {
+				_, err := m.Eval(ctx, warmScript, nil)
+				return err
+			})
+		} else {
+			_, err = p.Eval(ctx, warmScript, nil)
+		}
+		if err != nil {
 			t.Fatalf("warming node %d (%s): %v", i, p.Addr(), err)
 		}
 	}
