@@ -34,11 +34,11 @@ func StartCLIClusters(t testing.TB, k, n, replicas int, p Persistence, extra ...
 	if replicas > 0 {
 		extra = append(slices.Clone(extra), ReplicaArgs...)
 	}
+	per := n * (1 + replicas)
+	all := startServers(t, k*per, p, true, false, extra...)
 	nodes := make([][]*Server, k)
 	for i := range nodes {
-		for range n * (1 + replicas) {
-			nodes[i] = append(nodes[i], StartClusterNode(t, p, extra...))
-		}
+		nodes[i] = all[i*per : (i+1)*per : (i+1)*per]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

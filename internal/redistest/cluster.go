@@ -38,9 +38,10 @@ func StartClusters(t testing.TB, k, n int, p Persistence, extra ...string) []*Cl
 	if k < 1 || n < 1 {
 		t.Fatalf("StartClusters: %d clusters of %d masters", k, n)
 	}
+	all := startServers(t, k*n, p, true, false, extra...)
 	clusters := make([]*Cluster, k)
 	for i := range clusters {
-		clusters[i] = startUnformed(t, n, p, extra)
+		clusters[i] = &Cluster{Masters: all[i*n : (i+1)*n : (i+1)*n]}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -48,18 +49,6 @@ func StartClusters(t testing.TB, k, n int, p Persistence, extra ...string) []*Cl
 		t.Fatalf("form %d clusters of %d masters: %v", k, n, err)
 	}
 	return clusters
-}
-
-// startUnformed starts the n masters of a cluster that is not formed yet.
-func startUnformed(t testing.TB, n int, p Persistence, extra []string) *Cluster {
-	t.Helper()
-	c := &Cluster{Masters: make([]*Server, n)}
-	for j := range c.Masters {
-		s := &Server{Dir: t.TempDir(), Persistence: p, Extra: extra}
-		s.startFresh(t, true)
-		c.Masters[j] = s
-	}
-	return c
 }
 
 // inParallel runs op(0) to op(n-1) at once and joins their errors.

@@ -76,13 +76,15 @@ type ReplicatedCluster struct {
 // Every node starts a full sync at once (ReplicaArgs).
 func StartReplicatedClusters(t testing.TB, shards ...int) []*ReplicatedCluster {
 	t.Helper()
+	total := 0
+	for _, n := range shards {
+		total += 2 * n
+	}
+	all := startServers(t, total, NoPersistence, true, false, ReplicaArgs...)
 	out := make([]*ReplicatedCluster, len(shards))
 	for i, n := range shards {
-		rc := &ReplicatedCluster{Cluster: startUnformed(t, n, NoPersistence, ReplicaArgs)}
-		for range rc.Masters {
-			rc.Replicas = append(rc.Replicas, StartClusterNode(t, NoPersistence, ReplicaArgs...))
-		}
-		out[i] = rc
+		out[i] = &ReplicatedCluster{Cluster: &Cluster{Masters: all[:n:n]}, Replicas: all[n : 2*n : 2*n]}
+		all = all[2*n:]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
