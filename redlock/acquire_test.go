@@ -17,7 +17,7 @@ import (
 var errDown = errors.New("connection refused (injected)")
 
 func TestQuorumMath(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for n := 1; n <= 7; n++ {
 		quorum := n/2 + 1
 		for down := 0; down <= n; down++ {
@@ -261,7 +261,7 @@ func TestEachAttemptHasItsOwnToken(t *testing.T) {
 // The cleanup of a failed attempt runs in the background: a TryLock that
 // fails because a majority hangs returns after one node timeout, not two.
 func TestFailedTryLockDoesNotWaitForItsCleanup(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	fn := newFakeNodes(t, 3)
 	const nodeTimeout = 500 * time.Millisecond
 	c := newClient(t, fn.pools, redlock.WithNodeTimeout(nodeTimeout))

@@ -111,7 +111,7 @@ func tryAll(t *testing.T, c, holder *redlock.Client, d time.Duration) map[string
 }
 
 func TestRealContendedWhenHeld(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	// A wait is cut after two node timeouts: the key is held throughout.
 	for name, err := range tryAll(t, newClient(t, pools), newClient(t, pools), 2*time.Second) {
@@ -122,7 +122,7 @@ func TestRealContendedWhenHeld(t *testing.T) {
 }
 
 func TestRealContendedAnotherKind(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	c := newClient(t, pools)
 	p, err := c.TryAcquirePermit(bg(), "res", 2, doTTL)
@@ -135,7 +135,7 @@ func TestRealContendedAnotherKind(t *testing.T) {
 }
 
 func TestRealUnavailableMajorityDown(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	for _, s := range servers[:3] {
 		s.Kill()
@@ -151,7 +151,7 @@ func TestRealUnavailableMajorityDown(t *testing.T) {
 // does not count (restart quarantine), so no lock can be taken although
 // nobody holds the key.
 func TestRealUnavailableMajorityQuarantined(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	restartEmpty(t, servers[:3])
 	for name, err := range tryAll(t, newClient(t, pools), nil, 2*time.Second) {
@@ -173,7 +173,7 @@ func restartEmpty(t *testing.T, servers []*redistest.Server) {
 
 // Errors that are not an acquisition's failure are neither.
 func TestRealNeitherContendedNorUnavailable(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 3)
 	c := newClient(t, pools)
 	_, empty := c.TryLock(bg(), "", doTTL)

@@ -99,7 +99,7 @@ func clockNodes(t *testing.T) ([]*redistest.Server, []pool.Pool) {
 // node 2 while A's lock is valid. TestRealClockFaultsWithoutCheck is the
 // same without the check.
 func TestRealClockCheck(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, f := range clockFaults {
 		t.Run(f.name, func(t *testing.T) {
 			servers, pools := clockNodes(t)
@@ -168,7 +168,7 @@ func TestRealClockCheck(t *testing.T) {
 // builds a majority on node 0, whose clock dropped A's key, and node 2,
 // while A's lock is still valid.
 func TestRealClockFaultsWithoutCheck(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, f := range clockFaults {
 		t.Run(f.name, func(t *testing.T) {
 			servers, pools := clockNodes(t)

@@ -84,7 +84,7 @@ func requireInSlotOn(t *testing.T, clients []*redis.ClusterClient, key, companio
 }
 
 func TestRealClusterLocksFencesQueuesAndGrantsOverManySlots(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	clusters, pools := clusterNodes(t, 3, 3)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
@@ -212,7 +212,7 @@ func keysOfShard(t *testing.T, cl *redistest.Cluster, shard, n int) []string {
 }
 
 func TestRealClusterShardMasterKilledMidRun(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	clusters, pools := clusterNodes(t, 3, 3)
 	c := newClient(t, pools)
 	dead := keysOfShard(t, clusters[0], 0, 4)

@@ -14,7 +14,7 @@ import (
 // election key's slot, whatever the name, and hand-off works as on
 // standalone nodes.
 func TestRealClusterElection(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	clusters, pools := clusterNodes(t, 3, 3)
 	a := newClient(t, pools)
 	b := newClient(t, pools)

@@ -100,7 +100,7 @@ func TestRealElectionOneLeaderAtATime(t *testing.T) {
 // A leadership and its record survive the restart of every node with
 // appendfsync always, and the next term, from another Client, is higher.
 func TestRealElectionAcrossRestartsWithAOFAlways(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := persistentNodes(t, 5, redistest.AOFAlways)
 	a := newClient(t, pools, redlock.WithNodeTimeout(500*time.Millisecond))
 	la, err := a.Campaign(bg(), "e11", "a", 20*time.Second)
@@ -128,7 +128,7 @@ func TestRealElectionAcrossRestartsWithAOFAlways(t *testing.T) {
 }
 
 func TestRealCampaignContextEnds(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
@@ -151,7 +151,7 @@ func TestRealCampaignContextEnds(t *testing.T) {
 }
 
 func TestRealElectionResignHandsOverWithTwoNodesStopped(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	fast := redlock.WithNodeTimeout(250 * time.Millisecond)
 	a := newClient(t, pools, fast)
@@ -175,7 +175,7 @@ func TestRealElectionResignHandsOverWithTwoNodesStopped(t *testing.T) {
 }
 
 func TestRealElectionVanishedLeaderSucceededAfterValidity(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a, err := redlock.New(pools, redlock.WithNodeTimeout(100*time.Millisecond))
 	require.NoError(t, err)
@@ -200,7 +200,7 @@ func TestRealElectionVanishedLeaderSucceededAfterValidity(t *testing.T) {
 }
 
 func TestRealElectionLoss(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, tc := range []struct {
 		name string
 		lose func(t *testing.T, servers []*redistest.Server)
@@ -302,7 +302,7 @@ func TestRealLeaderNone(t *testing.T) {
 }
 
 func TestRealLeaderCannotTell(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(250*time.Millisecond))
 	for _, s := range servers[3:] {
@@ -334,7 +334,7 @@ func next(t *testing.T, ch <-chan redlock.Leader, d time.Duration) redlock.Leade
 }
 
 func TestRealObserve(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
@@ -399,7 +399,7 @@ func TestRealObserveStopsOnClose(t *testing.T) {
 // still arrives within 1s, in term order, and the channel closes within 1s
 // of ctx's end.
 func TestRealObserveWithTwoNodesSilent(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	for _, s := range servers[3:] {
 		s.Pause()

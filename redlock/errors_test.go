@@ -44,7 +44,7 @@ func TestNodeTimeoutIsNotTheCallersDeadline(t *testing.T) {
 }
 
 func TestCallersContextStillShows(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	fn := newFakeNodes(t, 3)
 	fn.faults[0].Hang(true)
 	fn.faults[1].Hang(true)

@@ -151,7 +151,7 @@ func takeOver(t *testing.T, c *redistest.ReplicatedCluster, j int, kill bool, ke
 }
 
 func TestRealFailoverQuarantine(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	var wg sync.WaitGroup
 	for _, kill := range []bool{false, true} {
 		name := "forced failover"

@@ -55,7 +55,7 @@ func fencedRound(t *testing.T, c *redlock.Client, servers []*redistest.Server, r
 }
 
 func TestRealFencesIncreaseAcrossKillsWithAOFAlways(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := persistentNodes(t, 5, redistest.AOFAlways)
 	c := newClient(t, pools, redlock.WithNodeTimeout(500*time.Millisecond))
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -77,7 +77,7 @@ func TestRealFencesIncreaseAcrossKillsWithAOFAlways(t *testing.T) {
 // is where the guarantee ends, and why docs/fencing.md requires appendfsync
 // always (or a restart delayed past the TTL does NOT help: counters have no TTL).
 func TestRealFencesGoBackWithoutPersistence(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, tc := range []struct {
 		persistence redistest.Persistence
 		monotonic   bool
@@ -112,7 +112,7 @@ func TestRealFencesGoBackWithoutPersistence(t *testing.T) {
 // (here it simply does not extend), B takes the lock and writes, then A wakes
 // and writes. The fenced store rejects A's write.
 func TestRealKleppmannPausedWriterIsFencedOff(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := persistentNodes(t, 5, redistest.AOFAlways)
 	storage := redistest.Start(t, redistest.NoPersistence)
 	store := fencedstore.New(storage.Client(t))

@@ -63,7 +63,7 @@ func TestFenceNeverLowersACounter(t *testing.T) {
 }
 
 func TestFencesStrictlyIncreaseUnderRandomMinorityFailures(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	fn := newFakeNodes(t, 5)
 	c := newClient(t, fn.pools)
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -173,7 +173,7 @@ func expectRefused(t *testing.T, clients map[string]*redlock.Client, cs []confli
 // restart nor one created after it, is granted a conflicting hold of any
 // kind, and each refusal names the quarantine.
 func TestRealQuarantineEveryKind(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	cs := conflicts()
 	a := newClient(t, pools, redlock.WithQuarantine(0))
@@ -211,7 +211,7 @@ func dropHold(t *testing.T, s *redistest.Server, keys []string) {
 // whose clock check flagged node 0 is granted no conflicting hold of any
 // kind, and each refusal names the clock fault.
 func TestRealClockCheckEveryKind(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := clockNodes(t)
 	node0 := &timeReads{Pool: pools[0], reads: make(chan struct{})}
 	bPools := append([]pool.Pool{node0}, pools[1:]...)
@@ -264,7 +264,7 @@ func TestRealClockCheckEveryKind(t *testing.T) {
 // Client (one that used the nodes before the restart, one created after)
 // becomes leader, and the refusal names the quarantine.
 func TestRealQuarantineElection(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools, redlock.WithQuarantine(0))
 	lead, err := a.Campaign(bg(), "health", "a", healthTTL)

@@ -75,7 +75,7 @@ var callers = []caller{
 // not Redis's WRONGTYPE text; and it leaves the holder's lock untouched.
 // On a key of its own family the same call is an ordinary refusal.
 func TestRealKeyOfAnotherKindRefusedAtOnce(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 3)
 	holder := newClient(t, pools)
 	c := newClient(t, pools)

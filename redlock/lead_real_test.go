@@ -70,7 +70,7 @@ func dropLocks(t *testing.T, servers []*redistest.Server) {
 // (the next extension is refused), or a majority of the nodes stopped (no
 // extension gets through before the loss point).
 func TestRealLeadLoss(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, tc := range []struct {
 		name string
 		lose func(t *testing.T, servers []*redistest.Server)
@@ -108,7 +108,7 @@ func TestRealLeadLoss(t *testing.T) {
 // in the queue leads at once, long before the first leadership could have
 // run out.
 func TestRealLeadResigns(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, tc := range []struct {
 		name  string
 		panic bool
@@ -154,7 +154,7 @@ func TestRealLeadResigns(t *testing.T) {
 // resigned (ErrNotHeld), or the Client closed (ErrLockLost, ErrClosed).
 // Close waits for the goroutine that ends it.
 func TestRealLeadershipContext(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 3)
 	c := newClient(t, pools)
 	ls, err := c.Campaign(bg(), "sched", "a", doTTL)

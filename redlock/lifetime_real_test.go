@@ -21,7 +21,7 @@ import (
 // Lock lifetime on real redis-server processes.
 
 func TestRealDoLongJobKeepsLock(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(50*time.Millisecond))
 	rival := newClient(t, pools)
@@ -72,7 +72,7 @@ func TestRealLossWhenAnotherOwnerTakesMajority(t *testing.T) {
 }
 
 func TestRealDoCanceledWhenMajorityPartitioned(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(50*time.Millisecond))
 	var untilBefore, canceledAt time.Time
@@ -147,7 +147,7 @@ func runChild(urls string) int {
 }
 
 func TestRealPausedClientIsToldOfLoss(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	var urls []string
 	for _, s := range servers {

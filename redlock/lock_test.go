@@ -116,7 +116,7 @@ func TestUnlock(t *testing.T) {
 }
 
 func TestUnlockWithMinorityDown(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	fn := newFakeNodes(t, 5)
 	c := newClient(t, fn.pools)
 	l, err := c.TryLock(bg(), "k", time.Minute)

@@ -92,7 +92,7 @@ var delayCases = []delayCase{
 // out, with ErrLockDelay; the blocking calls wait it out and then get the
 // key; a released hold passes on at once.
 func TestRealLockDelayEveryKind(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const ttl, delay = 300 * time.Millisecond, 1500 * time.Millisecond
 	_, pools := realNodes(t, 3)
 	for k, dc := range delayCases {

@@ -82,7 +82,7 @@ func markers(t *testing.T, servers []*redistest.Server) ([]string, []time.Durati
 // with ErrLockDelay after its key expired, until ttl+delay after its
 // acquisition, and then succeeds.
 func TestRealLockDelayRefusesAfterVanishedHolder(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const ttl, delay = 500 * time.Millisecond, 2 * time.Second
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools, redlock.WithLockDelay(delay), vanishTimeout)
@@ -211,7 +211,7 @@ func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
 // Without the option, a vanished holder's key is taken as soon as it
 // expires, and no marker is written.
 func TestRealNoLockDelayByDefault(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const ttl = 500 * time.Millisecond
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools, vanishTimeout)
@@ -229,7 +229,7 @@ func TestRealNoLockDelayByDefault(t *testing.T) {
 // that one script sets both: every path works over keys of many kinds, and
 // a vanished holder's key is refused there too.
 func TestRealLockDelayOnClusters(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const delay = 2 * time.Second
 	clusters, pools := clusterNodes(t, 3, 3)
 	a := newClient(t, pools, redlock.WithLockDelay(delay))

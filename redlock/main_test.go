@@ -2,11 +2,9 @@ package redlock_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -63,31 +61,6 @@ func awaitDialProbes() {
 				"(bound: go-redis's 5s DialTimeout and 1s probe pause, doubled): a pool left open?\n", dialProbeBound)
 			return
 		}
-	}
-}
-
-// parallelWaits is how many tests that call t.Parallel run at once when
-// -parallel is not given. Those tests spend most of their time waiting on
-// real Redis (TTLs running out, lock-delays, quarantines, expiries): one
-// run of the package uses about half of one core with 8 at a time (the
-// parallel part of a run: 53s with 4, 38s with 8; 16 failed a 100ms TTL
-// test under its own load). The default, GOMAXPROCS, would run two at a
-// time here. Tests whose bound is tight
-// for a loaded machine (a contended Unlock at the default node timeout, a
-// keeper at 100ms nodes, a 1000-key multi-lock) do not call t.Parallel:
-// they run first, without the others. Those with a bound of 1s while nodes
-// are silent run in parallel: they held it under load averages of 8-16
-// from other builds.
-const parallelWaits = 8
-
-// waitBoundParallel sets -test.parallel to parallelWaits unless the
-// command line set it.
-func waitBoundParallel() {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(parallelWaits))
 	}
 }
 

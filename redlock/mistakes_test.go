@@ -91,7 +91,7 @@ func TestMistakeTimestampValueAndGetSet(t *testing.T) {
 // Mistake: DEL without an owner check releases a lock that expired and now
 // belongs to someone else. The library's release compares the token first.
 func TestMistakeDelWithoutOwnerCheck(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 3)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
@@ -136,7 +136,7 @@ func TestMistakeGetThenDel(t *testing.T) {
 // another client mid-work. The library reports validity (Until) and extends
 // it; a holder that keeps extending is never overtaken.
 func TestMistakeExpiryShorterThanWork(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 3)
 	a := newClient(t, pools)
 	b := newClient(t, pools)

@@ -27,7 +27,7 @@ func clusterNode(t *testing.T) pool.Pool {
 }
 
 func TestRealMultiLockOnClusterNodesNeedsOneSlot(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	pools := []pool.Pool{clusterNode(t), clusterNode(t), clusterNode(t)}
 	c := newClient(t, pools)
 

@@ -65,7 +65,7 @@ func TestRealOverlappingMultiLocksExcludeEachOther(t *testing.T) {
 }
 
 func TestRealFailedMultiLockLeavesNothingOnAnyNode(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	cases := []struct {
 		name   string
 		heldOn int
@@ -97,7 +97,7 @@ func TestRealFailedMultiLockLeavesNothingOnAnyNode(t *testing.T) {
 }
 
 func TestRealMultiLockOfDeadHolderExpires(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	dead := newClient(t, pools)
 	_, err := dead.TryLockAll(bg(), []string{"p", "q"}, 300*time.Millisecond)
@@ -135,7 +135,7 @@ func TestRealMultiLockWithMinorityDownOrPaused(t *testing.T) {
 }
 
 func TestRealMultiLockExtendUnlockAndAutoExtend(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools) // a node timeout of a second: every node answers
 	keys := []string{"e1", "e2", "e3"}
@@ -220,7 +220,7 @@ func TestRealMultiLockFencesIncrease(t *testing.T) {
 }
 
 func TestRealConcurrentOverlappingLockAllExclusion(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	keys := []string{"k0", "k1", "k2", "k3"}
 	var mu sync.Mutex

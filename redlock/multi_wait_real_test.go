@@ -19,7 +19,7 @@ import (
 // and wake-ups, and the hand-off of a multi-lock's keys to queued waiters.
 
 func TestRealLockAllBoundedWithSilentNodes(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := faultyNodes(t) // one node paused, one that never answers
 	holder := defaultClient(t, pools)
 	c := defaultClient(t, pools)

@@ -33,7 +33,7 @@ func openPools(t *testing.T, servers []*redistest.Server) []pool.Pool {
 // after DeclareFresh both count, for CheckNodes at once and for a Client
 // whose pools connect anew.
 func TestRealCheckNodesAndDeclareFresh(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers := append(redistest.StartNUndeclared(t, 2, redistest.NoPersistence),
 		redistest.StartNUndeclared(t, 1, redistest.AOFAlways)...)
 	pools := openPools(t, servers)
@@ -115,7 +115,7 @@ func TestRealCheckNodesAndDeclareFresh(t *testing.T) {
 // DeclareFresh finds the library's keys by name and by value, and ignores
 // the application's.
 func TestRealDeclareFreshFindsLibraryKeys(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers := redistest.StartNUndeclared(t, 3, redistest.NoPersistence)
 	pools := openPools(t, servers)
 	c := servers[2].Client(t)

@@ -28,7 +28,7 @@ func permitsHeld(t *testing.T, servers []*redistest.Server, key string) []int64 
 }
 
 func TestRealPermitsNeverAboveLimit(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	clients := []*redlock.Client{newClient(t, pools), newClient(t, pools), newClient(t, pools)}
 	const limit, workers, rounds = 3, 9, 6
@@ -70,7 +70,7 @@ func TestRealPermitsNeverAboveLimit(t *testing.T) {
 }
 
 func TestRealPermitExclusionAndExpiry(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools)
 	a, err := c.TryAcquirePermit(bg(), "sem", 2, 10*time.Second)
@@ -100,7 +100,7 @@ func TestRealPermitExclusionAndExpiry(t *testing.T) {
 }
 
 func TestRealAcquirePermitWokenAfterRelease(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	c := newClient(t, pools)
 	held, err := c.TryAcquirePermit(bg(), "sem", 1, 10*time.Second)

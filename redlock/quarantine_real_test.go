@@ -51,7 +51,7 @@ func TestRealRestartHazardWithoutQuarantine(t *testing.T) {
 // names the quarantine, until the restarted nodes are older than it; by
 // then A's lock (ttl within the quarantine) has expired.
 func TestRealQuarantine(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const ttl, quarantine = 2 * time.Second, 3 * time.Second
 	servers, pools := realNodes(t, 5)
 	la, restarted := restartMajority(t, servers, pools, ttl)

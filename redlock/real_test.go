@@ -179,7 +179,7 @@ func TestRealPausedNodeDoesNotSlowLockOrUnlock(t *testing.T) {
 }
 
 func TestRealMutualExclusion(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	clients := []*redlock.Client{newClient(t, pools), newClient(t, pools), newClient(t, pools)}
 	var (
@@ -218,7 +218,7 @@ func TestRealMutualExclusion(t *testing.T) {
 }
 
 func TestRealExtendBeforeAndAfterExpiry(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
 	l, err := c.TryLock(bg(), "res", 300*time.Millisecond)

@@ -138,7 +138,7 @@ func keys(m map[string]string) []string {
 // ran out while the outer one lives counts for nothing: its Extend is
 // refused, and the outer Unlock frees the key.
 func TestRealReentryAfterExpiry(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	job := redlock.WithOwner("job")

@@ -47,7 +47,7 @@ func TestRealResumeCarriesOnAHold(t *testing.T) {
 // Resume never creates a hold: not with a token that holds nothing, not
 // after the hold expired, not over another owner's.
 func TestRealResumeCreatesNothing(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
@@ -81,7 +81,7 @@ func TestRealResumeCreatesNothing(t *testing.T) {
 // A fenced hold resumed WithFencing gets a fence greater than its own, and
 // WithAutoExtend keeps the resumed Lock alive.
 func TestRealResumeFencedAndKept(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	la, err := a.TryLock(bg(), "fenced", 2*time.Second, redlock.WithFencing())

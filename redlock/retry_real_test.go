@@ -71,7 +71,7 @@ func TestRealRetryStrategyNotBeforeItsRetry(t *testing.T) {
 // floor (1ms) in every blocking call: within 300ms each makes at most
 // about 300 attempts, not thousands.
 func TestRealRetryFloorEveryBlockingCall(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 3)
 	a := newClient(t, pools)
 	_, err := a.TryLock(bg(), "floor", 10*time.Second)

@@ -175,7 +175,7 @@ func TestRealWaitingWriterGoesBeforeNewReaders(t *testing.T) {
 }
 
 func TestRealRLockWokenAfterWriterRelease(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	c := newClient(t, pools)
 	w, err := c.TryLock(bg(), "doc", 10*time.Second)
@@ -310,7 +310,7 @@ func TestRealRLockAutoExtendReportsLoss(t *testing.T) {
 }
 
 func TestRealReadersAndWritersUnderContention(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	clients := []*redlock.Client{newClient(t, pools), newClient(t, pools), newClient(t, pools)}
 	var (

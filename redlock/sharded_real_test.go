@@ -164,7 +164,7 @@ func calls(info, cmd string) int64 {
 // publish with PUBLISH, no shard channel is ever subscribed, and a waiter
 // in another Client is still woken within a second, wait after wait.
 func TestRealClusterWithoutShardedPubSub(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	clusters := redistest.StartClusters(t, 3, 1, redistest.NoPersistence,
 		"--rename-command", "SSUBSCRIBE", "", "--rename-command", "SPUBLISH", "")
 	pools := make([]pool.Pool, len(clusters))

@@ -12,7 +12,7 @@ import (
 )
 
 func TestRealStatus(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	holder := newClient(t, pools)
 	c := newClient(t, pools, redlock.WithNodeTimeout(200*time.Millisecond))

@@ -20,7 +20,7 @@ const doTTL = 5 * time.Second
 // TryDo does not run fn while another holds the key, runs it once when
 // the key is free, holds the key while fn runs and releases it after.
 func TestRealTryDo(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
@@ -58,7 +58,7 @@ func TestRealTryDo(t *testing.T) {
 // as contended, and never does a second run at the same time. (They may
 // split the nodes so that none runs: TryDo makes one attempt.)
 func TestRealTryDoReplicas(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	const n = 4
 	started := make(chan struct{}, n)

@@ -92,7 +92,7 @@ func lockIn(t *testing.T, c *redlock.Client, key string, d time.Duration) <-chan
 }
 
 func TestRealLockHonoursItsContextWhileNodesAreSilent(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := faultyNodes(t)
 	holder := defaultClient(t, pools)
 	l, err := holder.TryLock(bg(), "k", faultTTL)
@@ -129,7 +129,7 @@ func TestRealLockHonoursItsContextWhileNodesAreSilent(t *testing.T) {
 }
 
 func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, tc := range []struct {
 		name  string
 		nodes func(t *testing.T) ([]*redistest.Server, []pool.Pool) // the live servers, all pools
@@ -198,7 +198,7 @@ func requireQueued(t *testing.T, live []*redistest.Server, key, holder string) {
 }
 
 func TestRealSixteenContendersAllGetTheLock(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	clients := []*redlock.Client{newClient(t, pools), newClient(t, pools), newClient(t, pools), newClient(t, pools)}
 	var (
@@ -243,7 +243,7 @@ func TestRealSixteenContendersAllGetTheLock(t *testing.T) {
 // An expiry hands nothing over: the waiter's next round takes the free key,
 // within the backoff's bound after the key expired.
 func TestRealExpiryWithoutReleaseStillEndsInAcquisition(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	holder := newClient(t, pools)
 	waiter := newClient(t, pools)
@@ -263,7 +263,7 @@ func TestRealExpiryWithoutReleaseStillEndsInAcquisition(t *testing.T) {
 // node timeout (50ms at most). Here the attempt can still win only through
 // the silent node: two live nodes said yes and two said no.
 func TestRealContendedAttemptDoesNotWaitOutASilentNode(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 4)
 	pools = append(pools, silentNode(t))
 	for _, s := range servers[:2] { // another holder, on two nodes only

@@ -213,7 +213,7 @@ func TestRealAcquirePermitWokenByReleaseInAnotherClient(t *testing.T) {
 }
 
 func TestRealDeadWatcherExpires(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	nodes := inspectors(t, servers)
 	holder := newClient(t, pools)
