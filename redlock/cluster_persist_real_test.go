@@ -23,12 +23,16 @@ import (
 // appendfsync always, and the Clients keep the default quarantine (a day):
 // a master that never took over counts at once, also after a restart; one
 // that took over does not, also after a restart that made Redis forget
-// the promotion. The tests are not parallel: each starts 9 to 18 servers,
-// a load that, added to the package's parallel cluster tests on a shared
-// machine, made first calls miss their node timeouts.
+// the promotion. Each starts 9 to 18 servers, a load that, added to the
+// package's parallel cluster tests on a shared machine, made first calls
+// miss their node timeouts while they ran serially without warmed pools:
+// cliPools warms every pool (a connection to every shard master) first,
+// with a bound of its own.
 
 // cliPools returns one pool per cluster, made by pool.FromURL from a
-// cluster URL that names every server (replicas too) as a seed.
+// cluster URL that names every server (replicas too) as a seed, each
+// warmed (warm) so that a test's first call does not also pay the slot
+// map's load and the dials beside the package's other tests.
 func cliPools(t *testing.T, clusters []*redistest.ReplicatedCluster) []pool.Pool {
 	t.Helper()
 	pools := make([]pool.Pool, len(clusters))
@@ -44,6 +48,7 @@ func cliPools(t *testing.T, clusters []*redistest.ReplicatedCluster) []pool.Pool
 		t.Cleanup(func() { _ = p.Close() })
 		pools[i] = p
 	}
+	warm(t, pools)
 	return pools
 }
 
@@ -127,6 +132,7 @@ func tryUntilAnswered(t *testing.T, c *redlock.Client, key string, want error) (
 }
 
 func TestRealClusterPersistedMastersCountAtOnce(t *testing.T) {
+	parallel(t)
 	clusters := redistest.StartCLIClusters(t, 3, 3, 0, redistest.AOFAlways)
 	requireNoDeclaration(t, clusters)
 	pools := cliPools(t, clusters)
@@ -211,6 +217,7 @@ func plainClusters(rcs []*redistest.ReplicatedCluster) []*redistest.Cluster {
 // do not persist every write, or hide whether they do, count for nobody
 // while young.
 func TestRealClusterPersistedPartlyStaysQuarantined(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name  string
 		p     redistest.Persistence
@@ -221,6 +228,7 @@ func TestRealClusterPersistedPartlyStaysQuarantined(t *testing.T) {
 		{"CONFIG renamed away", redistest.AOFAlways, []string{"--rename-command", "CONFIG", ""}, "persistence unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // clusters of its own
 			clusters := redistest.StartCLIClusters(t, 3, 3, 0, tc.p, tc.extra...)
 			requireNoDeclaration(t, clusters)
 			c := newClient(t, cliPools(t, clusters))
@@ -253,6 +261,7 @@ func TestRealClusterPersistedPartlyStaysQuarantined(t *testing.T) {
 // node). A key of another shard, whose masters never took over, locks at
 // once throughout.
 func TestRealClusterPersistedFailoverStaysQuarantined(t *testing.T) {
+	first(t) // 18 servers, two failovers and two restarts, each a wait for the clusters
 	clusters := redistest.StartCLIClusters(t, 3, 3, 1, redistest.AOFAlways)
 	requireNoDeclaration(t, clusters)
 	pools := cliPools(t, clusters)

@@ -297,6 +297,7 @@ func TestRealClusterShardMasterKilledMidRun(t *testing.T) {
 // and a heartbeat of 1.67s: the round it sends once its listeners are
 // confirmed finds the grant.
 func TestRealClusterGrantBeforeTheListenerConnects(t *testing.T) {
+	alone(t)
 	clusters := redistest.StartClusters(t, 3, 2, redistest.NoPersistence)
 	var slow atomic.Bool
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -75,6 +75,7 @@ func lockUnlock(t *testing.T, c *redlock.Client, key string) {
 // locks keep succeeding: one Warn line names it (not one per operation),
 // NodeStates reports it failing, and once it is back one Info line says so.
 func TestRealDegradedNodeIsWarnedOnce(t *testing.T) {
+	alone(t)
 	servers, pools := realNodes(t, 5)
 	logs := &logCapture{}
 	c := newClient(t, pools, redlock.WithLogger(slog.New(logs)))
@@ -162,6 +163,7 @@ func TestDegradedWarningIsRateLimited(t *testing.T) {
 // TestFewNodesAreWarnedAtNew checks the Warn of New over fewer than three
 // nodes, and its absence over three.
 func TestFewNodesAreWarnedAtNew(t *testing.T) {
+	parallel(t)
 	_, pools := realNodes(t, 3)
 	for _, n := range []int{1, 2, 3} {
 		logs := &logCapture{}
@@ -211,6 +213,7 @@ func TestRealEvictingNodeIsWarnedOnce(t *testing.T) {
 // SET but not run one of the scripts: the acquisition fails naming the
 // missing command, and no key is left on any node.
 func TestRealScriptlessUserIsRefused(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name, rules, missing string
 	}{

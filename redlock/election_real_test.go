@@ -281,6 +281,7 @@ func TestRealElectionProclaim(t *testing.T) {
 }
 
 func TestRealLeaderNone(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools)
 	_, err := c.Leader(bg(), "e7")
@@ -383,6 +384,7 @@ func TestRealObserve(t *testing.T) {
 }
 
 func TestRealObserveStopsOnClose(t *testing.T) {
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	c, err := redlock.New(pools)
 	require.NoError(t, err)

@@ -151,7 +151,12 @@ func takeOver(t *testing.T, c *redistest.ReplicatedCluster, j int, kill bool, ke
 }
 
 func TestRealFailoverQuarantine(t *testing.T) {
-	parallel(t)
+	held := first(t) // the run's longest: the quarantine alone is 22s
+	// Once both scenarios wait out the quarantine, polling every 100ms,
+	// the test gives its slot back: the alone(t) tests run beside it.
+	var waiting sync.WaitGroup
+	waiting.Add(2)
+	go func() { waiting.Wait(); held.idle() }()
 	var wg sync.WaitGroup
 	for _, kill := range []bool{false, true} {
 		name := "forced failover"
@@ -160,9 +165,14 @@ func TestRealFailoverQuarantine(t *testing.T) {
 		}
 		// Each scenario has clusters of its own and mostly waits (the
 		// failovers, the 22s quarantine): they run at once, started
-		// together when the test starts (parallel subtests would queue
-		// for -test.parallel's slots behind every other test).
-		wg.Go(func() { t.Run(name, func(t *testing.T) { failoverRun(t, kill) }) })
+		// together when the test starts (parallel subtests would wait
+		// for the parent to return, and for go test's slots).
+		wg.Go(func() {
+			var once sync.Once
+			quarantined := func() { once.Do(waiting.Done) }
+			t.Run(name, func(t *testing.T) { failoverRun(t, kill, quarantined) })
+			quarantined() // a scenario that failed before its wait
+		})
 	}
 	wg.Wait()
 }
@@ -170,8 +180,9 @@ func TestRealFailoverQuarantine(t *testing.T) {
 // failoverRun is one scenario: the failover of the keys' shard on clusters
 // 0 and 1 during the holds. Clients with the quarantine are refused key;
 // one without it, the unsafe control, gets control, a key of the same
-// shard the holder holds too.
-func failoverRun(t *testing.T, kill bool) {
+// shard the holder holds too. It calls quarantined when all that is left
+// is the wait for the quarantine's end.
+func failoverRun(t *testing.T, kill bool, quarantined func()) {
 	clusters, pools := failoverClusters(t)
 	on := redlock.WithQuarantine(failoverQuarantine)
 	key, control := "failover:k", "failover:c" // on one shard of every cluster
@@ -267,6 +278,7 @@ func failoverRun(t *testing.T, kill bool) {
 	// killed master's successor (a 2s reload, a 1s node timeout), three
 	// times over for a loaded machine.
 	var got *redlock.Lock
+	quarantined()
 	redistest.WaitFor(t, failoverQuarantine+3*(2*time.Second+time.Second), "key to lock again after the quarantine",
 		func() (bool, string) {
 			got, err = fresh.TryLock(bg(), key, failoverTTL)

@@ -55,7 +55,7 @@ func fencedRound(t *testing.T, c *redlock.Client, servers []*redistest.Server, r
 }
 
 func TestRealFencesIncreaseAcrossKillsWithAOFAlways(t *testing.T) {
-	parallel(t)
+	first(t) // 25 rounds of restarts, each a wait for the pools to redial
 	servers, pools := persistentNodes(t, 5, redistest.AOFAlways)
 	c := newClient(t, pools, redlock.WithNodeTimeout(500*time.Millisecond))
 	rng := rand.New(rand.NewPCG(7, 11))

@@ -173,7 +173,7 @@ func expectRefused(t *testing.T, clients map[string]*redlock.Client, cs []confli
 // restart nor one created after it, is granted a conflicting hold of any
 // kind, and each refusal names the quarantine.
 func TestRealQuarantineEveryKind(t *testing.T) {
-	parallel(t)
+	first(t) // each blocking rival waits out its 600ms deadline
 	servers, pools := realNodes(t, 5)
 	cs := conflicts()
 	a := newClient(t, pools, redlock.WithQuarantine(0))

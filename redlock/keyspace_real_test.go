@@ -34,6 +34,7 @@ func libraryNames() []string {
 // Campaign and Resume took such names: Campaign "x:leader" then Campaign
 // "x" gave two valid leaders.)
 func TestRealNoEntryPointReachesALibraryName(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 3)
 	c := newClient(t, pools)
 	ctx, cancel := context.WithTimeout(bg(), 30*time.Second)
@@ -92,6 +93,7 @@ func TestRealNoEntryPointReachesALibraryName(t *testing.T) {
 // refused, so while x is led nothing else can touch its record, and
 // Campaign "x" after a refused Campaign "x:leader" leads alone.
 func TestRealElectionRecordIsNoElection(t *testing.T) {
+	parallel(t)
 	_, pools := realNodes(t, 3)
 	c := newClient(t, pools)
 	_, err := c.Campaign(bg(), "x:leader", "b", 5*time.Second)

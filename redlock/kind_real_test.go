@@ -128,6 +128,7 @@ func TestRealKeyOfAnotherKindRefusedAtOnce(t *testing.T) {
 // Status reports every kind truthfully: what the key holds, on how many
 // nodes, and for a lock its token.
 func TestRealStatusEveryKind(t *testing.T) {
+	parallel(t)
 	_, pools := realNodes(t, 3)
 	c := newClient(t, pools)
 	for _, h := range heldKinds {

@@ -100,6 +100,7 @@ func TestRealDoCanceledWhenMajorityPartitioned(t *testing.T) {
 }
 
 func TestRealDoReleasesOnPanic(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools)
 	assert.PanicsWithValue(t, "boom", func() {

@@ -123,6 +123,7 @@ func TestRealLockDelayRefusesAfterVanishedHolder(t *testing.T) {
 // Lock waits out the lock-delay and gets the key within a second after it
 // ends, not before.
 func TestRealLockDelayLockWaits(t *testing.T) {
+	alone(t)
 	const ttl, delay = 500 * time.Millisecond, 1500 * time.Millisecond
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools, redlock.WithLockDelay(delay), vanishTimeout)

@@ -36,6 +36,7 @@ func tryLockUntilObtained(t *testing.T, c *redlock.Client, ttl time.Duration, op
 // timeout: a majority of the nodes never answers, and each call to node 0
 // moves the fake clock by the node timeout before it hangs.
 func TestLossDeclaredBeforeUntilWhenNodesHang(t *testing.T) {
+	alone(t)
 	for _, tc := range []struct {
 		name        string
 		ttl         time.Duration

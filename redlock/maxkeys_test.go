@@ -55,6 +55,7 @@ func TestMultiLockRefusesMoreThanMaxKeys(t *testing.T) {
 // with and without fencing, and leaves no key behind. The keys are given
 // with duplicates, which do not count toward the limit.
 func TestRealMultiLockAtMaxKeys(t *testing.T) {
+	alone(t)
 	servers, pools := realNodes(t, 5)
 	c, err := redlock.New(pools) // the default node timeout
 	require.NoError(t, err)

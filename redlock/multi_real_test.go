@@ -37,6 +37,7 @@ func requireHeldEverywhere(t *testing.T, servers []*redistest.Server, token stri
 }
 
 func TestRealOverlappingMultiLocksExcludeEachOther(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
@@ -195,6 +196,7 @@ func TestRealMultiLockExtendUnlockAndAutoExtend(t *testing.T) {
 }
 
 func TestRealMultiLockFencesIncrease(t *testing.T) {
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	c := newClient(t, pools)
 	var last uint64
@@ -282,6 +284,7 @@ func BenchmarkTryLockAllUnlock4(b *testing.B) {
 }
 
 func TestRealDoAllKeepsEveryKeyAndCancelsOnLoss(t *testing.T) {
+	alone(t)
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
 	// The rival's calls get a long node timeout: a SET of its probes cut

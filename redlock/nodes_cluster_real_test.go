@@ -20,6 +20,7 @@ import (
 // count and a lock is granted; a second DeclareFresh, with the lock held,
 // is refused and declares nothing.
 func TestRealClusterFirstDay(t *testing.T) {
+	parallel(t)
 	clusters := redistest.StartCLIClusters(t, 3, 3, 0, redistest.NoPersistence)
 	pools := cliPools(t, clusters)
 	requireNoDeclaration(t, clusters)
@@ -95,6 +96,7 @@ func TestRealClusterFirstDay(t *testing.T) {
 // A cluster whose masters persist every write counts at once in
 // CheckNodes, as it does for the lock.
 func TestRealClusterCheckPersisting(t *testing.T) {
+	parallel(t)
 	clusters := redistest.StartCLIClusters(t, 3, 3, 0, redistest.AOFAlways)
 	pools := cliPools(t, clusters)
 	r, err := redlock.CheckNodes(bg(), pools)

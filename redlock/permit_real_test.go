@@ -134,6 +134,7 @@ func TestRealAcquirePermitWokenAfterRelease(t *testing.T) {
 }
 
 func TestRealFailedPermitLeavesNothing(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	// The only permit is held on three nodes: an attempt gets two.
 	hc := newClient(t, pools[:3])
@@ -150,6 +151,7 @@ func TestRealFailedPermitLeavesNothing(t *testing.T) {
 }
 
 func TestRealPermitOnLockKeyIsANodeError(t *testing.T) {
+	parallel(t)
 	_, pools := realNodes(t, 3)
 	c := newClient(t, pools)
 	l, err := c.TryLock(bg(), "res", 10*time.Second)
@@ -163,6 +165,7 @@ func TestRealPermitOnLockKeyIsANodeError(t *testing.T) {
 }
 
 func TestRealFencingForReadersAndPermits(t *testing.T) {
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	c := newClient(t, pools)
 	w, err := c.TryLock(bg(), "doc", 10*time.Second, redlock.WithFencing())
@@ -231,6 +234,7 @@ func TestRealPermitNodesMustAgreeOnTheSlot(t *testing.T) {
 }
 
 func TestRealReaderAndPermitHealAndShutdown(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools)
 	r, err := c.TryRLock(bg(), "doc", 10*time.Second, redlock.WithHeal())

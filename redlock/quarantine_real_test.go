@@ -38,6 +38,7 @@ func restartMajority(t *testing.T, servers []*redistest.Server, pools []pool.Poo
 // The classic hazard, with the quarantine off: three of five nodes restart
 // without persistence while A holds the lock, and B gets it at once.
 func TestRealRestartHazardWithoutQuarantine(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	la, _ := restartMajority(t, servers, pools, 10*time.Second)
 	b := newClient(t, pools, redlock.WithQuarantine(0))
@@ -105,6 +106,7 @@ func TestRealQuarantine(t *testing.T) {
 // A node that hides CONFIG (a managed service) is taken not to persist
 // every write, though it does: after a restart it is quarantined.
 func TestRealQuarantineWithoutConfig(t *testing.T) {
+	parallel(t)
 	hidden := redistest.StartWith(t, redistest.AOFAlways, "--rename-command", "CONFIG", "")
 	shown := redistest.StartWith(t, redistest.AOFAlways)
 	for _, tc := range []struct {
@@ -129,6 +131,7 @@ func TestRealQuarantineWithoutConfig(t *testing.T) {
 
 // A node that hides INFO cannot be aged: it counts, and is reported.
 func TestRealQuarantineWithoutInfo(t *testing.T) {
+	parallel(t)
 	srv := redistest.StartWith(t, redistest.NoPersistence, "--rename-command", "INFO", "")
 	p, err := pool.FromURL(srv.URL())
 	require.NoError(t, err)

@@ -106,6 +106,7 @@ func realHolders(t *testing.T, servers []*redistest.Server, key, value string) i
 }
 
 func TestRealLockUnlockAndSecondClientRefused(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
@@ -130,6 +131,7 @@ func TestRealLockUnlockAndSecondClientRefused(t *testing.T) {
 }
 
 func TestRealMinorityDown(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	servers[0].Kill()
 	servers[1].Kill()
@@ -141,6 +143,7 @@ func TestRealMinorityDown(t *testing.T) {
 }
 
 func TestRealMajorityDownLeavesNothing(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	for _, s := range servers[:3] {
 		s.Kill()
@@ -238,6 +241,7 @@ func TestRealExtendBeforeAndAfterExpiry(t *testing.T) {
 }
 
 func TestRealNoScriptAfterRestart(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 3)
 	c := newClient(t, pools)
 	l, err := c.TryLock(bg(), "res", time.Minute)

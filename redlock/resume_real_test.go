@@ -17,6 +17,7 @@ import (
 // restarted, or the command of redlock run) with its token: no new hold,
 // the TTL reset from the call's start, and an Unlock of either releases it.
 func TestRealResumeCarriesOnAHold(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	la, err := a.TryLock(bg(), "job", 2*time.Second)
@@ -108,6 +109,7 @@ func TestRealResumeFencedAndKept(t *testing.T) {
 // longer extend): it is refused with ErrWrongKind, no node called, and the
 // multi-lock is whole.
 func TestRealResumeRefusesAMultiLockToken(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 3)
 	c := newClient(t, pools)
 	m, err := c.TryLockAll(bg(), []string{"rm1", "rm2"}, 5*time.Second)
@@ -130,6 +132,7 @@ func TestRealResumeRefusesAMultiLockToken(t *testing.T) {
 // dd8673a: ErrNotExtended wrapping raw WRONGTYPE errors, which callers retry
 // on).
 func TestRealResumeOnAnotherKind(t *testing.T) {
+	parallel(t)
 	_, pools := realNodes(t, 3)
 	c := newClient(t, pools)
 	p, err := c.TryAcquirePermit(bg(), "sem", 2, 5*time.Second)

@@ -42,6 +42,7 @@ func leftovers(t *testing.T, servers []*redistest.Server, keys ...string) int {
 }
 
 func TestRealReadersAndWriterExcludeEachOther(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a, b := newClient(t, pools), newClient(t, pools)
 
@@ -103,6 +104,7 @@ func TestRealReadersAndWriterExcludeEachOther(t *testing.T) {
 }
 
 func TestRealDeadReaderExpiresOnItsOwn(t *testing.T) {
+	alone(t)
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
 	dead, err := c.TryRLock(bg(), "doc", 300*time.Millisecond) // never extended nor released
@@ -240,6 +242,7 @@ func TestRealRLockMinorityDownOrPaused(t *testing.T) {
 }
 
 func TestRealFailedRLockLeavesNothing(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	// A writer holds the key on three nodes only: a reader gets two.
 	wc := newClient(t, pools[:3])

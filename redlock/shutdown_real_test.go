@@ -14,6 +14,7 @@ import (
 // on real redis-server processes, with one node down: manual locks, locks
 // kept alive, and Do's. Do's fn is told why before its lock is released.
 func TestRealShutdownReleasesEverythingHeld(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	servers[4].Kill() // a minority down does not stop the releases
 	a := newClient(t, pools)

@@ -21,6 +21,9 @@ import (
 // the settling attempts such rounds came about 1 in 500 on a quiet machine
 // and 114 in 1,000 on a loaded one (issue 37).
 func TestRealSimultaneousTryLocksHaveAWinner(t *testing.T) {
+	// Alone: the rate of rounds without a winner rises with the load (6 in
+	// 1,000 in a run beside 12 parallel tests and other builds).
+	alone(t)
 	_, pools := realNodes(t, 3)
 	clients := []*redlock.Client{newClient(t, pools), newClient(t, pools), newClient(t, pools)}
 	// 1,000 rounds: five keys at a time, 200 rounds each, so that the

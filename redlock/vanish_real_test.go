@@ -81,6 +81,7 @@ func awaitQueued(t *testing.T, servers []*redistest.Server, key string, n int64)
 // sent about 19,000 commands a second. The bound counts calls of every
 // script and SET on one node while the call waits for 500ms.
 func TestRealZeroDelayRetriesPollNoFasterThanTheFloor(t *testing.T) {
+	parallel(t)
 	zero := redlock.RetryFunc(func(int) (time.Duration, bool) { return 0, true })
 	for _, tc := range []struct {
 		name string
@@ -104,6 +105,9 @@ func TestRealZeroDelayRetriesPollNoFasterThanTheFloor(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// At once: each case has nodes of its own, and a loaded
+			// machine only lowers its count of calls.
+			t.Parallel()
 			servers, pools := realNodes(t, 3)
 			holder := newClient(t, pools)
 			_, err := holder.TryLock(bg(), "busy", 10*time.Second)

@@ -129,7 +129,7 @@ func TestRealLockHonoursItsContextWhileNodesAreSilent(t *testing.T) {
 }
 
 func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
-	parallel(t)
+	first(t) // on silent nodes: the calls there linger (4 node timeouts)
 	for _, tc := range []struct {
 		name  string
 		nodes func(t *testing.T) ([]*redistest.Server, []pool.Pool) // the live servers, all pools
@@ -148,6 +148,7 @@ func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // nodes of its own
 			live, pools := tc.nodes(t)
 			// A monitoring tool subscribed to every channel changes nothing.
 			monitor := live[0].Client(t).PSubscribe(bg(), "*")
@@ -295,6 +296,7 @@ func TestRealContendedAttemptDoesNotWaitOutASilentNode(t *testing.T) {
 // node in them used to last a node timeout each, for every new Lock call,
 // and the queue crawled at a few acquisitions a second.
 func TestRealContentionWithABlackholedNodeKeepsEveryWaitBounded(t *testing.T) {
+	alone(t)
 	_, pools := realNodes(t, 4)
 	pools = append(pools, silentNode(t))
 	var clients []*redlock.Client
