@@ -27,10 +27,10 @@ var (
 	ExtendAll = pool.NewScript(extendAllSrc)
 	// ReleaseAll deletes each key that holds the token and hands it to the
 	// next waiter of its queue.
-	ReleaseAll = pool.NewScript(watchSrc + releaseAllSrc)
+	ReleaseAll = pool.NewScript(watchSrc + queueSrc + releaseAllSrc)
 	// FenceRaiseAll raises every fence counter while every key holds the
 	// token.
-	FenceRaiseAll = pool.NewScript(fenceRaiseAllSrc)
+	FenceRaiseAll = pool.NewScript(fenceSrc + fenceRaiseAllSrc)
 )
 
 // AcquireAll's reply codes.

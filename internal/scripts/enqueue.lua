@@ -45,11 +45,7 @@ local gone = redis.call('ZSCORE', KEYS[5], ARGV[1])
 if gone and tonumber(gone) > now then
   return {3}
 end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('HDEL', KEYS[4], id)
-end
+queue_expire(KEYS[2], KEYS[3], KEYS[4], now)
 local lease = tonumber(ARGV[4])
 redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1])
 redis.call('ZADD', KEYS[3], now + lease, ARGV[1])

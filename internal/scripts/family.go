@@ -33,9 +33,9 @@ var (
 	// RLockExtend extends one reader's own lease.
 	RLockExtend = pool.NewScript(rlockExtendSrc)
 	// RLockRelease removes one reader; the last one frees the key.
-	RLockRelease = pool.NewScript(watchSrc + rlockReleaseSrc)
+	RLockRelease = pool.NewScript(watchSrc + queueSrc + rlockReleaseSrc)
 	// RLockFence raises the fence counter while the reader's lease is live.
-	RLockFence = pool.NewScript(rlockFenceSrc)
+	RLockFence = pool.NewScript(fenceSrc + rlockFenceSrc)
 	// PermitAcquire takes a free slot of a semaphore.
 	PermitAcquire = pool.NewScript(watchSrc + kindSrc + permitAcquireSrc)
 	// PermitExtend extends one holder's own permit.
@@ -43,5 +43,5 @@ var (
 	// PermitRelease frees every slot that holds the caller's token.
 	PermitRelease = pool.NewScript(watchSrc + permitReleaseSrc)
 	// PermitFence raises the fence counter while the permit is live.
-	PermitFence = pool.NewScript(permitFenceSrc)
+	PermitFence = pool.NewScript(fenceSrc + permitFenceSrc)
 )

@@ -27,10 +27,10 @@ var (
 	OwnedExtend = pool.NewScript(ownedExtendSrc)
 	// OwnedRelease gives one hold back; the last one releases the key as
 	// Release does (hand-off, wake-up).
-	OwnedRelease = pool.NewScript(watchSrc + ownedReleaseSrc + releaseSrc)
+	OwnedRelease = pool.NewScript(watchSrc + queueSrc + ownedReleaseSrc + releaseSrc)
 	// OwnedFence raises the fence counter for an owner's hold and records
 	// the owner's fence.
-	OwnedFence = pool.NewScript(ownedFenceSrc)
+	OwnedFence = pool.NewScript(fenceSrc + ownedFenceSrc)
 )
 
 // OwnedTake's reply codes, and OwnedRelease's for a hold given back while
