@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"time"
 
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/internal/node"
 	"github.com/redlockgo/redlock/internal/scripts"
 	"github.com/redlockgo/redlock/internal/wait"
@@ -59,15 +60,18 @@ func (x *Exclusive) Take(ctx context.Context, e *Env, i int, token string, ttl t
 		return e.setFenced(ctx, i, x.key, token, ttl, t)
 	case x.mode != plainSet && e.Delay > 0:
 		return e.setDelayed(ctx, i, x.key, token, ttl) // our own marker does not refuse
+	case e.Nodes.Names(i).Ceiling() != "":
+		r, err := e.Nodes.Pool(i).Eval(ctx, scripts.Acquire, []string{x.key}, token, ttl.Milliseconds(), keyspace.Ceiling)
+		return Int(r) == 1, err
 	}
-	return e.Nodes.Pool(i).SetNX(ctx, x.key, token, ttl)
+	return e.Nodes.Pool(i).SetNX(ctx, x.key, token, ttl) // a cluster node: no ceiling
 }
 
 // setFenced is phase 1 of fencing on node i: SET NX PX and read the
 // counter, recorded in t.
 func (e *Env) setFenced(ctx context.Context, i int, key, token string, ttl time.Duration, t *Take) (bool, error) {
 	keys := e.withHeld([]string{key, e.fence(i, key)}, i, key)
-	r, err := e.Nodes.Pool(i).Eval(ctx, scripts.AcquireFenced, keys, e.withDelay([]any{token, ttl.Milliseconds()})...)
+	r, err := e.Nodes.Pool(i).Eval(ctx, scripts.AcquireFenced, keys, e.withCeiling(e.withDelay([]any{token, ttl.Milliseconds()}), i)...)
 	if err != nil {
 		return false, err
 	}
@@ -86,7 +90,7 @@ func (e *Env) setFenced(ctx context.Context, i int, key, token string, ttl time.
 // holder marker, or refuses with an error wrapping ErrLockDelay.
 func (e *Env) setDelayed(ctx context.Context, i int, key, token string, ttl time.Duration) (bool, error) {
 	r, err := e.Nodes.Pool(i).Eval(ctx, scripts.AcquireDelay, []string{key, e.Nodes.Names(i).Held(key)},
-		token, ttl.Milliseconds(), e.delay())
+		e.withCeiling([]any{token, ttl.Milliseconds(), e.delay()}, i)...)
 	if err != nil {
 		return false, err
 	}
@@ -97,7 +101,7 @@ func (e *Env) setDelayed(ctx context.Context, i int, key, token string, ttl time
 // Extend implements Kind.
 func (x *Exclusive) Extend(ctx context.Context, e *Env, i int, token string, ttl time.Duration) (int64, error) {
 	keys := e.withHeld([]string{x.key}, i, x.key)
-	r, err := e.Nodes.Pool(i).Eval(ctx, scripts.Extend, keys, e.withDelay([]any{token, ttl.Milliseconds()})...)
+	r, err := e.Nodes.Pool(i).Eval(ctx, scripts.Extend, keys, e.withCeiling(e.withDelay([]any{token, ttl.Milliseconds()}), i)...)
 	return Int(r), err
 }
 
@@ -106,21 +110,27 @@ func (x *Exclusive) Extend(ctx context.Context, e *Env, i int, token string, ttl
 func (x *Exclusive) Releaser(e *Env, token string, keep any, wake bool) Release {
 	r := &exclusiveRelease{e: e, keys: e.QueueKeys(x.key)}
 	r.args = e.releaseArgs(r.buf[:0], token, keep, wake)
+	r.ceiled = append(r.args, keyspace.Ceiling) // in buf: no allocation of its own
 	return r
 }
 
 // exclusiveRelease is one Release of an exclusive lock's token.
 type exclusiveRelease struct {
-	e    *Env
-	keys [][]string // on each node
-	args []any
-	buf  [5]any // args' storage
+	e      *Env
+	keys   [][]string // on each node
+	args   []any
+	ceiled []any  // args, and the ceiling: for a node that keeps one
+	buf    [6]any // the storage of both
 }
 
 // Release reports whether the key held the token on node i; a waiter of
 // this Client the node handed the key to hears of it from the reply.
 func (r *exclusiveRelease) Release(ctx context.Context, i int) (bool, error) {
-	v, err := r.e.Nodes.Pool(i).Eval(ctx, scripts.Release, r.keys[i], r.args...)
+	args := r.args
+	if r.e.Nodes.Names(i).Ceiling() != "" {
+		args = r.ceiled
+	}
+	v, err := r.e.Nodes.Pool(i).Eval(ctx, scripts.Release, r.keys[i], args...)
 	code, err := r.e.readRelease(i, v, err)
 	return code == 1, err
 }
@@ -152,8 +162,8 @@ func (x *Exclusive) Enqueue(ctx context.Context, e *Env, i int, keys []string, w
 	if mayTake {
 		take = "1"
 	}
-	v, err := e.Nodes.Pool(i).Eval(ctx, scripts.Enqueue, keys, e.withDelay([]any{w.Token(), w.TTL().Milliseconds(),
-		w.Ticket(), w.Lease().Milliseconds(), seq, channel, take})...)
+	v, err := e.Nodes.Pool(i).Eval(ctx, scripts.Enqueue, keys, e.withCeiling(e.withDelay([]any{w.Token(), w.TTL().Milliseconds(),
+		w.Ticket(), w.Lease().Milliseconds(), seq, channel, take}), i)...)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,17 @@ func (e *Env) withHeld(keys []string, i int, key string) []string {
 	return append(keys, e.Nodes.Names(i).Held(key))
 }
 
+// withCeiling returns args with node i's lease ceiling appended, last, for
+// a script that grants or extends a lease (scripts' ceiling.lua takes it
+// off); args as they are on a node that keeps none. The result never
+// shares args' backing array beyond its length.
+func (e *Env) withCeiling(args []any, i int) []any {
+	if c := e.Nodes.Names(i).Ceiling(); c != "" {
+		return append(args[:len(args):len(args)], c)
+	}
+	return args
+}
+
 // withDelay returns args with the lock-delay in ms appended when it is on,
 // and args unchanged otherwise.
 func (e *Env) withDelay(args []any) []any {

@@ -105,7 +105,7 @@ func (m Multi) takeCall(e *Env, i int, token string, ttl time.Duration, fencing 
 		ks = append(ks, w.Keys...)
 		args = append(args, w.Channel, w.Lease)
 	}
-	return ks, args
+	return ks, e.withCeiling(args, i)
 }
 
 // key returns the key a reply names by its 1-based index, or "" for an
@@ -147,7 +147,7 @@ func (m Multi) Extend(ctx context.Context, e *Env, i int, token string, ttl time
 			ks = append(ks, n.Held(k))
 		}
 	}
-	r, err := e.Nodes.Pool(i).Eval(ctx, scripts.ExtendAll, ks, token, ttl.Milliseconds(), e.delay())
+	r, err := e.Nodes.Pool(i).Eval(ctx, scripts.ExtendAll, ks, e.withCeiling([]any{token, ttl.Milliseconds(), e.delay()}, i)...)
 	return Int(r), err
 }
 
@@ -160,7 +160,7 @@ func (m Multi) Releaser(e *Env, token string, _ any, wake bool) Release {
 		if wake {
 			ks = append(ks, e.WatchKeys(i, m.keys)...)
 		}
-		v, err := e.Nodes.Pool(i).Eval(ctx, scripts.ReleaseAll, ks, token, len(m.keys), e.delay())
+		v, err := e.Nodes.Pool(i).Eval(ctx, scripts.ReleaseAll, ks, e.withCeiling([]any{token, len(m.keys), e.delay()}, i)...)
 		n, err := e.readRelease(i, v, err)
 		if wake {
 			return int(n) == len(m.keys), err

@@ -55,7 +55,7 @@ func (o *Owned) Take(ctx context.Context, e *Env, i int, token string, ttl time.
 	}
 	keys := []string{o.key, n.Holds(o.key), n.Fence(o.key), n.Held(o.key), watch}
 	r, err := e.Nodes.Pool(i).Eval(ctx, scripts.OwnedTake, keys,
-		o.value, token, ttl.Milliseconds(), e.delay(), flag(o.fencing), channel, w.Lease)
+		e.withCeiling([]any{o.value, token, ttl.Milliseconds(), e.delay(), flag(o.fencing), channel, w.Lease}, i)...)
 	if err != nil {
 		return false, err
 	}
@@ -104,7 +104,7 @@ func ownedCounter(counter, fence any, t *Take) error {
 func (o *Owned) Extend(ctx context.Context, e *Env, i int, token string, ttl time.Duration) (int64, error) {
 	n := e.Nodes.Names(i)
 	r, err := e.Nodes.Pool(i).Eval(ctx, scripts.OwnedExtend, []string{o.key, n.Holds(o.key), n.Held(o.key)},
-		o.value, token, ttl.Milliseconds(), e.delay())
+		e.withCeiling([]any{o.value, token, ttl.Milliseconds(), e.delay()}, i)...)
 	return Int(r), err
 }
 
@@ -127,7 +127,7 @@ type ownedRelease struct {
 // (and maybe handed to a waiter, which hears of it as after Release) or
 // the owner's other holds kept.
 func (r *ownedRelease) Release(ctx context.Context, i int) (bool, error) {
-	v, err := r.e.Nodes.Pool(i).Eval(ctx, scripts.OwnedRelease, r.keys[i], r.args...)
+	v, err := r.e.Nodes.Pool(i).Eval(ctx, scripts.OwnedRelease, r.keys[i], r.e.withCeiling(r.args, i)...)
 	code, err := r.e.readRelease(i, v, err)
 	return code == 1 || code == scripts.OwnedReturned, err
 }

@@ -33,7 +33,7 @@ func (p Permit) Take(ctx context.Context, e *Env, i int, token string, ttl time.
 	keys := []string{p.key, e.fence(i, p.key)}
 	args := []any{token, ttl.Milliseconds(), p.limit, p.slot, flag(heal), e.delay()}
 	keys, args = w.append(keys, args)
-	v, err := e.Nodes.Pool(i).Eval(ctx, scripts.PermitAcquire, keys, args...)
+	v, err := e.Nodes.Pool(i).Eval(ctx, scripts.PermitAcquire, keys, e.withCeiling(args, i)...)
 	if err != nil {
 		return false, err
 	}
@@ -42,7 +42,7 @@ func (p Permit) Take(ctx context.Context, e *Env, i int, token string, ttl time.
 
 // Extend implements Kind: the holder's own slot.
 func (p Permit) Extend(ctx context.Context, e *Env, i int, token string, ttl time.Duration) (int64, error) {
-	v, err := e.Nodes.Pool(i).Eval(ctx, scripts.PermitExtend, []string{p.key}, token, ttl.Milliseconds(), p.slot, e.delay())
+	v, err := e.Nodes.Pool(i).Eval(ctx, scripts.PermitExtend, []string{p.key}, e.withCeiling([]any{token, ttl.Milliseconds(), p.slot, e.delay()}, i)...)
 	return Int(v), err
 }
 

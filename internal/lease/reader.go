@@ -27,7 +27,7 @@ func (r Reader) Take(ctx context.Context, e *Env, i int, token string, ttl time.
 	keys := []string{r.key, n.Readers(r.key), n.Queue(r.key)[2], n.Fence(r.key), n.Held(r.key)}
 	args := []any{token, ttl.Milliseconds(), flag(heal), e.delay()}
 	keys, args = w.append(keys, args)
-	v, err := e.Nodes.Pool(i).Eval(ctx, scripts.RLockAcquire, keys, args...)
+	v, err := e.Nodes.Pool(i).Eval(ctx, scripts.RLockAcquire, keys, e.withCeiling(args, i)...)
 	if err != nil {
 		return false, err
 	}
@@ -55,7 +55,7 @@ func (w Watch) append(keys []string, args []any) ([]string, []any) {
 func (r Reader) Extend(ctx context.Context, e *Env, i int, token string, ttl time.Duration) (int64, error) {
 	n := e.Nodes.Names(i)
 	keys := []string{r.key, n.Readers(r.key), n.Held(r.key)}
-	v, err := e.Nodes.Pool(i).Eval(ctx, scripts.RLockExtend, keys, token, ttl.Milliseconds(), e.delay())
+	v, err := e.Nodes.Pool(i).Eval(ctx, scripts.RLockExtend, keys, e.withCeiling([]any{token, ttl.Milliseconds(), e.delay()}, i)...)
 	return Int(v), err
 }
 
@@ -69,7 +69,7 @@ func (r Reader) Releaser(e *Env, token string, _ any, wake bool) Release {
 		if wake {
 			keys = append(keys, n.Watch(r.key))
 		}
-		v, err := e.Nodes.Pool(i).Eval(ctx, scripts.RLockRelease, keys, token, e.delay())
+		v, err := e.Nodes.Pool(i).Eval(ctx, scripts.RLockRelease, keys, e.withCeiling([]any{token, e.delay()}, i)...)
 		code, err := e.readRelease(i, v, err)
 		return code == 1, err
 	})

@@ -66,6 +66,7 @@ if v == false and ARGV[7] == '1' and delayed == 0 then
   local head = redis.call('ZRANGE', KEYS[2], 0, 0)
   if head[1] == ARGV[1] then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    raise_ceiling(ARGV[2])
     if KEYS[6] then
       redis.call('SET', KEYS[6], ARGV[1], 'PX', tonumber(ARGV[2]) + tonumber(ARGV[8]))
     end

@@ -38,6 +38,7 @@ local function handoff(key, q, leases, entries, marker, delay, mine, now)
     if e then
       local seq, ttl, ch = string.match(e, '^(%S+) (%S+) (%S+)$')
       redis.call('SET', key, id, 'PX', ttl)
+      raise_ceiling(ttl)
       if marker then
         redis.call('SET', marker, id, 'PX', tonumber(ttl) + delay)
       end
