@@ -120,7 +120,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		Closing:   c.life.closing,
 		Stopped:   stopped,
 	})
-	c.nodes.StartClocks(c.life.closing)
+	c.nodes.Start(c.life.closing)
 	return c, nil
 }
 
@@ -184,7 +184,7 @@ func (c *Client) stop() {
 	}
 	c.life.mu.Unlock()
 	c.waits.Close()
-	c.nodes.StopClocks()
+	c.nodes.Stop()
 	c.life.wg.Wait()
 }
 

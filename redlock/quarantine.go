@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -112,8 +113,14 @@ func (c *Client) reportNode(ctx context.Context, i int, r node.Report, err error
 		kind = NodeUnverified
 	case node.ClockFault:
 		kind = NodeClockFault
+	case node.Returned:
+		var back *node.ReturnedError
+		if errors.As(err, &back) {
+			c.emit(ctx, Event{Kind: NodeReturned, Addr: c.nodes.Addr(i), Duration: back.After})
+		}
+		return
 	}
-	c.emit(ctx, Event{Kind: kind, Err: &NodeError{Node: i, Addr: c.nodes.Addr(i), Err: err}})
+	c.emit(ctx, Event{Kind: kind, Addr: c.nodes.Addr(i), Err: &NodeError{Node: i, Addr: c.nodes.Addr(i), Err: err}})
 }
 
 // warnUnchecked logs, to each WithLogger logger, one Warn line per node
