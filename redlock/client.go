@@ -96,6 +96,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		ClockHold:   clockHold(cfg),
 		DriftFactor: cfg.driftFactor,
 		Timeout:     c.nodeTimeout(0),
+		Settle:      max(c.nodeTimeout(0), MaxNodeTimeout),
 		Clock:       cfg.clock,
 		Report:      c.reportNode,
 		Refusal:     isHeldCause, // the key is held: the node answered

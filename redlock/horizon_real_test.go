@@ -313,3 +313,54 @@ func awaitPools(t *testing.T, pools []pool.Pool) {
 		})
 	}
 }
+
+// A waiter's grants become its lock only once an extension confirms them
+// on a majority: a node that granted the waiter and then restarted empty
+// forgot the grant, and the waiter must not count it (its peers may count
+// that node again by its horizon long before the grant's lease would end).
+// Node 0 grants W, restarts; the holder of nodes 1 and 2 unlocks and hands
+// them to W; nodes 3 and 4 are down. W has no majority: its Lock must not
+// return a lock (without the extension it did, held on two nodes).
+func TestRealWaiterGrantsConfirmedOnAMajority(t *testing.T) {
+	t.Parallel()
+	servers, pools := realNodes(t, 5)
+	h := newClient(t, pools, redlock.WithNodeTimeout(200*time.Millisecond))
+	lh, err := h.TryLock(bg(), "k", 20*time.Second)
+	require.NoError(t, err)
+	h.WaitIdle()
+	for _, s := range []*redistest.Server{servers[0], servers[3], servers[4]} {
+		require.NoError(t, s.Client(t).Del(bg(), "k").Err())
+	}
+	servers[3].Kill()
+	servers[4].Kill()
+
+	w := newClient(t, pools, redlock.WithNodeTimeout(200*time.Millisecond))
+	type outcome struct {
+		l   *redlock.Lock
+		err error
+	}
+	got := make(chan outcome, 1)
+	ctx, cancel := context.WithTimeout(bg(), 4*time.Second)
+	defer cancel()
+	go func() {
+		l, err := w.Lock(ctx, "k", 30*time.Second, redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
+		got <- outcome{l, err}
+	}()
+	redistest.WaitFor(t, 3*time.Second, "node 0 granted the waiter", func() (bool, string) {
+		v, _ := servers[0].Client(t).Get(bg(), "k").Result()
+		return v != "" && v != lh.Token(), "node 0 holds " + v
+	})
+	servers[0].Kill()
+	servers[0].Restart(t)
+	// The holder held only nodes 1 and 2 by now: its Unlock hands them to
+	// the waiter and reports the others.
+	require.ErrorIs(t, lh.Unlock(bg()), redlock.ErrNotReleased)
+
+	o := <-got
+	if o.err == nil {
+		n := realHolders(t, servers[:3], "k", o.l.Token())
+		t.Fatalf("the waiter got a lock held on %d node(s) of 5 (a forgotten grant counted)", n)
+	}
+	require.ErrorIs(t, o.err, redlock.ErrNotObtained)
+	require.ErrorIs(t, o.err, context.DeadlineExceeded)
+}

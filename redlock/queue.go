@@ -76,13 +76,19 @@ func (q *queueing) Lost(ctx context.Context, w *wait.Waiter, err error) error {
 }
 
 // Won implements wait.Queue: the grants of w, valid until until, become
-// q's lock through hold. A lock left with less than half its TTL of
-// validity (the waiter's rounds were far apart) is extended first.
+// q's lock through hold, confirmed first by an extension that a majority
+// answers within the node timeout. A waiter gathers its grants over time,
+// and one of them may come from a node that restarted since and forgot it;
+// the node's peers then count it again once their lease ceilings say that
+// every lease it could have forgotten has expired (internal/node,
+// horizon.go), which holds only for leases whose counted votes all landed
+// within a node timeout of their start. The extension makes the waiter's
+// lock such a lease, and gives it a whole TTL of validity.
 func (q *queueing) Won(ctx context.Context, w *wait.Waiter, until time.Time) error {
 	c := q.c
 	l := c.newLock(&q.p, w.Token())
 	l.leave = w.Lease().Milliseconds()
-	cl := claim{until: until, extend: until.Sub(c.cfg.clock.Now()) < l.ttl/2}
+	cl := claim{until: until, extend: true}
 	held, err := c.hold(ctx, l, cl, q.p.lc)
 	switch {
 	case err != nil:

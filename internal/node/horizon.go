@@ -21,17 +21,22 @@ import (
 // by every script that grants or extends a lease.
 //
 // The rule: a restarted node r counts once its uptime exceeds, by the
-// drift allowance and horizonMargin, the largest ceiling read, after its
-// restart, from a quorum of the other nodes, each of which counts itself
-// when read (it persists every write, or is older than the quarantine, or
-// is declared fresh for its current run). Why it is safe: a lease L that r
-// granted before it restarted, and that is still valid at the read, was
+// drift allowance and horizonMargin, the largest ceiling read from a quorum
+// of the other nodes, each of which counts itself when read (it persists
+// every write, or is older than the quarantine, or is declared fresh for
+// its current run), the read made once r's uptime is past Config.Settle.
+// Why it is safe: a lease L that counts a grant r made before it
+// restarted was decided by votes that answered within its attempt's node
+// timeout of its start, which was before r's grant: so by Settle after the
+// restart every vote L counted has landed (a waiter's grants are no
+// exception: Won confirms them with an extension, redlock/queue.go). L was
 // granted by a majority M; a node of M other than r that counts at the
 // read either kept its data since it granted L, so its ceiling is at least
-// L's TTL and alive, or restarted since and was declared fresh, which it
-// is only once every lease it granted before, L included, had expired. A
-// quorum of the other nodes meets M less r (|M| >= quorum), so the largest
-// ceiling read is at least L's TTL, and r returns only after L expired.
+// L's TTL and alive while L may be valid, or restarted since and was
+// declared fresh, which it is only once every lease it granted before, L
+// included, had expired. A quorum of the other nodes meets M less r (|M| >=
+// quorum), so the largest ceiling read is at least L's TTL, and r returns
+// only after L expired (its validity ends before its start plus its TTL).
 //
 // The Client that establishes a node's horizon writes the fresh-start
 // declaration for that run on it (scripts.Admit): every Client, one that
@@ -122,6 +127,9 @@ func (s *Set) returnAt(r int, id pool.Identity) {
 	if rep.declared == id.RunID {
 		s.admit(r, id) // another Client established it
 		return
+	}
+	if !s.sleepUntil(id.Started.Add(s.cfg.Settle)) {
+		return // every vote a lease counting r's old grants counted has landed by then
 	}
 	ceiling, vouched := s.peersCeiling(r)
 	if vouched < s.quorum {

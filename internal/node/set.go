@@ -37,8 +37,12 @@ type Config struct {
 	ClockHold time.Duration
 	// DriftFactor is the clock drift allowed, as a fraction of the time.
 	DriftFactor float64
-	// Timeout bounds each clock reading.
+	// Timeout bounds each clock reading and each read of a horizon probe.
 	Timeout time.Duration
+	// Settle is how long after a node's restart every vote that a lease
+	// counting the node's earlier grants may count has landed: the longest
+	// node timeout of the nodes' clients (horizon.go).
+	Settle time.Duration
 	// Clock is the Client's clock.
 	Clock clock.Clock
 	// Report receives what the health checks find.
