@@ -40,7 +40,8 @@ type lifecycle struct {
 	closed  bool
 	closing chan struct{} // closed by Close: stops waiters and auto-extensions
 	wg      sync.WaitGroup
-	done    func() // wg.Done, bound once
+	done    func()         // wg.Done, bound once
+	calls   fanout.Workers // runs the node calls of fan-outs, counted in wg
 
 	closeMu  sync.Mutex  // serialises Close and Shutdown
 	draining atomic.Bool // set by Shutdown: acquisitions are refused
@@ -111,6 +112,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	}
 	c.life.closing = make(chan struct{})
 	c.life.done = c.life.wg.Done
+	c.life.calls.Calls = &c.life.wg
 	c.waits.Init(wait.HubConfig{
 		Channel:   wait.ChannelPrefix + newToken(),
 		Notifiers: notifiers(pools),
@@ -187,6 +189,7 @@ func (c *Client) stop() {
 	c.waits.Close()
 	c.nodes.Stop()
 	c.life.wg.Wait()
+	c.life.calls.Close()
 }
 
 // begin registers an operation so that Close waits for it. The returned

@@ -27,7 +27,7 @@ import (
 // cluster node its keys share a slot), which a node's health may read
 // (node.Set.Health: a cluster node's shard).
 func (c *Client) decide(ctx context.Context, key string, timeout, grace time.Duration, op fanout.Op, late fanout.Late, place func(int) string) fanout.Result {
-	return fanout.Decide(ctx, &c.life.wg, c.nodes.Len(), c.nodes.Quorum(), timeout, grace, op, c.judgeOf(key), late, place)
+	return fanout.Decide(ctx, &c.life.calls, c.nodes.Len(), c.nodes.Quorum(), timeout, grace, op, c.judgeOf(key), late, place)
 }
 
 // judgeOf returns decide's fanout.Judge for a decision on key: the Client's
@@ -56,7 +56,7 @@ func (c *Client) judgeVote(ctx context.Context, i int, ok bool, err error) (bool
 // back, which is safe on any node, and an unhealthy node that released our
 // token holds nothing of ours any more.
 func (c *Client) confirm(ctx context.Context, timeout time.Duration, op fanout.Op) fanout.Result {
-	return fanout.Decide(ctx, &c.life.wg, c.nodes.Len(), c.nodes.Quorum(), timeout, 0, op, c.noted, nil, nil)
+	return fanout.Decide(ctx, &c.life.calls, c.nodes.Len(), c.nodes.Quorum(), timeout, 0, op, c.noted, nil, nil)
 }
 
 // note is the judge of the fan-outs whose answers are not judged
@@ -73,7 +73,7 @@ func (c *Client) note(_ context.Context, i int, ok bool, err error) (bool, error
 // or leader read, a record's removal). Its answers are noted (silence),
 // not judged: the callers either give a hold back or only report.
 func (c *Client) each(ctx context.Context, nodes []int, timeout time.Duration, op fanout.Op) []fanout.Vote {
-	return fanout.Each(ctx, &c.life.wg, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+	return fanout.Each(ctx, &c.life.calls, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
 		ok, err := op(ctx, i)
 		c.nodes.Note(i, err)
 		return ok, err
