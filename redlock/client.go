@@ -102,7 +102,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		Report:      c.reportNode,
 		Refusal:     isHeldCause, // the key is held: the node answered
 	})
-	c.env = lease.Env{Nodes: c.nodes, Delay: cfg.lockDelay, Grants: &c.waits.Grants}
+	c.env = lease.NewEnv(c.nodes, cfg.lockDelay, &c.waits.Grants)
 	c.noted = c.note
 	c.warns = newNodeWarnings(pools)
 	c.warnFewNodes()

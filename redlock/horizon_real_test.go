@@ -364,3 +364,53 @@ func TestRealWaiterGrantsConfirmedOnAMajority(t *testing.T) {
 	require.ErrorIs(t, o.err, redlock.ErrNotObtained)
 	require.ErrorIs(t, o.err, context.DeadlineExceeded)
 }
+
+// A Client that raised a node's ceiling itself sends a bare SET NX PX while
+// it knows the ceiling covers the lease (lease.Env.setNX): every lock key
+// set that way is covered, on every node, for as long as it lives; and
+// after a node restarts (its ceiling gone), the next lock raises it again.
+func TestRealCeilingCoversEveryPlainLock(t *testing.T) {
+	t.Parallel()
+	const ttl = 2 * time.Second
+	servers, pools := realNodes(t, 3)
+	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
+	check := func(key string) {
+		t.Helper()
+		for i, s := range servers {
+			rc := s.Client(t)
+			kt, err := rc.PTTL(bg(), key).Result()
+			require.NoError(t, err)
+			if kt <= 0 {
+				continue // the node did not take it
+			}
+			v, err := rc.Get(bg(), "redlock:ceiling").Int64()
+			require.NoError(t, err, "node %d holds %s without a ceiling", i, key)
+			ct, err := rc.PTTL(bg(), "redlock:ceiling").Result()
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, v, ttl.Milliseconds(), "node %d: the ceiling covers %s's TTL", i, key)
+			assert.GreaterOrEqual(t, ct, kt, "node %d: the ceiling outlives %s", i, key)
+		}
+	}
+	// The first lock raises each node's ceiling for three TTLs; the next
+	// ones, well within that, find it covering them.
+	for n := range 20 {
+		key := fmt.Sprint("k", n)
+		_, err := c.TryLock(bg(), key, ttl)
+		require.NoError(t, err)
+		c.WaitIdle()
+		check(key)
+	}
+	// Node 0 restarts empty while the Client still knows its old run's
+	// ceiling: the next lock must raise the new run's.
+	servers[0].Kill()
+	servers[0].Restart(t)
+	servers[0].MarkFresh(t) // counted at once: this test is about the ceiling
+	rewarm(t, pools[:1])
+	_, err := c.TryLock(bg(), "after", ttl)
+	require.NoError(t, err)
+	c.WaitIdle()
+	check("after")
+	v, err := servers[0].Client(t).Get(bg(), "redlock:ceiling").Int64()
+	require.NoError(t, err, "the restarted node's ceiling is raised again")
+	assert.Equal(t, ttl.Milliseconds(), v)
+}

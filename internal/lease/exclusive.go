@@ -61,8 +61,7 @@ func (x *Exclusive) Take(ctx context.Context, e *Env, i int, token string, ttl t
 	case x.mode != plainSet && e.Delay > 0:
 		return e.setDelayed(ctx, i, x.key, token, ttl) // our own marker does not refuse
 	case e.Nodes.Names(i).Ceiling() != "":
-		r, err := e.Nodes.Pool(i).Eval(ctx, scripts.Acquire, []string{x.key}, token, ttl.Milliseconds(), keyspace.Ceiling)
-		return Int(r) == 1, err
+		return e.setNX(ctx, i, x.key, token, ttl) // ceiling.go
 	}
 	return e.Nodes.Pool(i).SetNX(ctx, x.key, token, ttl) // a cluster node: no ceiling
 }

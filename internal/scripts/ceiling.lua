@@ -24,20 +24,35 @@ if ARGV[#ARGV] == 'redlock:ceiling' then
   ARGV = own
 end
 
--- raise_ceiling makes the ceiling at least ttl ms and alive at least as
--- long, for a lease of ttl ms granted or extended now.
-local function raise_ceiling(ttl)
+-- raise_ceiling makes the ceiling at least ttl ms and alive at least keep
+-- ms (ttl when keep is nil), for a lease of ttl ms granted or extended now.
+local function raise_ceiling(ttl, keep)
   if not CEILING then
     return
   end
   ttl = tonumber(ttl)
+  keep = math.max(tonumber(keep) or ttl, ttl)
   local v = redis.pcall('GET', CEILING)
   local pt = redis.pcall('PTTL', CEILING)
   if type(v) == 'table' or type(pt) == 'table' then
     return -- the node refuses the ceiling's slot
   end
   v = tonumber(v) or 0
-  if v < ttl or pt < ttl then
-    redis.pcall('SET', CEILING, math.max(v, ttl), 'PX', math.max(pt, ttl))
+  if v < ttl or pt < keep then
+    redis.pcall('SET', CEILING, math.max(v, ttl), 'PX', math.max(pt, keep))
   end
+end
+
+-- ceiling_now returns the ceiling in ms and its remaining time to live in
+-- ms (0 and -2 when there is none, or the node refuses its slot).
+local function ceiling_now()
+  if not CEILING then
+    return 0, -2
+  end
+  local v = redis.pcall('GET', CEILING)
+  local pt = redis.pcall('PTTL', CEILING)
+  if type(v) == 'table' or type(pt) == 'table' then
+    return 0, -2
+  end
+  return tonumber(v) or 0, pt
 end
