@@ -161,7 +161,7 @@ func TestValidityBoundary(t *testing.T) {
 			var once sync.Once
 			for _, f := range fn.faults {
 				f.Before(func(op string) {
-					if op == "setnx" {
+					if op == "eval" { // the acquisition, first
 						once.Do(func() { clk.Advance(tc.elapsed) })
 					}
 				})

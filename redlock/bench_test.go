@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -88,8 +89,22 @@ func BenchmarkTryLockContended(b *testing.B) {
 // proxy), interleaved so that both see the same machine: the floor is SET
 // NX PX on every node, then a compare-and-delete script, each returning at
 // the majority, with go-redis and nothing else. It reports both p50s and
-// their ratio.
+// their ratio. Two pairs: TryLock against a floor whose fan-outs each pay
+// a context with a deadline, as the library's do; and Lock against the
+// leanest floor, a goroutine per node with no deadline at all (issue 38's
+// measure).
 func BenchmarkUncontendedVsFloor(b *testing.B) {
+	b.Run("TryLock-timed-floor", func(b *testing.B) {
+		vsFloor(b, true, func(c *redlock.Client) (*redlock.Lock, error) { return c.TryLock(bg(), "ours", 10*time.Second) })
+	})
+	b.Run("Lock-lean-floor", func(b *testing.B) {
+		vsFloor(b, false, func(c *redlock.Client) (*redlock.Lock, error) { return c.Lock(bg(), "ours", 10*time.Second) })
+	})
+}
+
+// vsFloor is BenchmarkUncontendedVsFloor for one pair: lock against the
+// floor, timed or lean.
+func vsFloor(b *testing.B, timed bool, lock func(c *redlock.Client) (*redlock.Lock, error)) {
 	servers, pools := realNodes(b, 5)
 	c, err := redlock.New(pools)
 	if err != nil {
@@ -105,8 +120,10 @@ func BenchmarkUncontendedVsFloor(b *testing.B) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	fan := func(op func(ctx context.Context, rc *redis.Client) bool) bool {
-		call := &floorCall{answers: make(chan bool, len(clients))}
-		call.ctx, call.cancel = context.WithTimeout(bg(), 500*time.Millisecond)
+		call := &floorCall{answers: make(chan bool, len(clients)), ctx: bg(), cancel: func() {}}
+		if timed {
+			call.ctx, call.cancel = context.WithTimeout(bg(), 500*time.Millisecond)
+		}
 		call.running.Store(int32(len(clients)))
 		wg.Add(len(clients))
 		for _, rc := range clients {
@@ -143,7 +160,7 @@ func BenchmarkUncontendedVsFloor(b *testing.B) {
 		}
 	}
 	ours := func() {
-		l, err := c.TryLock(bg(), "ours", 10*time.Second)
+		l, err := lock(c)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -92,9 +92,3 @@ func refusalTally(err error) (holders, failed, spare int) {
 	}
 	return holders, failed, qe.Total - qe.Needed
 }
-
-// isHeldCause reports whether a node's cause says the key is held there:
-// by another owner, as another kind, or in its lock-delay.
-func isHeldCause(err error) bool {
-	return errors.Is(err, ErrTaken) || errors.Is(err, ErrWrongKind) || errors.Is(err, ErrLockDelay)
-}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/redlockgo/redlock/internal/lease"
 )
 
 // The rule of IsContended and IsUnavailable, vote by vote: the holders
@@ -27,7 +29,7 @@ func TestContendedUnavailableRule(t *testing.T) {
 		{"held on a bare majority, the rest cut off", 5, []error{taken, taken, taken, ErrPending, ErrPending}, true},
 		{"held on one, two silent after the grace", 5, []error{taken, ErrPending, ErrPending}, true},
 		{"held on two, three silent after the grace", 5, []error{taken, taken, ErrPending, ErrPending, ErrPending}, true},
-		{"another kind", 5, []error{kindError("permits", "k"), taken, taken}, true},
+		{"another kind", 5, []error{lease.KindError("permits", "k"), taken, taken}, true},
 		{"lock-delay", 3, []error{ErrLockDelay, ErrLockDelay}, true},
 		{"one of five down, held on the others", 5, []error{down, taken, taken, ErrPending, ErrPending}, true},
 		{"one of three down, held on the others", 3, []error{down, taken, ErrPending}, true},

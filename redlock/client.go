@@ -1,8 +1,6 @@
 package redlock
 
 import (
-	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/redlockgo/redlock/clock"
 	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/lease"
 	"github.com/redlockgo/redlock/internal/node"
 	"github.com/redlockgo/redlock/internal/wait"
 	"github.com/redlockgo/redlock/pool"
@@ -30,6 +29,8 @@ type Client struct {
 	judge  fanout.Judge  // judgeVote, bound once; nil when a node's health reads the key (vote.go)
 	life   lifecycle     // Close, Shutdown and the operations they wait for
 	waits  wait.Hub      // what waiting calls share: grants, contended keys, wake-ups
+	env    lease.Env     // what the lock kinds act on (internal/lease)
+	noted  fanout.Judge  // note, bound once (vote.go)
 	warns  nodeWarnings  // what the degraded warnings remember (degraded.go)
 }
 
@@ -39,7 +40,8 @@ type lifecycle struct {
 	closed  bool
 	closing chan struct{} // closed by Close: stops waiters and auto-extensions
 	wg      sync.WaitGroup
-	done    func() // wg.Done, bound once
+	done    func()         // wg.Done, bound once
+	calls   fanout.Workers // runs the node calls of fan-outs, counted in wg
 
 	closeMu  sync.Mutex  // serialises Close and Shutdown
 	draining atomic.Bool // set by Shutdown: acquisitions are refused
@@ -95,10 +97,13 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		ClockHold:   clockHold(cfg),
 		DriftFactor: cfg.driftFactor,
 		Timeout:     c.nodeTimeout(0),
+		Settle:      max(c.nodeTimeout(0), MaxNodeTimeout),
 		Clock:       cfg.clock,
 		Report:      c.reportNode,
 		Refusal:     isHeldCause, // the key is held: the node answered
 	})
+	c.env = lease.NewEnv(c.nodes, cfg.lockDelay, &c.waits.Grants)
+	c.noted = c.note
 	c.warns = newNodeWarnings(pools)
 	c.warnFewNodes()
 	c.warnUnchecked()
@@ -107,6 +112,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	}
 	c.life.closing = make(chan struct{})
 	c.life.done = c.life.wg.Done
+	c.life.calls.Calls = &c.life.wg
 	c.waits.Init(wait.HubConfig{
 		Channel:   wait.ChannelPrefix + newToken(),
 		Notifiers: notifiers(pools),
@@ -117,7 +123,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		Closing:   c.life.closing,
 		Stopped:   stopped,
 	})
-	c.nodes.StartClocks(c.life.closing)
+	c.nodes.Start(c.life.closing)
 	return c, nil
 }
 
@@ -181,8 +187,9 @@ func (c *Client) stop() {
 	}
 	c.life.mu.Unlock()
 	c.waits.Close()
-	c.nodes.StopClocks()
+	c.nodes.Stop()
 	c.life.wg.Wait()
+	c.life.calls.Close()
 }
 
 // begin registers an operation so that Close waits for it. The returned
@@ -200,204 +207,61 @@ func (c *Client) begin() (func(), error) {
 	return c.life.done, nil
 }
 
-// TryLock makes one attempt to take the lock on key for ttl. It returns the
-// lock, or an error wrapping ErrNotObtained (and ctx.Err() when ctx ended the
-// attempt) with one *NodeError per node that did not agree. It does not wait
-// for a slow node once the majority has decided, and the cleanup of a failed
-// attempt runs in the background. Once a node has answered that the key is
-// held, it waits for the nodes still silent at most a quarter of the node
-// timeout (50ms at most) before it gives up, rather than the whole node
-// timeout: a silent node does not stall contended attempts, nor the waiters
-// whose nodes such an attempt took. (Not less: a node that restarted needs
-// a new connection, and must still be able to answer.) WithFairness makes it respect the queue of
-// waiters: it takes the lock only if nobody waits for it.
-//
-// Simultaneous callers can split the nodes so that none has a majority
-// (three Clients on three nodes, one node each). A refused TryLock that won
-// at least one node while every other node said the key is held may be in
-// such a split, and tries again after a random delay (1ms to a quarter of
-// the node timeout, at most 50ms), up to twice while the refusals still
-// look so, before it reports ErrNotObtained; so do TryRLock, TryAcquirePermit and TryLockAll. A key
-// held by one owner on every node gives no yes, and is refused after one
-// attempt.
-//
-// SET NX cannot tell a lock from a key of another kind, so a refused
-// TryLock asks one node that refused what the key holds (one more round
-// trip, bounded by the node timeout): a key that holds permits, or one of
-// the application's, is reported as that node's ErrWrongKind. Lock learns
-// it from its first round in the queue, and returns at once.
-//
-// ttl counts in whole milliseconds, as Redis does, from the shortest that
-// outlasts the drift allowance (3ms with the default WithDriftFactor) to
-// MaxTTL; outside that range TryLock and Lock return an error without
-// calling a node.
-//
-// key must not be empty nor one of the names the library keeps beside a key
-// (docs/design.md, "Key names"): a key ending with ":fence", ":queue",
-// ":queue:leases", ":queue:entries", ":queue:left", ":queue:watch",
-// ":queue:holds", ":held", ":readers" or ":leader"; one beginning with
-// "fence{", "queue{", "queue:leases{", "queue:entries{", "queue:left{",
-// "held{", "readers{" or "leader{"; one beginning with "election:"
-// (Campaign's), "redlock:fresh-start", "redlock:reign" or
-// "redlock:ceiling". Every acquisition refuses such a key with an error
-// saying "reserved", without calling a node, so no caller's key can touch
-// another lock's fence counter, queue or leader record.
-func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	done, lc, err := c.beginLock(ctx, key, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	if lc.owner != "" {
-		return c.lockOwned(ctx, key, lc, false) // reentry.go
-	}
-	start := c.cfg.clock.Now()
-	ttl = lc.ttl
-	var l *Lock
-	attempts := 1
-	if lc.fair {
-		l, _, err = c.wait(ctx, key, ttl, lc, 0, false)
-	} else {
-		attempts, err = c.settleSplit(ctx, c.nodeTimeout(ttl), func() (err error) {
-			l, err = c.acquire(ctx, key, ttl, lc)
-			return err
-		})
-		if err != nil {
-			err = c.nameKind(ctx, key, err)
-		}
-	}
-	if err != nil {
-		err = withContext(err, ctx.Err())
-	}
-	return c.obtained(ctx, key, l, err, start, attempts, lc)
-}
-
-// Lock takes the lock on key for ttl, waiting until it succeeds or ctx
-// ends. On failure the error wraps ErrNotObtained and, when ctx ended the
-// wait, ctx.Err(); it returns within ctx's deadline whatever the nodes do,
-// and a lock it returns is valid (Until() in the future).
-//
-// It tries once at once. If the lock is held, it joins the queue of waiters
-// kept next to the key on every node (part of the same attempt). A release
-// hands the key to the first waiter on each node and tells it: the waiter
-// holds the lock once a majority of nodes have, without a new attempt and
-// without waking anyone else. Waiters are served in the order they queued,
-// across Clients and processes. Retry k (k = 1, 2, ...) of the retry
-// strategy (WithRetry) is one round of calls to the nodes, sent NextDelay(k)
-// (at least 10ms) after the attempt before it: it refreshes the waiter's
-// place and takes the key if it is free and the waiter is first, which
-// covers a lost message and an expiry. Between retries further apart than a
-// third of the TTL, rounds at that interval keep the waiter's place; they
-// are not retries and do not use up the strategy, though they too take a
-// free key. When the strategy stops, Lock returns the last error once the
-// last retry's round has answered, never before that retry was due.
-//
-// WithFairness skips the first try: the caller's first attempt is to join
-// the queue, so it never overtakes a waiter. So does a Lock call on a key
-// that this Client's Lock calls found held within the last second: under
-// contention a release hands the key straight to a waiter, so the try could
-// only be refused. With NoRetry, Lock makes one attempt, and leaves the
-// queue again if it joined it.
-func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	done, lc, err := c.beginLock(ctx, key, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	if lc.owner != "" {
-		return c.lockOwned(ctx, key, lc, true) // reentry.go
-	}
-	start := c.cfg.clock.Now()
-	ttl = lc.ttl
-	// NextDelay(1) is asked once, before the first attempt's end is known.
-	delay, retry := lc.retry.NextDelay(1)
-	if !lc.fair && (!retry || !c.waits.Busy.Is(key, start)) {
-		l, err := c.acquire(ctx, key, ttl, lc)
-		if err, end := afterAttempt(ctx, err, nil, retry); end {
-			return c.obtained(ctx, key, l, err, start, 1, lc)
-		}
-		c.waits.Busy.Mark(key, start)
-	}
-	l, retries, err := c.wait(ctx, key, ttl, lc, delay, retry)
-	return c.obtained(ctx, key, l, err, start, 1+retries, lc)
-}
-
-// obtained ends an acquisition: it starts the keeper of a lock taken
-// WithAutoExtend and reports the outcome to the observers.
-func (c *Client) obtained(ctx context.Context, key string, l *Lock, err error, start time.Time, attempts int, lc lockConfig) (*Lock, error) {
-	e := Event{Kind: Acquired, Key: key, Start: start, Duration: c.cfg.clock.Since(start), Attempts: attempts, Err: err}
-	if err != nil {
-		e.Kind = NotObtained
-		c.emit(ctx, e)
-		return nil, err
-	}
-	l.acquiredAt = c.cfg.clock.Now()
-	c.life.held.add(l, l.acquiredAt)
-	e.Fence = l.fence
-	c.emit(ctx, e)
-	if lc.autoExtend {
-		l.startKeeper(lc)
-	}
-	return l, nil
-}
-
-// beginLock is the prologue of every acquisition: it registers the operation
-// (begin) and validates the arguments (check). On success the caller defers
-// done; on failure nothing is left registered.
-func (c *Client) beginLock(ctx context.Context, key string, ttl time.Duration, opts []LockOption) (func(), lockConfig, error) {
-	done, err := c.begin()
-	if err != nil {
-		return nil, lockConfig{}, err
-	}
-	lc, err := c.check(ctx, key, ttl, opts)
-	if err != nil {
-		done()
-		return nil, lockConfig{}, err
-	}
-	return done, lc, nil
-}
-
-// check validates the arguments common to every acquisition.
-func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts []LockOption) (lockConfig, error) {
-	if ctx == nil {
-		return lockConfig{}, errors.New("redlock: nil context")
-	}
-	if c.life.draining.Load() {
-		return lockConfig{}, ErrClosed // Shutdown has begun
-	}
-	lc, err := c.lockConfig(opts)
-	if err != nil {
-		return lockConfig{}, err
-	}
-	if !lc.election {
-		err = checkKey(key)
-	}
-	if err == nil {
-		err = c.checkTTL(ttl)
-	}
-	if err == nil && lc.autoExtend {
-		err = c.checkKeepable(ttl)
-	}
-	if err == nil {
-		err = c.checkMaxHold(ttl, lc)
-	}
-	lc.ttl = ttl.Truncate(time.Millisecond) // Redis keeps milliseconds
-	return lc, err
-}
-
 // newToken returns a random token: 128 bits or more from crypto/rand.
-func newToken() string { return rand.Text() }
+func newToken() string { return lease.NewToken() }
 
-// newLock returns a Lock on key with token for ttl (whole milliseconds).
-// Its kind is set once it holds (attempt, granted).
-func (c *Client) newLock(key, token string, ttl time.Duration, heal bool) *Lock {
-	return &Lock{c: c, key: key, token: token, ttl: ttl, heal: heal, leave: ""}
+// notifiers returns each pool's notification API, nil for a pool without
+// one: what the Client's listeners need of the nodes.
+func notifiers(pools []pool.Pool) []pool.Notifier {
+	out := make([]pool.Notifier, len(pools))
+	for i, p := range pools {
+		out[i], _ = p.(pool.Notifier)
+	}
+	return out
 }
 
-// acquire is one attempt at the exclusive lock on key (the engine's
-// attempt, with the exclusive kind lc chooses).
-func (c *Client) acquire(ctx context.Context, key string, ttl time.Duration, lc lockConfig) (*Lock, error) {
-	l := c.newLock(key, newToken(), ttl, lc.heal)
-	l.ex = c.exclusiveKind(key, lc)
-	return c.attempt(ctx, l, &l.ex, lc, nil)
+// heldLocks is the set of locks a Client has handed out and that were not
+// unlocked, for Shutdown. A lock is added when obtained and removed by
+// Unlock; one never unlocked is dropped once it has surely expired on the
+// nodes, a TTL after the end of its validity.
+type heldLocks struct {
+	mu    sync.Mutex
+	locks map[*Lock]struct{}
+	prune int // the size at which add next drops expired locks
+}
+
+// add records l, obtained at now.
+func (h *heldLocks) add(l *Lock, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.locks == nil {
+		h.locks = make(map[*Lock]struct{})
+	}
+	if len(h.locks) >= h.prune {
+		for x := range h.locks {
+			if now.After(x.Until().Add(x.ttl)) {
+				delete(h.locks, x)
+			}
+		}
+		h.prune = max(2*len(h.locks), 64) // amortised: O(1) per add
+	}
+	h.locks[l] = struct{}{}
+}
+
+// remove forgets l.
+func (h *heldLocks) remove(l *Lock) {
+	h.mu.Lock()
+	delete(h.locks, l)
+	h.mu.Unlock()
+}
+
+// list returns the locks held.
+func (h *heldLocks) list() []*Lock {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*Lock, 0, len(h.locks))
+	for l := range h.locks {
+		out = append(out, l)
+	}
+	return out
 }

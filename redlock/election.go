@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redlockgo/redlock/internal/keyspace"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/redlockgo/redlock/internal/scripts"
+	"github.com/redlockgo/redlock/internal/keyspace"
 )
 
 // Leader election (docs/election.md). A Leadership is an exclusive Lock
@@ -36,13 +35,6 @@ func electionKey(election string) (string, error) {
 		return "", fmt.Errorf("redlock: %w", err)
 	}
 	return key, nil
-}
-
-// leaderKey returns the name of the leader record of the election key
-// key on node i: key + ":leader" on a standalone node, as the queue and
-// fence counter are named, and a name in key's slot on a Redis Cluster.
-func (c *Client) leaderKey(i int, key string) string {
-	return c.nodes.Names(i).Leader(key)
 }
 
 // checkElection validates the election name and the leader's value, and
@@ -143,14 +135,9 @@ func (ls *Leadership) record(ctx context.Context, value string, rev uint64) erro
 	}
 	defer done()
 	term, r := strconv.FormatUint(l.Fence(), 10), strconv.FormatUint(rev, 10)
-	slots := c.nodes.TakeAll(l.key, l.token, false, nil)
-	res := c.decide(ctx, l.key, c.nodeTimeout(l.ttl), 0,
-		func(ctx context.Context, i int) (bool, error) {
-			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
-				v, err := c.nodes.Pool(i).Eval(ctx, scripts.LeaderSet, []string{l.key, c.leaderKey(i, l.key)}, l.token, value, term, r)
-				return asInt(v) == 1, err
-			})
-		}, nil, nil)
+	res := c.onHolders(ctx, l, func(ctx context.Context, i int) (bool, error) {
+		return c.env.RecordLeader(ctx, i, l.key, l.token, value, term, r)
+	})
 	if res.Reached {
 		return nil
 	}
@@ -317,7 +304,6 @@ func (ls *Leadership) forget(ctx context.Context) {
 	}
 	defer done()
 	c.each(context.WithoutCancel(ctx), c.nodes.All(), c.nodeTimeout(l.ttl), func(ctx context.Context, i int) (bool, error) {
-		v, err := c.nodes.Pool(i).Eval(ctx, scripts.LeaderDel, []string{c.leaderKey(i, l.key)}, l.token)
-		return asInt(v) == 1, err
+		return c.env.DropLeader(ctx, i, l.key, l.token)
 	})
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/fanout"
-	"github.com/redlockgo/redlock/internal/scripts"
 )
 
 // Leader is who leads an election, as a majority of the nodes say. The
@@ -65,7 +64,7 @@ func (c *Client) Leader(ctx context.Context, election string) (Leader, error) {
 	}
 	views := make([]leaderView, c.nodes.Len())
 	votes := c.each(ctx, c.nodes.All(), c.nodeTimeout(0), func(ctx context.Context, i int) (bool, error) {
-		reply, err := c.nodes.Pool(i).Eval(ctx, scripts.LeaderGet, []string{key, c.leaderKey(i, key)})
+		reply, err := c.env.ReadLeader(ctx, i, key)
 		if err == nil {
 			err = views[i].parse(reply) // each goroutine writes its own node
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/lease"
 	"github.com/redlockgo/redlock/internal/node"
 	"github.com/redlockgo/redlock/internal/wait"
 )
@@ -61,14 +62,14 @@ var (
 	// last holder's lock expired without a release less than the lock-delay
 	// ago (WithLockDelay). The node set nothing; the NodeError names the
 	// time left.
-	ErrLockDelay = errors.New("redlock: lock-delay after an expired holder")
+	ErrLockDelay = lease.ErrLockDelay
 	// ErrWrongKind is the per-node cause when the key holds another kind of
 	// lock than the call takes: permits (a semaphore) where a lock, reader
 	// or multi-lock is asked for, a lock or readers where a permit is, or a
 	// key of another Redis type. The node set nothing; the NodeError names
 	// the kind the key holds. Every acquisition refuses it at once, without
 	// waiting: mixing kinds on one key is a programming error.
-	ErrWrongKind = errors.New("redlock: key holds another kind of lock")
+	ErrWrongKind = lease.ErrWrongKind
 	// ErrMaxHold is the cause, wrapped with ErrLockLost, of the loss of a
 	// lock whose keeper stopped extending it at its maximum hold
 	// (WithMaxHold).
@@ -81,26 +82,6 @@ var (
 	// although the leadership may still last: nodes did not answer in time.
 	ErrNotProclaimed = errors.New("redlock: value not proclaimed")
 )
-
-// kindError is the per-node cause of a refusal because the key holds kind
-// (kind.lua's names), which key names when it is given.
-func kindError(kind any, key string) error {
-	k, _ := kind.(string)
-	what := map[string]string{"permits": "permits (a semaphore)", "lock": "a lock", "readers": "readers"}[k]
-	if what == "" {
-		what = fmt.Sprintf("a Redis %s", k)
-	}
-	if key != "" {
-		return fmt.Errorf("%w: key %q holds %s", ErrWrongKind, key, what)
-	}
-	return fmt.Errorf("%w: it holds %s", ErrWrongKind, what)
-}
-
-// isKnownRefusal reports whether err is a refusal after which the node is
-// known to hold nothing of the call: the lock-delay, or another kind.
-func isKnownRefusal(err error) bool {
-	return err != nil && (errors.Is(err, ErrLockDelay) || errors.Is(err, ErrWrongKind))
-}
 
 // NodeError is one node's failure within an operation. It is reachable with
 // errors.As from the error of any operation.
@@ -291,7 +272,14 @@ func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *Quor
 	return qe
 }
 
-func asInt(v any) int64 {
-	n, _ := v.(int64)
-	return n
+// ErrLockLost means a lock that was being kept alive can no longer be
+// guaranteed: an extension was refused by a majority, or extensions did not
+// get through before validity was about to run out. Errors wrapping it also
+// wrap the last extension error, with its per-node detail.
+var ErrLockLost = errors.New("redlock: lock lost")
+
+// isHeldCause reports whether a node's cause says the key is held there:
+// by another owner, as another kind, or in its lock-delay.
+func isHeldCause(err error) bool {
+	return errors.Is(err, ErrTaken) || errors.Is(err, ErrWrongKind) || errors.Is(err, ErrLockDelay)
 }

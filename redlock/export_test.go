@@ -1,5 +1,7 @@
 package redlock
 
+import "github.com/redlockgo/redlock/internal/node"
+
 // WaitIdle waits for the Client's background node calls (stragglers,
 // cleanup) to end, so tests can inspect the nodes deterministically. It must
 // not run concurrently with new operations.
@@ -9,7 +11,7 @@ func (c *Client) WaitIdle() { c.life.wg.Wait() }
 // node and on a Redis Cluster node, for tests that look at the nodes.
 var (
 	FenceKey        = fenceKey
-	ClusterFenceKey = clusterFenceKey
+	ClusterFenceKey = node.ClusterFenceKey
 )
 
 // ShardedNodes starts c's listeners, as its first wait would, and returns

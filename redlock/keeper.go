@@ -213,3 +213,70 @@ func (k *keeper) finish(err error, lost bool) {
 		k.onLost(err)
 	}
 }
+
+// lossMargin is how long before Until() an auto-extended lock of ttl is
+// declared lost, at the latest: enough for work to stop in time, and twice
+// the node timeout, of which the last extension may use one.
+func (c *Client) lossMargin(ttl time.Duration) time.Duration {
+	return max(ttl/10, 2*c.nodeTimeout(ttl))
+}
+
+// lossSlack is how much earlier than the loss margin the keeper of a lock
+// whose node timeout is timeout declares the loss: timer slack, and the
+// return of an extension cut at that point, take up to a millisecond or so
+// on a loaded machine. It comes out of the last extension's node timeout,
+// never out of the margin, so that it changes no ttl checkKeepable accepts.
+func lossSlack(timeout time.Duration) time.Duration {
+	return min(timeout/4, 2*time.Millisecond)
+}
+
+// lostBecause is the loss error for cause: it wraps ErrLockLost and cause,
+// and says "redlock: " once.
+func lostBecause(cause error) error {
+	return &lossError{cause: cause}
+}
+
+type lossError struct{ cause error }
+
+func (e *lossError) Error() string { return ErrLockLost.Error() + ": " + unprefixed(e.cause) }
+
+func (e *lossError) Unwrap() []error { return []error{ErrLockLost, e.cause} }
+
+// lose ends the keeper with a loss and reports it to the observers.
+func (l *Lock) lose(err error) {
+	l.keeper.finish(err, true)
+	now := l.c.cfg.clock.Now()
+	l.c.emit(context.Background(), Event{Kind: Lost, Key: l.key, Start: now, Held: now.Sub(l.acquiredAt), Fence: l.fence, Err: err})
+}
+
+// errUnlocked is the Err of a lock ended by Unlock rather than lost.
+var errUnlocked = fmt.Errorf("%w: unlocked", ErrNotHeld)
+
+// capTTL is the TTL of the extension due at now: the lock's, or what is
+// left to the cap when that is less. ok is false when such an extension
+// would not move Until() later: the cap leaves nothing to add.
+func (k *keeper) capTTL(l *Lock, now time.Time) (ttl time.Duration, ok bool) {
+	if k.capAt.IsZero() {
+		return l.ttl, true
+	}
+	left := k.capAt.Sub(now).Truncate(time.Millisecond) // Redis keeps milliseconds
+	if left >= l.ttl {
+		return l.ttl, true
+	}
+	if left < l.c.minTTL || !now.Add(left-l.c.drift(left)).After(l.Until()) {
+		return 0, false
+	}
+	return left, true
+}
+
+// capReached reports whether the loss of a lock valid until until is the
+// cap's doing: the keeper stopped extending for it, or the lock is valid
+// up to the cap anyway (a manual Extend went past it).
+func (k *keeper) capReached(until time.Time) bool {
+	return k.capped || (!k.capAt.IsZero() && !until.Before(k.capAt))
+}
+
+// capError is the cause of a loss at the cap.
+func (k *keeper) capError() error {
+	return fmt.Errorf("%w: held for the maximum of %v", ErrMaxHold, k.maxHold)
+}

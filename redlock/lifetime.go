@@ -7,15 +7,6 @@ import (
 	"time"
 )
 
-// ErrLockLost means a lock that was being kept alive can no longer be
-// guaranteed: an extension was refused by a majority, or extensions did not
-// get through before validity was about to run out. Errors wrapping it also
-// wrap the last extension error, with its per-node detail.
-var ErrLockLost = errors.New("redlock: lock lost")
-
-// errUnlocked is the Err of a lock ended by Unlock rather than lost.
-var errUnlocked = fmt.Errorf("%w: unlocked", ErrNotHeld)
-
 // WithAutoExtend keeps the lock alive in the background until Unlock: it
 // extends the lock to its full TTL every interval (0 means ttl/3), retries a
 // failed extension within the remaining validity, and when the lock cannot be
@@ -82,54 +73,6 @@ func (l *Lock) Err() error {
 	default:
 		return nil
 	}
-}
-
-// lossMargin is how long before Until() an auto-extended lock of ttl is
-// declared lost, at the latest: enough for work to stop in time, and twice
-// the node timeout, of which the last extension may use one.
-func (c *Client) lossMargin(ttl time.Duration) time.Duration {
-	return max(ttl/10, 2*c.nodeTimeout(ttl))
-}
-
-// checkKeepable refuses a ttl too short for auto-extension: from the start
-// of the acquisition, an extension bounded by the node timeout must fit
-// before the loss margin, or the lock would be lost as soon as it is taken.
-func (c *Client) checkKeepable(ttl time.Duration) error {
-	ttl = ttl.Truncate(time.Millisecond)
-	nt, margin, validity := c.nodeTimeout(ttl), c.lossMargin(ttl), ttl-c.drift(ttl)
-	if margin+nt < validity {
-		return nil
-	}
-	return fmt.Errorf("redlock: ttl %v is too short to auto-extend with node timeout %v: "+
-		"validity %v must exceed the loss margin %v (the larger of ttl/10 and twice the node timeout) "+
-		"plus one node timeout; use a longer ttl or a shorter node timeout", ttl, nt, validity, margin)
-}
-
-// lossSlack is how much earlier than the loss margin the keeper of a lock
-// whose node timeout is timeout declares the loss: timer slack, and the
-// return of an extension cut at that point, take up to a millisecond or so
-// on a loaded machine. It comes out of the last extension's node timeout,
-// never out of the margin, so that it changes no ttl checkKeepable accepts.
-func lossSlack(timeout time.Duration) time.Duration {
-	return min(timeout/4, 2*time.Millisecond)
-}
-
-// lostBecause is the loss error for cause: it wraps ErrLockLost and cause,
-// and says "redlock: " once.
-func lostBecause(cause error) error {
-	return &lossError{cause: cause}
-}
-
-type lossError struct{ cause error }
-
-func (e *lossError) Error() string   { return ErrLockLost.Error() + ": " + unprefixed(e.cause) }
-func (e *lossError) Unwrap() []error { return []error{ErrLockLost, e.cause} }
-
-// lose ends the keeper with a loss and reports it to the observers.
-func (l *Lock) lose(err error) {
-	l.keeper.finish(err, true)
-	now := l.c.cfg.clock.Now()
-	l.c.emit(context.Background(), Event{Kind: Lost, Key: l.key, Start: now, Held: now.Sub(l.acquiredAt), Fence: l.fence, Err: err})
 }
 
 // Do takes the lock on key (retrying as Lock does), runs fn while keeping the

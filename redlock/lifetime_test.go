@@ -177,10 +177,14 @@ func TestDoRunsAndReleases(t *testing.T) {
 	c.WaitIdle()
 	assert.Zero(t, fn.present("k"), "released after fn")
 	// New connections to the fake nodes have server-side goroutines; ours
-	// (keeper, fan-out) must all be gone.
-	goleak.VerifyNone(t, leaks,
+	// (keeper, fan-out calls) must all be gone. The Client's workers wait
+	// for its next node call (fanout.Workers) until Close.
+	servers := []goleak.Option{leaks,
 		goleak.IgnoreAnyFunction("github.com/alicebob/miniredis/v2/server.(*Server).servePeer"),
-		goleak.IgnoreAnyFunction("github.com/alicebob/miniredis/v2/server.(*Server).servePeer.func2"))
+		goleak.IgnoreAnyFunction("github.com/alicebob/miniredis/v2/server.(*Server).servePeer.func2")}
+	goleak.VerifyNone(t, append(servers, goleak.IgnoreTopFunction("github.com/redlockgo/redlock/internal/fanout.(*Workers).run"))...)
+	require.NoError(t, c.Close())
+	goleak.VerifyNone(t, servers...)
 }
 
 func TestDoReleasesOnPanic(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/fanout"
+	"github.com/redlockgo/redlock/internal/lease"
 	"github.com/redlockgo/redlock/internal/scripts"
 )
 
@@ -32,10 +33,11 @@ type Lock struct {
 	// its waiter may still be on its way); "" otherwise.
 	leave any
 	fence uint64
-	// kind acts on the nodes for the lock's kind (engine.go): exclusive,
-	// multi, reader, permit. Set before the Lock is returned.
-	kind leaseKind
-	ex   exclusive // an exclusive lock's kind, which kind points to (no allocation of its own)
+	// kind acts on the nodes for the lock's kind (internal/lease):
+	// exclusive, owner's, multi, reader, permit. Set before the Lock is
+	// returned.
+	kind lease.Kind
+	ex   lease.Exclusive // an exclusive lock's kind, which kind points to (no allocation of its own)
 	// acquiredAt is set before the Lock is returned, then only read.
 	acquiredAt time.Time
 	released   atomic.Bool
@@ -156,7 +158,7 @@ func (l *Lock) extendOnce(ctx context.Context, ttl, timeout time.Duration) error
 	res := c.decide(ctx, l.key, timeout, 0,
 		func(ctx context.Context, i int) (bool, error) {
 			return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
-				r, err := l.extendOn(ctx, i, ttl)
+				r, err := l.kind.Extend(ctx, &c.env, i, l.token, ttl)
 				if err != nil {
 					return false, err
 				}
@@ -227,10 +229,10 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return err
 	}
 	defer done()
-	c := l.c
 	if ctx == nil {
-		ctx = context.Background()
+		ctx = context.Background() // a deferred Unlock still frees the lock
 	}
+	c := l.c
 	l.stopKeeper() // before opMu: the keeper may be waiting for it
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
@@ -264,7 +266,8 @@ func (l *Lock) healNodes(ctx context.Context, nodes []int, ttl, timeout time.Dur
 	slots := c.nodes.TakeAll(l.key, l.token, false, nodes)
 	c.each(context.WithoutCancel(ctx), nodes, timeout, func(ctx context.Context, i int) (bool, error) {
 		return slots[i].Run(ctx, func(ctx context.Context) (bool, error) {
-			return l.healOn(ctx, i, ttl)
+			var t lease.Take // exactly the lease's place, never over another owner
+			return l.kind.Take(ctx, &c.env, i, l.token, ttl, true, lease.Watch{}, &t)
 		})
 	})
 }

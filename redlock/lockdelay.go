@@ -1,12 +1,6 @@
 package redlock
 
-import (
-	"context"
-	"fmt"
-	"time"
-
-	"github.com/redlockgo/redlock/internal/scripts"
-)
+import "time"
 
 // WithLockDelay turns on the lock-delay: after a lock on a key expired
 // without a release (its holder vanished: crashed, paused, cut off), a new
@@ -45,57 +39,4 @@ func WithLockDelay(d time.Duration) Option {
 		}
 		c.lockDelay = d.Truncate(time.Millisecond)
 	}
-}
-
-// withHeld returns keys with key's holder marker on node i appended when
-// the lock-delay is on, and keys unchanged otherwise.
-func (c *Client) withHeld(keys []string, i int, key string) []string {
-	if c.cfg.lockDelay == 0 {
-		return keys
-	}
-	return append(keys, c.heldKey(i, key))
-}
-
-// withDelay returns args with the lock-delay in ms appended when it is on,
-// and args unchanged otherwise.
-func (c *Client) withDelay(args []any) []any {
-	if c.cfg.lockDelay == 0 {
-		return args
-	}
-	return append(args, c.cfg.lockDelay.Milliseconds())
-}
-
-// setDelayed is the lock-delay's SET NX PX on node i: it sets key and its
-// holder marker, or refuses with an error wrapping ErrLockDelay.
-func (c *Client) setDelayed(ctx context.Context, i int, key, token string, ttl time.Duration) (bool, error) {
-	r, err := c.nodes.Pool(i).Eval(ctx, scripts.AcquireDelay, []string{key, c.heldKey(i, key)},
-		token, ttl.Milliseconds(), c.cfg.lockDelay.Milliseconds())
-	if err != nil {
-		return false, err
-	}
-	arr, _ := r.([]any)
-	if len(arr) == 0 {
-		return false, errMalformed
-	}
-	switch asInt(arr[0]) {
-	case scripts.AcquireSet:
-		return true, nil
-	case scripts.AcquireHeld:
-		return false, nil
-	}
-	return false, delayedReply(arr)
-}
-
-// delayedReply is the error of a script's reply {AcquireDelayed, pttl}.
-func delayedReply(arr []any) error {
-	if len(arr) < 2 || asInt(arr[0]) != scripts.AcquireDelayed {
-		return errMalformed
-	}
-	return delayError(time.Duration(max(asInt(arr[1]), 0)) * time.Millisecond)
-}
-
-// delayError is the per-node cause of a refusal for the lock-delay, left
-// being how much of it remains.
-func delayError(left time.Duration) error {
-	return fmt.Errorf("%w: %v left", ErrLockDelay, left)
 }

@@ -44,8 +44,10 @@ func recordingNodes(t *testing.T, pools []pool.Pool) ([]pool.Pool, func() []stri
 }
 
 // Mistake: SETNX then EXPIRE as two commands, so a crash between them leaves a
-// lock that never expires. The library acquires with one SET NX PX per node:
-// there is no window in which the key exists without a TTL.
+// lock that never expires. The library acquires with one atomic call per
+// node (a script that runs SET NX PX and raises the node's lease ceiling,
+// scripts' acquire.lua): there is no window in which the key exists
+// without a TTL.
 func TestMistakeSetNXThenExpire(t *testing.T) {
 	servers, pools := realNodes(t, 3)
 	rec, ops := recordingNodes(t, pools)
@@ -53,7 +55,7 @@ func TestMistakeSetNXThenExpire(t *testing.T) {
 	l, err := c.TryLock(bg(), "res", time.Minute)
 	require.NoError(t, err)
 	c.WaitIdle()
-	assert.Equal(t, []string{"setnx", "setnx", "setnx"}, ops(), "one atomic SET NX PX per node, nothing else")
+	assert.Equal(t, []string{"eval", "eval", "eval"}, ops(), "one atomic script per node, nothing else")
 	assert.Equal(t, 3, realHolders(t, servers, "res", l.Token()), "and every copy carries a TTL")
 }
 

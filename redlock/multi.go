@@ -2,12 +2,8 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"time"
-
-	"github.com/redlockgo/redlock/internal/keyslot"
 )
 
 // TryLockAll makes one attempt to take the locks on every key of keys at
@@ -44,12 +40,7 @@ import (
 // answers CROSSSLOT, reported as that node's error). The companion keys the
 // library adds are named in each key's slot there.
 func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	done, keys, lc, err := c.beginLockAll(ctx, keys, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return c.obtain(ctx, multi{keys: keys, fencing: lc.fencing}, lc, false)
+	return c.acquire(ctx, request{kind: multiKind, keys: keys, ttl: ttl, opts: opts})
 }
 
 // LockAll takes the locks on every key of keys at once, as TryLockAll does,
@@ -77,12 +68,7 @@ func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duratio
 // ctx.Err() (ErrClosed when the Client closed), with the per-node detail of
 // the last attempt; it returns within ctx's deadline whatever the nodes do.
 func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	done, keys, lc, err := c.beginLockAll(ctx, keys, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return c.obtain(ctx, multi{keys: keys, fencing: lc.fencing}, lc, true)
+	return c.acquire(ctx, request{kind: multiKind, keys: keys, ttl: ttl, opts: opts, wait: true})
 }
 
 // Keys returns every key of the lock, sorted: one for a lock taken by
@@ -92,72 +78,7 @@ func (l *Lock) Keys() []string {
 	if l == nil || l.kind == nil {
 		return nil
 	}
-	return slices.Clone(l.kind.watched())
-}
-
-// checkAll validates the arguments of a multi-lock and returns its keys
-// sorted, without duplicates.
-func (c *Client) checkAll(ctx context.Context, keys []string, ttl time.Duration, opts []LockOption) ([]string, lockConfig, error) {
-	keys, err := normalKeys(keys)
-	if err == nil && c.nodes.AnyCluster() {
-		err = oneSlot(keys)
-	}
-	if err != nil {
-		return nil, lockConfig{}, err
-	}
-	lc, err := c.checkOwnerless(ctx, keys[0], ttl, opts)
-	return keys, lc, err
-}
-
-// oneSlot refuses keys that do not all hash to one slot: on a node that is
-// a Redis Cluster, one script cannot touch them together, and every
-// cluster node would refuse the call (CROSSSLOT). Refused here, before any
-// node is called, the error says how to fix it.
-func oneSlot(keys []string) error {
-	first := keyslot.Slot(keys[0])
-	for _, k := range keys[1:] {
-		if s := keyslot.Slot(k); s != first {
-			return fmt.Errorf("redlock: on a Redis Cluster node all keys of a multi-lock must hash to one slot: "+
-				"%q is in slot %d and %q in slot %d; give them one hash tag, as in {tag}:a and {tag}:b", keys[0], first, k, s)
-		}
-	}
-	return nil
-}
-
-// MaxKeys is the most keys one multi-lock takes (TryLockAll, LockAll,
-// DoAll); more is an error, and no node is called. Each node handles all of
-// a multi-lock's keys in one script, within one node timeout, and its
-// release touches six keys for each: on a loaded 2-core machine under the
-// race detector, MaxKeys keys took up to about 20ms to acquire (fenced)
-// and 40ms to release per call, against the 500ms default node timeout of
-// a TTL of 10s or more, while 10,000 keys took longer than that, so that
-// such a lock was never obtained with fencing and its release was reported
-// failed. A shorter node timeout (WithNodeTimeout, or a TTL under 10s,
-// whose default is ttl/20) carries fewer keys in an acquisition: allow
-// about 50µs per key. An Unlock's node calls allow that much per key by
-// themselves (up to MaxNodeTimeout), since a release costs no validity.
-const MaxKeys = 1000
-
-// normalKeys sorts keys and drops duplicates. It refuses no keys, more than
-// MaxKeys, and a key that checkKey refuses: so no key of the set is another
-// key's companion (its fence counter or one of its queue's keys), whose
-// contents the lock would overwrite.
-func normalKeys(keys []string) ([]string, error) {
-	if len(keys) == 0 {
-		return nil, errors.New("redlock: no keys")
-	}
-	keys = slices.Clone(keys)
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	if len(keys) > MaxKeys {
-		return nil, fmt.Errorf("redlock: a multi-lock takes at most %d keys (MaxKeys), got %d; split the set, or lock a key that stands for it", MaxKeys, len(keys))
-	}
-	for _, k := range keys {
-		if err := checkKey(k); err != nil {
-			return nil, err
-		}
-	}
-	return keys, nil
+	return slices.Clone(l.kind.Watched())
 }
 
 // DoAll is Do over several keys: it takes them all as LockAll does
@@ -168,19 +89,4 @@ func normalKeys(keys []string) ([]string, error) {
 // extensions did not get through in time). Errors are as for Do.
 func (c *Client) DoAll(ctx context.Context, keys []string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) error {
 	return c.do(ctx, fn, opts, func(all []LockOption) (*Lock, error) { return c.LockAll(ctx, keys, ttl, all...) })
-}
-
-// beginLockAll is beginLock for a multi-lock: it registers the operation
-// (the caller must call done) and returns the keys sorted and checked.
-func (c *Client) beginLockAll(ctx context.Context, keys []string, ttl time.Duration, opts []LockOption) (func(), []string, lockConfig, error) {
-	done, err := c.begin()
-	if err != nil {
-		return nil, nil, lockConfig{}, err
-	}
-	keys, lc, err := c.checkAll(ctx, keys, ttl, opts)
-	if err != nil {
-		done()
-		return nil, nil, lockConfig{}, err
-	}
-	return done, keys, lc, nil
 }

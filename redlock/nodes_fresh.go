@@ -270,6 +270,9 @@ func libraryKeys(ctx context.Context, p pool.Pool, cmd pool.Commander, runID, ta
 				if v, err := get(k); err != nil || !strings.HasPrefix(fmt.Sprint(v), replid+" ") {
 					note(k) // an earlier reign's: the shard was used before this run
 				}
+			case k == keyspace.Ceiling:
+				// The lease ceiling tells nothing of an earlier run: a lease
+				// of one would be a key of its own, found here.
 			case keyspace.Check(k) != nil:
 				note(k)
 			default:

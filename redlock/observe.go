@@ -43,10 +43,19 @@ const (
 	// Err is a *NodeError wrapping ErrNodeClock that states the measured
 	// rate; Key is empty.
 	NodeClockFault
+	// NodeReturned: a node that restarted without its data counts again
+	// before its quarantine's end, every lease it could have forgotten
+	// having expired: its horizon, the largest lease ceiling a quorum of
+	// its peers reported, has passed since its restart (docs/safety.md).
+	// The Client that established it declared the node's run fresh on the
+	// node, so every Client counts it from then on. Reported once per run
+	// by each Client that learns it; Duration is the run's age when it
+	// counted again, Addr the node's, Err nil.
+	NodeReturned
 )
 
 var kindNames = [...]string{"", "acquired", "not_obtained", "extended", "extend_failed", "lost", "released", "release_failed",
-	"node_quarantined", "node_unverified", "node_clock_fault"}
+	"node_quarantined", "node_unverified", "node_clock_fault", "node_returned"}
 
 // String returns the kind in snake case, as used in logs and metric labels.
 func (k EventKind) String() string {
@@ -72,6 +81,10 @@ type Event struct {
 	Attempts int
 	// Fence is the lock's fencing token, 0 without WithFencing.
 	Fence uint64
+	// Addr is the node's address for the events about one node
+	// (NodeQuarantined, NodeUnverified, NodeClockFault, NodeReturned), ""
+	// for the others.
+	Addr string
 	// Err is the operation's error, with per-node detail (*QuorumError,
 	// *NodeError) for the failures; nil for successes.
 	Err error
@@ -117,7 +130,9 @@ func WithObserver(o Observer) Option {
 // cannot check ("redlock: node restarts not checked", with the node's
 // index and address: its Pool is no pool.Identifier; see WithQuarantine),
 // and one line when there are fewer than three nodes ("redlock: fewer than
-// three nodes tolerate no node failure").
+// three nodes tolerate no node failure"). A node that counts again before
+// its quarantine's end (a NodeReturned event) is logged at Info, with its
+// address and its run's age then.
 //
 // A degraded Client is visible before it is down: after an operation that
 // succeeded, each node that is out (NodeStates: silent, failing,
@@ -153,6 +168,9 @@ func WithLogger(l *slog.Logger) Option {
 		if e.Held > 0 {
 			attrs = append(attrs, slog.Duration("held", e.Held))
 		}
+		if e.Addr != "" {
+			attrs = append(attrs, slog.String("addr", e.Addr))
+		}
 		if e.Fence > 0 {
 			attrs = append(attrs, slog.Uint64("fence", e.Fence))
 		}
@@ -179,6 +197,8 @@ func logLevel(e Event) slog.Level {
 		return slog.LevelWarn
 	case Lost:
 		return slog.LevelError
+	case NodeReturned:
+		return slog.LevelInfo
 	}
 	return slog.LevelDebug
 }

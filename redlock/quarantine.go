@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -24,6 +25,16 @@ const DefaultQuarantine = MaxTTL + time.Duration(float64(MaxTTL)*DefaultDriftFac
 // default is MaxTTL plus its drift allowance (DefaultQuarantine with the
 // default drift factor); set d to the longest TTL any client of these nodes
 // uses, plus its drift allowance. 0 disables the check.
+//
+// A node that restarted alone counts again sooner: once its uptime passes
+// the longest lease its peers may share with it (the largest lease ceiling
+// a quorum of the other nodes report, each counting itself, plus the drift
+// allowance), every lock it could have forgotten has expired. The Client
+// that finds a node quarantined establishes this in the background,
+// declares the node's run fresh on it, and reports a NodeReturned event;
+// every Client then counts the node. A majority restarted together, or a
+// node whose peers cannot be read, sits out the whole quarantine
+// (docs/safety.md, "A restarted node's return").
 //
 // The check needs pools that tell their node's identity (pool.Identifier:
 // pool.FromURL, pool.FromURLs and rueidispool.FromURL do). A node counts at
@@ -112,8 +123,14 @@ func (c *Client) reportNode(ctx context.Context, i int, r node.Report, err error
 		kind = NodeUnverified
 	case node.ClockFault:
 		kind = NodeClockFault
+	case node.Returned:
+		var back *node.ReturnedError
+		if errors.As(err, &back) {
+			c.emit(ctx, Event{Kind: NodeReturned, Addr: c.nodes.Addr(i), Duration: back.After})
+		}
+		return
 	}
-	c.emit(ctx, Event{Kind: kind, Err: &NodeError{Node: i, Addr: c.nodes.Addr(i), Err: err}})
+	c.emit(ctx, Event{Kind: kind, Addr: c.nodes.Addr(i), Err: &NodeError{Node: i, Addr: c.nodes.Addr(i), Err: err}})
 }
 
 // warnUnchecked logs, to each WithLogger logger, one Warn line per node

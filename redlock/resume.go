@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -38,36 +36,5 @@ import (
 // among several on the key, and a permit's also needs its slot; see
 // docs/design.md.
 func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	done, lc, err := c.beginLock(ctx, key, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	switch {
-	case token == "":
-		return nil, errors.New("redlock: empty token")
-	case lc.owner != "" || isOwnerValue(token):
-		return nil, errors.New("redlock: an owner's holds cannot be resumed")
-	case isMultiToken(token):
-		return nil, fmt.Errorf("%w: the token is a multi-lock's, which cannot be resumed one key at a time", ErrWrongKind)
-	}
-	start := c.cfg.clock.Now()
-	ttl = lc.ttl
-	l := c.newLock(key, token, ttl, lc.heal)
-	l.ex = c.exclusiveKind(key, lc)
-	l.kind = &l.ex
-	// The hold's own validity is unknown here; the extension decides, from
-	// this call's start, on the nodes' own answers.
-	l.until = start.Add(ttl)
-	err = l.extendOnce(ctx, ttl, c.nodeTimeout(ttl))
-	if err == nil && lc.fencing {
-		l.fence, err = c.fenceHeld(ctx, l)
-	}
-	if err != nil {
-		err = c.nameKind(ctx, key, err) // permits, or a key of the application's
-		e := Event{Kind: NotObtained, Key: key, Start: start, Duration: c.cfg.clock.Since(start), Attempts: 1, Err: err}
-		c.emit(ctx, e)
-		return nil, err
-	}
-	return c.obtained(ctx, key, l, nil, start, 1, lc)
+	return c.acquire(ctx, request{kind: resumeKind, key: key, token: token, ttl: ttl, opts: opts})
 }

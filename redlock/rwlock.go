@@ -3,9 +3,6 @@ package redlock
 import (
 	"context"
 	"time"
-
-	"github.com/redlockgo/redlock/internal/node"
-	"github.com/redlockgo/redlock/internal/scripts"
 )
 
 // TryRLock makes one attempt to take a read lock on key for ttl: a shared
@@ -34,7 +31,7 @@ import (
 // returns an error without calling a node. The cleanup of a failed attempt
 // runs in the background, each node call bounded by the node timeout.
 func (c *Client) TryRLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	return c.rlock(ctx, key, ttl, opts, false)
+	return c.acquire(ctx, request{kind: readerKind, key: key, ttl: ttl, opts: opts})
 }
 
 // RLock takes a read lock on key for ttl (see TryRLock), waiting until it
@@ -51,92 +48,5 @@ func (c *Client) TryRLock(ctx context.Context, key string, ttl time.Duration, op
 // decision and, when ctx ended the wait, ctx.Err(); it returns within ctx's
 // deadline whatever the nodes do.
 func (c *Client) RLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	return c.rlock(ctx, key, ttl, opts, true)
+	return c.acquire(ctx, request{kind: readerKind, key: key, ttl: ttl, opts: opts, wait: true})
 }
-
-func (c *Client) rlock(ctx context.Context, key string, ttl time.Duration, opts []LockOption, wait bool) (*Lock, error) {
-	done, err := c.begin()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	lc, err := c.checkOwnerless(ctx, key, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
-	return c.obtain(ctx, readLease{key: key}, lc, wait)
-}
-
-// readLease is a reader's leaseKind (rlock_*.lua): each reader a lease of
-// its own on the key, excluding writers.
-type readLease struct{ key string }
-
-func (r readLease) enter(c *Client, token string, nodes []int) []node.Slot {
-	return c.nodes.TakeAll(r.key, token, true, nodes)
-}
-
-func (r readLease) take(ctx context.Context, c *Client, i int, token string, ttl time.Duration, heal bool, w nodeWatch, t *nodeTake) (bool, error) {
-	flag := "0"
-	if heal {
-		flag = "1"
-	}
-	n := c.nodes.Names(i)
-	keys := []string{r.key, n.Readers(r.key), n.Queue(r.key)[2], n.Fence(r.key), n.Held(r.key)}
-	args := []any{token, ttl.Milliseconds(), flag, c.cfg.lockDelay.Milliseconds()}
-	if w.keys != nil {
-		keys = append(keys, w.keys[0])
-		args = append(args, w.channel, w.lease)
-	}
-	v, err := c.nodes.Pool(i).Eval(ctx, scripts.RLockAcquire, keys, args...)
-	if err != nil {
-		return false, err
-	}
-	return parseTake(v, false, t)
-}
-
-func (r readLease) extend(ctx context.Context, c *Client, i int, token string, ttl time.Duration) (int64, error) {
-	n := c.nodes.Names(i)
-	keys := []string{r.key, n.Readers(r.key), n.Held(r.key)}
-	v, err := c.nodes.Pool(i).Eval(ctx, scripts.RLockExtend, keys, token, ttl.Milliseconds(), c.cfg.lockDelay.Milliseconds())
-	return asInt(v), err
-}
-
-func (r readLease) releaser(c *Client, token string, _ any, wake bool) releaseCall {
-	return releaseFunc(func(ctx context.Context, i int) (bool, error) { return r.release(ctx, c, i, token, wake) })
-}
-
-func (r readLease) release(ctx context.Context, c *Client, i int, token string, wake bool) (bool, error) {
-	n := c.nodes.Names(i)
-	q := n.Queue(r.key)
-	keys := []string{r.key, n.Readers(r.key), q[1], q[2], q[3], n.Held(r.key)}
-	if wake {
-		keys = append(keys, n.Watch(r.key))
-	}
-	v, err := c.nodes.Pool(i).Eval(ctx, scripts.RLockRelease, keys, token, c.cfg.lockDelay.Milliseconds())
-	if err != nil {
-		return false, err
-	}
-	arr, _ := v.([]any)
-	if len(arr) == 0 {
-		return false, errMalformed
-	}
-	if len(arr) >= 3 { // the last reader handed the key to a waiting writer
-		if next, ok := arr[1].(string); ok {
-			c.waits.Grants.Deliver(next, i, int(asInt(arr[2])))
-		}
-	}
-	return asInt(arr[0]) == 1, nil
-}
-
-func (r readLease) raiseFence(ctx context.Context, c *Client, i int, token, fence string) (bool, error) {
-	n := c.nodes.Names(i)
-	keys := []string{r.key, n.Readers(r.key), n.Fence(r.key)}
-	v, err := c.nodes.Pool(i).Eval(ctx, scripts.RLockFence, keys, token, fence)
-	return asInt(v) == 1, err
-}
-
-func (r readLease) watched() []string  { return []string{r.key} }
-func (r readLease) places() bool       { return false }
-func (r readLease) attempt() leaseKind { return r }
-
-func (r readLease) placed(string) leaseKind { return r }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 )
 
 // Shutdown releases every lock this Client holds, then closes it as Close
@@ -62,50 +61,4 @@ func (c *Client) Shutdown(ctx context.Context) error {
 		}
 	}
 	return errors.Join(failed...)
-}
-
-// heldLocks is the set of locks a Client has handed out and that were not
-// unlocked, for Shutdown. A lock is added when obtained and removed by
-// Unlock; one never unlocked is dropped once it has surely expired on the
-// nodes, a TTL after the end of its validity.
-type heldLocks struct {
-	mu    sync.Mutex
-	locks map[*Lock]struct{}
-	prune int // the size at which add next drops expired locks
-}
-
-// add records l, obtained at now.
-func (h *heldLocks) add(l *Lock, now time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.locks == nil {
-		h.locks = make(map[*Lock]struct{})
-	}
-	if len(h.locks) >= h.prune {
-		for x := range h.locks {
-			if now.After(x.Until().Add(x.ttl)) {
-				delete(h.locks, x)
-			}
-		}
-		h.prune = max(2*len(h.locks), 64) // amortised: O(1) per add
-	}
-	h.locks[l] = struct{}{}
-}
-
-// remove forgets l.
-func (h *heldLocks) remove(l *Lock) {
-	h.mu.Lock()
-	delete(h.locks, l)
-	h.mu.Unlock()
-}
-
-// list returns the locks held.
-func (h *heldLocks) list() []*Lock {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]*Lock, 0, len(h.locks))
-	for l := range h.locks {
-		out = append(out, l)
-	}
-	return out
 }

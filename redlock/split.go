@@ -57,7 +57,7 @@ const splitRetries = 2
 func (c *Client) settleSplit(ctx context.Context, timeout time.Duration, try func() error) (int, error) {
 	err := try()
 	attempts := 1
-	for ; attempts <= splitRetries && maybeSplit(err); attempts++ {
+	for ; attempts <= splitRetries && err != nil && maybeSplit(err); attempts++ {
 		t := c.cfg.clock.NewTimer(splitDelay(timeout))
 		select {
 		case <-t.C():

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redlockgo/redlock/internal/fanout"
-	"github.com/redlockgo/redlock/internal/scripts"
 )
 
 // ErrNoMajority means fewer than a majority of the nodes answered Status:
@@ -116,7 +115,7 @@ func (c *Client) Status(ctx context.Context, key string) (KeyStatus, error) {
 			// Readers: count them, with the readers' key.
 			*n = NodeStatus{Node: i, Addr: n.Addr}
 			var reply any
-			if reply, err = c.nodes.Pool(i).Eval(ctx, scripts.Status, []string{key, c.nodes.Names(i).Readers(key)}); err == nil {
+			if reply, err = c.env.ReadStatus(ctx, i, key, true); err == nil {
 				err = n.parse(reply)
 			}
 		}
@@ -145,7 +144,7 @@ func (c *Client) Status(ctx context.Context, key string) (KeyStatus, error) {
 // readStatus reads key on node i into n with scripts.Status on the key
 // alone (a readers key reports Leases -1).
 func (c *Client) readStatus(ctx context.Context, i int, key string, n *NodeStatus) error {
-	reply, err := c.nodes.Pool(i).Eval(ctx, scripts.Status, []string{key})
+	reply, err := c.env.ReadStatus(ctx, i, key, false)
 	if err != nil {
 		return err
 	}
@@ -230,28 +229,4 @@ func (st *KeyStatus) tally() {
 	}
 	slices.SortFunc(ttls, func(a, b time.Duration) int { return cmp.Compare(length(b), length(a)) })
 	st.TTL = ttls[st.Needed-1]
-}
-
-// nameKind is err, the refusal of an exclusive attempt on key, with the
-// kind the key holds on the first node that refused it, when that is not
-// a lock or readers: that node's cause becomes ErrWrongKind. It asks that
-// one node, bounded by the node timeout; on any failure err stands.
-func (c *Client) nameKind(ctx context.Context, key string, err error) error {
-	var qe *QuorumError
-	if !errors.As(err, &qe) {
-		return err
-	}
-	for _, n := range qe.Nodes {
-		if !errors.Is(n.Err, ErrTaken) {
-			continue
-		}
-		nctx, cancel := context.WithTimeout(ctx, c.nodeTimeout(0))
-		defer cancel()
-		var ns NodeStatus
-		if c.readStatus(nctx, n.Node, key, &ns) == nil && ns.Kind != "" && ns.Kind != "lock" && ns.Kind != "readers" {
-			n.Err = kindError(ns.Kind, "")
-		}
-		return err
-	}
-	return err
 }

@@ -27,7 +27,7 @@ import (
 // cluster node its keys share a slot), which a node's health may read
 // (node.Set.Health: a cluster node's shard).
 func (c *Client) decide(ctx context.Context, key string, timeout, grace time.Duration, op fanout.Op, late fanout.Late, place func(int) string) fanout.Result {
-	return fanout.Decide(ctx, &c.life.wg, c.nodes.Len(), c.nodes.Quorum(), timeout, grace, op, c.judgeOf(key), late, place)
+	return fanout.Decide(ctx, &c.life.calls, c.nodes.Len(), c.nodes.Quorum(), timeout, grace, op, c.judgeOf(key), late, place)
 }
 
 // judgeOf returns decide's fanout.Judge for a decision on key: the Client's
@@ -52,20 +52,51 @@ func (c *Client) judgeVote(ctx context.Context, i int, ok bool, err error) (bool
 }
 
 // confirm runs a release on every node and returns at the majority. Its
-// answers are not judged: a release only gives a hold back, which is safe
-// on any node, and an unhealthy node that released our token holds
-// nothing of ours any more.
+// answers are noted (silence) but not judged: a release only gives a hold
+// back, which is safe on any node, and an unhealthy node that released our
+// token holds nothing of ours any more.
 func (c *Client) confirm(ctx context.Context, timeout time.Duration, op fanout.Op) fanout.Result {
-	return fanout.Quorum(ctx, &c.life.wg, c.nodes.Len(), c.nodes.Quorum(), timeout, op, nil)
+	return fanout.Decide(ctx, &c.life.calls, c.nodes.Len(), c.nodes.Quorum(), timeout, 0, op, c.noted, nil, nil)
+}
+
+// note is the judge of the fan-outs whose answers are not judged
+// (confirm): it notes node i's silence and lets the answer stand. New
+// binds it once (Client.noted).
+func (c *Client) note(_ context.Context, i int, ok bool, err error) (bool, error) {
+	c.nodes.Note(i, err)
+	return ok, err
 }
 
 // each runs op on nodes (nil: none) in parallel, each call bounded by
 // timeout, and returns every node's answer (fanout.Each): the fan-out of
 // the calls that decide nothing (a background release, healing, a status
-// or leader read, a record's removal). Its answers are not judged: the
-// callers either give a hold back or only report.
+// or leader read, a record's removal). Its answers are noted (silence),
+// not judged: the callers either give a hold back or only report.
 func (c *Client) each(ctx context.Context, nodes []int, timeout time.Duration, op fanout.Op) []fanout.Vote {
-	return fanout.Each(ctx, &c.life.wg, nodes, timeout, op)
+	return fanout.Each(ctx, &c.life.calls, nodes, timeout, func(ctx context.Context, i int) (bool, error) {
+		ok, err := op(ctx, i)
+		c.nodes.Note(i, err)
+		return ok, err
+	})
+}
+
+// call runs op on node i alone, in the background, bounded by timeout (a
+// waiter's round: its rounds on the nodes are not one fan-out, each runs
+// when the waiter's state asks for it). Its answer is noted and judged as
+// a decision's votes are (vote), and done receives the judged outcome: a
+// yes that must not count becomes the node's health error. The call runs
+// inside a registered operation, so Close waits for it.
+func (c *Client) call(key string, i int, timeout time.Duration, op func(ctx context.Context) (bool, error), done func(err error)) {
+	c.life.wg.Add(1)
+	go func() {
+		defer c.life.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		ok, err := op(ctx)
+		c.nodes.Note(i, err)
+		_, err = c.vote(ctx, i, key, ok, err)
+		done(err)
+	}()
 }
 
 // vote turns node i's yes into an error when the node must not count (see

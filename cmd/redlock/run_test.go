@@ -313,12 +313,21 @@ func TestRunHandsTheTokenToTheCommand(t *testing.T) {
 	t.Parallel()
 	nodes := startNodes(t, 3)
 	key := keyFor(t)
+	// run starts the command once a majority granted the lock: the third
+	// node's SET may still be on its way, so every node is read.
 	p := run(t, "run", "--nodes", nodes.urls, "--key", key, "--", "sh", "-c",
-		`echo "$REDLOCK_KEY"; echo "$REDLOCK_TOKEN"; redis-cli -u "$0" GET "$REDLOCK_KEY"`, nodes.servers[0].URL())
+		`echo "$REDLOCK_KEY"; echo "$REDLOCK_TOKEN"; for u in "$@"; do echo "$(redis-cli -u "$u" GET "$REDLOCK_KEY")"; done`,
+		"sh", nodes.servers[0].URL(), nodes.servers[1].URL(), nodes.servers[2].URL())
 	require.Equal(t, 0, p.code, "stderr: %s", p.stderr)
 	lines := strings.Split(strings.TrimSpace(p.stdout.String()), "\n")
-	require.Len(t, lines, 3, "stdout: %s", p.stdout)
+	require.Len(t, lines, 5, "stdout: %s", p.stdout)
 	assert.Equal(t, key, lines[0])
 	assert.NotEmpty(t, lines[1])
-	assert.Equal(t, lines[1], lines[2], "the token holds the key while the command runs")
+	holders := 0
+	for _, v := range lines[2:] {
+		if v == lines[1] {
+			holders++
+		}
+	}
+	assert.GreaterOrEqual(t, holders, 2, "the token holds the key on a majority while the command runs: %q", lines[2:])
 }

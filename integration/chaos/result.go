@@ -30,7 +30,13 @@ type Result struct {
 	// stayed valid from before the first takeover until the new masters
 	// served and the holder had lingered.
 	Failover AmnesiaReport
-	Elapsed  time.Duration
+	// SatOut is how long each node restarted without its data sat out
+	// before it counted again by its horizon (a NodeReturned event: the
+	// run's age when the first client counted it). A node whose peers could
+	// not vouch for it (a majority's amnesia) sits out the whole quarantine
+	// and is not in it.
+	SatOut  []time.Duration
+	Elapsed time.Duration
 }
 
 // AmnesiaReport is what a run's amnesia rounds did: a majority of the
@@ -70,6 +76,11 @@ func (r Result) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "acquisitions=%d faults=%d violations=%d lost_updates=%d majority_amnesia_rounds=%d failover_rounds=%d",
 		r.Acquisitions, r.FaultCount(), r.Violations(), r.LostUpdates, r.Amnesia.Rounds, r.Failover.Rounds)
+	if n := len(r.SatOut); n > 0 {
+		s := slices.Sorted(slices.Values(r.SatOut))
+		fmt.Fprintf(&b, " restarts_returned=%d sat_out_p50=%v sat_out_max=%v", n,
+			s[n/2].Round(100*time.Millisecond), s[n-1].Round(100*time.Millisecond))
+	}
 	for _, w := range r.Config.Workloads() {
 		x := r.Workload(w)
 		holds := "holds"

@@ -365,8 +365,8 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 	hist.Amnesias = append(amnesia.killTimes(), failover.killTimes()...)
 	slices.SortFunc(hist.Amnesias, time.Time.Compare)
 	res := Result{Report: Check(hist), Config: cfg, Faults: faults.snapshot(), Amnesia: amnesia.report(start, hist.Holds),
-		Failover: failover.report(start, hist.Holds),
-		Failed:   stats.failed.Load(), Skipped: stats.skipped.Load(), ReadErrors: stats.readErrs.Load(),
+		Failover: failover.report(start, hist.Holds), SatOut: nodeEvents.satOut(),
+		Failed: stats.failed.Load(), Skipped: stats.skipped.Load(), ReadErrors: stats.readErrs.Load(),
 		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), MultiLocks: stats.multi.Load(), Elapsed: time.Since(start)}
 	res.log(cfg.Logf)
 	if top := stats.topReasons(5); len(top) > 0 {
@@ -448,6 +448,16 @@ func (c Config) clockCheck() time.Duration {
 type nodeReports struct {
 	quarantined, clock atomic.Int64
 	firstClock         atomic.Pointer[string] // the first clock fault's message
+
+	mu      sync.Mutex
+	returns []nodeReturn // NodeReturned events, in arrival order
+}
+
+// nodeReturn is one client's report that a restarted node counts again.
+type nodeReturn struct {
+	addr string
+	at   time.Time     // when the client reported it
+	age  time.Duration // the node's run's age then
 }
 
 // Observe implements redlock.Observer.
@@ -459,5 +469,41 @@ func (n *nodeReports) Observe(_ context.Context, e redlock.Event) {
 		n.clock.Add(1)
 		msg := fmt.Sprint(e.Err)
 		n.firstClock.CompareAndSwap(nil, &msg)
+	case redlock.NodeReturned:
+		n.mu.Lock()
+		n.returns = append(n.returns, nodeReturn{addr: e.Addr, at: time.Now(), age: e.Duration})
+		n.mu.Unlock()
 	}
+}
+
+// satOut returns how long each restarted run sat out before it counted
+// again by its horizon: the youngest age at which any client reported it.
+// Reports of one run are told apart from the next run's by their start
+// (at less age), within a second of each other.
+func (n *nodeReports) satOut() []time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	type run struct {
+		addr  string
+		start time.Time
+	}
+	first := map[run]time.Duration{}
+	var runs []run
+	for _, r := range n.returns {
+		start := r.at.Add(-r.age)
+		i := slices.IndexFunc(runs, func(x run) bool {
+			return x.addr == r.addr && x.start.Sub(start).Abs() < time.Second
+		})
+		if i < 0 {
+			runs = append(runs, run{r.addr, start})
+			first[runs[len(runs)-1]] = r.age
+			continue
+		}
+		first[runs[i]] = min(first[runs[i]], r.age)
+	}
+	out := make([]time.Duration, 0, len(runs))
+	for _, x := range runs {
+		out = append(out, first[x])
+	}
+	return out
 }

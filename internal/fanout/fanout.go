@@ -61,11 +61,11 @@ func CallBound(timeout time.Duration) time.Duration { return Linger * timeout }
 // decided; a node that answers afterwards is handed to late (which may be
 // nil).
 //
-// Every goroutine it starts is counted in wg before Quorum returns and ends
-// within CallBound(timeout) plus the time late takes, so the owner of wg can
-// wait for them.
-func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.Duration, op Op, late Late) Result {
-	return QuorumOn(ctx, wg, n, need, timeout, 0, op, late, nil)
+// Every node call runs through r (Runner.Go), which counts it before
+// Quorum returns; each ends within CallBound(timeout) plus the time late
+// takes, so r's owner can wait for them.
+func Quorum(ctx context.Context, r Runner, n, need int, timeout time.Duration, op Op, late Late) Result {
+	return QuorumOn(ctx, r, n, need, timeout, 0, op, late, nil)
 }
 
 // QuorumOn is Quorum for yes votes that must agree on a place (a permit's
@@ -81,8 +81,8 @@ func Quorum(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout time.D
 // it one silent node holds every contended attempt, and the nodes it did
 // take from everyone else, for the whole node timeout. Giving up is always
 // safe: the stragglers' answers go to late as usual.
-func QuorumOn(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout, grace time.Duration, op Op, late Late, place func(node int) string) Result {
-	return Decide(ctx, wg, n, need, timeout, grace, op, nil, late, place)
+func QuorumOn(ctx context.Context, r Runner, n, need int, timeout, grace time.Duration, op Op, late Late, place func(node int) string) Result {
+	return Decide(ctx, r, n, need, timeout, grace, op, nil, late, place)
 }
 
 // Judge may overrule a node's answer before it counts. It runs in the
@@ -92,7 +92,7 @@ type Judge func(ctx context.Context, node int, ok bool, err error) (bool, error)
 
 // Decide is QuorumOn with every answer passed through judge (nil: taken as
 // it is) before it counts or reaches late.
-func Decide(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout, grace time.Duration, op Op, judge Judge, late Late, place func(node int) string) Result {
+func Decide(ctx context.Context, r Runner, n, need int, timeout, grace time.Duration, op Op, judge Judge, late Late, place func(node int) string) Result {
 	// All nodes start together, so one deadline serves them all: one context
 	// per fan-out rather than one per node. The last node call to end
 	// releases it (and its timer) without waiting for the deadline.
@@ -106,19 +106,17 @@ func Decide(ctx context.Context, wg *sync.WaitGroup, n, need int, timeout, grace
 	if n == 0 {
 		cancel()
 	}
-	wg.Add(n)
 	for i := range n {
-		go func() {
-			defer wg.Done()
+		r.Go(func() {
 			ok, err := op(nctx, i)
 			if judge != nil {
 				ok, err = judge(nctx, i, ok, err)
 			}
 			v := Vote{Node: i, OK: ok, Err: err}
-			if d, r := f.send(v); d && late != nil {
-				late(v, r)
+			if d, reached := f.send(v); d && late != nil {
+				late(v, reached)
 			}
-		}()
+		})
 	}
 	res := Result{Votes: f.votesFor(n)}
 	t := tally{place: place}
@@ -245,7 +243,7 @@ func (r *Result) add(v Vote) {
 
 // Each runs op on the given nodes concurrently, each bounded by timeout, and
 // waits for all of them. It returns the votes in the order of nodes.
-func Each(ctx context.Context, wg *sync.WaitGroup, nodes []int, timeout time.Duration, op Op) []Vote {
+func Each(ctx context.Context, r Runner, nodes []int, timeout time.Duration, op Op) []Vote {
 	out := make([]Vote, len(nodes))
 	if len(nodes) == 0 {
 		return out
@@ -253,15 +251,13 @@ func Each(ctx context.Context, wg *sync.WaitGroup, nodes []int, timeout time.Dur
 	nctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var local sync.WaitGroup
-	wg.Add(len(nodes))
 	local.Add(len(nodes))
 	for j, i := range nodes {
-		go func() {
-			defer wg.Done()
+		r.Go(func() {
 			defer local.Done()
 			ok, err := op(nctx, i)
 			out[j] = Vote{Node: i, OK: ok, Err: err}
-		}()
+		})
 	}
 	local.Wait()
 	return out

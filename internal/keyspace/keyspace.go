@@ -63,8 +63,10 @@ const (
 	FreshStart = "redlock:fresh-start"
 	// reign begins the record of a Redis Cluster shard master's reign.
 	reign = "redlock:reign"
-	// ceiling is reserved for a node's lease ceiling.
-	ceiling = "redlock:ceiling"
+	// Ceiling is a standalone node's lease ceiling (scripts' ceiling.lua):
+	// at least the TTL of every lease the node granted that may still be
+	// valid, alive at least as long as each.
+	Ceiling = "redlock:ceiling"
 )
 
 // Suffixes are the endings of the companions of the first naming (and, on a
@@ -85,7 +87,7 @@ var Prefixes = []string{
 // Markers are the beginnings of the library's markers (the fresh-start
 // declarations of a node and of a cluster shard, a shard master's reign, a
 // node's lease ceiling). Check refuses a key with any of them.
-var Markers = []string{FreshStart, reign, ceiling}
+var Markers = []string{FreshStart, reign, Ceiling}
 
 // ErrReserved is wrapped by Check's error for a key of the library's own.
 var ErrReserved = errors.New("the name is reserved")
@@ -155,6 +157,11 @@ type Naming interface {
 	Holds(key string) string
 	// Leader returns the name of the leader record of the election key key.
 	Leader(key string) string
+	// Ceiling returns the name of the node's lease ceiling, given last in
+	// the KEYS of every script that grants or extends a lease; "" where a
+	// node keeps none (a Redis Cluster, whose restarts the shard check
+	// judges).
+	Ceiling() string
 }
 
 // Standalone is the naming of a standalone node: key + ":" + word, the
@@ -192,6 +199,9 @@ func (s Standalone) Holds(key string) string { return s.companion(key, queue) + 
 // Leader implements Naming.
 func (s Standalone) Leader(key string) string { return s.companion(key, leader) }
 
+// Ceiling implements Naming.
+func (Standalone) Ceiling() string { return Ceiling }
+
 // Fence implements Naming.
 func (Cluster) Fence(key string) string { return keyslot.Companion(key, fence) }
 
@@ -215,6 +225,9 @@ func (Cluster) Holds(key string) string { return keyslot.Companion(key, queue) +
 
 // Leader implements Naming.
 func (Cluster) Leader(key string) string { return keyslot.Companion(key, leader) }
+
+// Ceiling implements Naming: a cluster node keeps none.
+func (Cluster) Ceiling() string { return "" }
 
 // ShardFreshStart returns the fresh-start declaration of the Redis Cluster
 // shard whose slot tag is tag (shardwatch).

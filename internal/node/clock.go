@@ -112,7 +112,7 @@ func (c clockCheck) check(_ context.Context, i int, _ string) error {
 }
 
 // watchClocks reads every node's clock every cfg.ClockEvery until stop is
-// closed; StopClocks waits for it.
+// closed; Stop waits for it.
 func (s *Set) watchClocks(stop <-chan struct{}) {
 	defer s.clocks.running.Done()
 	for {

@@ -3,7 +3,9 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"time"
 )
 
 // Sentinel errors of a node's health and silence. The redlock package
@@ -34,4 +36,20 @@ func Cause(err error) error {
 		return ErrTimeout
 	}
 	return err
+}
+
+// errMalformedHorizon is the error of a horizon reply of the wrong shape.
+var errMalformedHorizon = errors.New("redlock: malformed horizon reply")
+
+// ReturnedError is what a Returned report says: node's run RunID counts
+// again, After its start, every lease it could have forgotten having
+// expired. It is a report, not a failure.
+type ReturnedError struct {
+	RunID string
+	After time.Duration
+}
+
+func (e *ReturnedError) Error() string {
+	return fmt.Sprintf("run %s counts again %v after its start: every lease it could have forgotten has expired",
+		e.RunID, e.After.Truncate(time.Millisecond))
 }

@@ -20,6 +20,10 @@ const (
 	Unverified
 	// ClockFault: the node's clock ran fast or jumped (ErrClock).
 	ClockFault
+	// Returned: a run of the node that was quarantined counts again before
+	// the quarantine's end, its horizon passed (horizon.go); the error is
+	// a *ReturnedError.
+	Returned
 )
 
 // Reporter hands a report about node i to the Client's observers. It must
@@ -83,9 +87,10 @@ func (q *quarantine) check(ctx context.Context, i int, _ string) error {
 	}
 	now := q.set.cfg.Clock.Now()
 	left := QuarantineLeft(id, q.set.cfg.Quarantine, now)
-	if left == 0 {
+	if left == 0 || q.set.isAdmitted(i, id.RunID) {
 		return nil
 	}
+	q.set.probe(i, id) // its horizon may end the quarantine sooner (horizon.go)
 	err := fmt.Errorf("%w: run %s started %v ago, persistence %s; counts in %v",
 		ErrQuarantined, id.RunID, now.Sub(id.Started).Truncate(time.Second), id.Persistence, left.Truncate(time.Second))
 	q.last.report(ctx, q.set, i, Quarantined, id.RunID, err)
@@ -106,19 +111,21 @@ func QuarantineLeft(id pool.Identity, hold time.Duration, now time.Time) time.Du
 }
 
 // Quarantined returns how much longer node i stays out under the restart
-// quarantine, judged on the identity its Pool learned last, and 0 when it
-// counts, when the quarantine is off or does not apply to the node (a Pool
-// that tells no identity; a Redis Cluster node, judged per key). It does no
-// I/O and reports nothing.
+// quarantine at the most, judged on the identity its Pool learned last
+// (its horizon may end it sooner: horizon.go), and 0 when it counts, when
+// the quarantine is off or does not apply to the node (a Pool that tells
+// no identity; a Redis Cluster node, judged per key). It does no I/O and
+// reports nothing.
 func (s *Set) Quarantined(i int) time.Duration {
-	for _, c := range s.checks[i] {
-		if q, ok := c.(*quarantine); ok {
-			if id, known := q.id.Identity(); known {
-				return QuarantineLeft(id, s.cfg.Quarantine, s.cfg.Clock.Now())
-			}
-		}
+	q := s.quarantineOf(i)
+	if q == nil {
+		return 0
 	}
-	return 0
+	id, known := q.id.Identity()
+	if !known || s.isAdmitted(i, id.RunID) {
+		return 0
+	}
+	return QuarantineLeft(id, s.cfg.Quarantine, s.cfg.Clock.Now())
 }
 
 // Health returns why node i must not count now for key, the lock key of

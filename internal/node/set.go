@@ -37,8 +37,12 @@ type Config struct {
 	ClockHold time.Duration
 	// DriftFactor is the clock drift allowed, as a fraction of the time.
 	DriftFactor float64
-	// Timeout bounds each clock reading.
+	// Timeout bounds each clock reading and each read of a horizon probe.
 	Timeout time.Duration
+	// Settle is how long after a node's restart every vote that a lease
+	// counting the node's earlier grants may count has landed: the longest
+	// node timeout of the nodes' clients (horizon.go).
+	Settle time.Duration
 	// Clock is the Client's clock.
 	Clock clock.Clock
 	// Report receives what the health checks find.
@@ -62,6 +66,7 @@ type Set struct {
 	states  []nodeState // each node's State (state.go)
 	order   Order
 	clocks  *clockWatch // nil without the clock check
+	horizon horizons    // restarted nodes' return (horizon.go)
 }
 
 // New builds the Set of pools: each node's naming from whether its Pool is
@@ -85,6 +90,7 @@ func New(pools []pool.Pool, cfg Config) *Set {
 	if cfg.ClockEvery > 0 {
 		s.clocks = newClockWatch(n, cfg.DriftFactor, cfg.ClockHold)
 	}
+	s.horizon.init(n)
 	for i, p := range s.pools {
 		s.names[i] = Names(Standalone{})
 		if cp, ok := p.(pool.Cluster); ok && cp.IsCluster() {
@@ -181,9 +187,14 @@ func (s *Set) TakeKeys(keys []string, token string, nodes []int) []Slot {
 	return s.order.TakeKeys(keys, token, nodes, len(s.pools))
 }
 
-// StartClocks starts the clock readings, when the check is on, until stop
-// is closed; StopClocks waits for them to end.
-func (s *Set) StartClocks(stop <-chan struct{}) {
+// Start starts the Set's background work until stop is closed: the clock
+// readings, when the check is on, and the horizon probes of restarted
+// nodes (horizon.go), none of which starts before. Stop waits for it to
+// end.
+func (s *Set) Start(stop <-chan struct{}) {
+	s.horizon.mu.Lock()
+	s.horizon.stop = stop
+	s.horizon.mu.Unlock()
 	if s.clocks == nil {
 		return
 	}
@@ -191,6 +202,9 @@ func (s *Set) StartClocks(stop <-chan struct{}) {
 	go s.watchClocks(stop)
 }
 
-// StopClocks waits for the clock readings to end, once the channel given
-// to StartClocks is closed.
-func (s *Set) StopClocks() { s.clocks.stop() }
+// Stop waits for the Set's background work to end, once the channel given
+// to Start is closed.
+func (s *Set) Stop() {
+	s.clocks.stop()
+	s.horizon.running.Wait()
+}

@@ -54,6 +54,7 @@ for i = 1, n do
     redis.call('SET', KEYS[n + i], ARGV[1], 'PX', tonumber(ARGV[2]) + delay)
   end
 end
+raise_ceiling(ARGV[2])
 local out = {1}
 for i = n + markers + 1, watches do
   out[#out + 1] = redis.call('GET', KEYS[i]) or '0'

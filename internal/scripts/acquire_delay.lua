@@ -16,6 +16,7 @@ if m and m ~= ARGV[1] and redis.call('EXISTS', KEYS[1]) == 0 then
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('SET', KEYS[2], ARGV[1], 'PX', tonumber(ARGV[2]) + tonumber(ARGV[3]))
+  raise_ceiling(ARGV[2])
   return {1}
 end
 return {0}

@@ -19,6 +19,7 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   if KEYS[3] then
     redis.call('SET', KEYS[3], ARGV[1], 'PX', tonumber(ARGV[2]) + tonumber(ARGV[3]))
   end
+  raise_ceiling(ARGV[2])
   return {1, redis.call('GET', KEYS[2]) or '0'}
 end
 return {0}

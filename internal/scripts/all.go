@@ -22,15 +22,15 @@ var (
 var (
 	// AcquireAll sets every key to the token if none exists, else nothing,
 	// and reads the fence counters given.
-	AcquireAll = pool.NewScript(watchSrc + kindSrc + acquireAllSrc)
+	AcquireAll = pool.NewScript(ceilingSrc + watchSrc + kindSrc + acquireAllSrc)
 	// ExtendAll resets every key's TTL only while every key holds the token.
-	ExtendAll = pool.NewScript(extendAllSrc)
+	ExtendAll = pool.NewScript(ceilingSrc + extendAllSrc)
 	// ReleaseAll deletes each key that holds the token and hands it to the
 	// next waiter of its queue.
-	ReleaseAll = pool.NewScript(watchSrc + releaseAllSrc)
+	ReleaseAll = pool.NewScript(ceilingSrc + watchSrc + queueSrc + releaseAllSrc)
 	// FenceRaiseAll raises every fence counter while every key holds the
 	// token.
-	FenceRaiseAll = pool.NewScript(fenceRaiseAllSrc)
+	FenceRaiseAll = pool.NewScript(fenceSrc + fenceRaiseAllSrc)
 )
 
 // AcquireAll's reply codes.

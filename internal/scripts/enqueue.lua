@@ -45,11 +45,7 @@ local gone = redis.call('ZSCORE', KEYS[5], ARGV[1])
 if gone and tonumber(gone) > now then
   return {3}
 end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('HDEL', KEYS[4], id)
-end
+queue_expire(KEYS[2], KEYS[3], KEYS[4], now)
 local lease = tonumber(ARGV[4])
 redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1])
 redis.call('ZADD', KEYS[3], now + lease, ARGV[1])
@@ -70,6 +66,7 @@ if v == false and ARGV[7] == '1' and delayed == 0 then
   local head = redis.call('ZRANGE', KEYS[2], 0, 0)
   if head[1] == ARGV[1] then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    raise_ceiling(ARGV[2])
     if KEYS[6] then
       redis.call('SET', KEYS[6], ARGV[1], 'PX', tonumber(ARGV[2]) + tonumber(ARGV[8]))
     end

@@ -14,6 +14,7 @@ end
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  raise_ceiling(ARGV[2])
   if KEYS[2] then
     redis.call('SET', KEYS[2], ARGV[1], 'PX', tonumber(ARGV[2]) + tonumber(ARGV[3]))
   end

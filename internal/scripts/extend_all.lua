@@ -27,6 +27,7 @@ end
 if absent > 0 then
   return 0
 end
+raise_ceiling(ARGV[2])
 for i = 1, n do
   redis.call('PEXPIRE', KEYS[i], ARGV[2])
   if delay > 0 then

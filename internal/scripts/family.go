@@ -29,19 +29,19 @@ var (
 // extend scripts answer with Extend's codes.
 var (
 	// RLockAcquire adds a reader to a key that no writer holds or waits for.
-	RLockAcquire = pool.NewScript(watchSrc + kindSrc + rlockAcquireSrc)
+	RLockAcquire = pool.NewScript(ceilingSrc + watchSrc + kindSrc + rlockAcquireSrc)
 	// RLockExtend extends one reader's own lease.
-	RLockExtend = pool.NewScript(rlockExtendSrc)
+	RLockExtend = pool.NewScript(ceilingSrc + rlockExtendSrc)
 	// RLockRelease removes one reader; the last one frees the key.
-	RLockRelease = pool.NewScript(watchSrc + rlockReleaseSrc)
+	RLockRelease = pool.NewScript(ceilingSrc + watchSrc + queueSrc + rlockReleaseSrc)
 	// RLockFence raises the fence counter while the reader's lease is live.
-	RLockFence = pool.NewScript(rlockFenceSrc)
+	RLockFence = pool.NewScript(fenceSrc + rlockFenceSrc)
 	// PermitAcquire takes a free slot of a semaphore.
-	PermitAcquire = pool.NewScript(watchSrc + kindSrc + permitAcquireSrc)
+	PermitAcquire = pool.NewScript(ceilingSrc + watchSrc + kindSrc + permitAcquireSrc)
 	// PermitExtend extends one holder's own permit.
-	PermitExtend = pool.NewScript(permitExtendSrc)
+	PermitExtend = pool.NewScript(ceilingSrc + permitExtendSrc)
 	// PermitRelease frees every slot that holds the caller's token.
 	PermitRelease = pool.NewScript(watchSrc + permitReleaseSrc)
 	// PermitFence raises the fence counter while the permit is live.
-	PermitFence = pool.NewScript(permitFenceSrc)
+	PermitFence = pool.NewScript(fenceSrc + permitFenceSrc)
 )

@@ -14,11 +14,7 @@ for i = 1, n do
     return 0
   end
 end
-local f = ARGV[2]
 for i = n + 1, #KEYS do
-  local cur = redis.call('GET', KEYS[i])
-  if not cur or #cur < #f or (#cur == #f and cur < f) then
-    redis.call('SET', KEYS[i], f)
-  end
+  raise_fence(KEYS[i], ARGV[2])
 end
 return 1

@@ -22,15 +22,15 @@ var (
 var (
 	// OwnedTake takes a free key for an owner, or adds a hold to the
 	// owner's.
-	OwnedTake = pool.NewScript(watchSrc + kindSrc + ownedTakeSrc)
+	OwnedTake = pool.NewScript(ceilingSrc + watchSrc + kindSrc + ownedTakeSrc)
 	// OwnedExtend extends one hold of an owner.
-	OwnedExtend = pool.NewScript(ownedExtendSrc)
+	OwnedExtend = pool.NewScript(ceilingSrc + ownedExtendSrc)
 	// OwnedRelease gives one hold back; the last one releases the key as
 	// Release does (hand-off, wake-up).
-	OwnedRelease = pool.NewScript(watchSrc + ownedReleaseSrc + releaseSrc)
+	OwnedRelease = pool.NewScript(ceilingSrc + watchSrc + queueSrc + ownedReleaseSrc + releaseSrc)
 	// OwnedFence raises the fence counter for an owner's hold and records
 	// the owner's fence.
-	OwnedFence = pool.NewScript(ownedFenceSrc)
+	OwnedFence = pool.NewScript(fenceSrc + ownedFenceSrc)
 )
 
 // OwnedTake's reply codes, and OwnedRelease's for a hold given back while

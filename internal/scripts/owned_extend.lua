@@ -25,6 +25,7 @@ if not exp or exp <= now then
 end
 local top = now + tonumber(ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[2], top)
+raise_ceiling(ARGV[3])
 local rec = redis.call('HGETALL', KEYS[2])
 for j = 1, #rec, 2 do
   if rec[j] ~= '.' then

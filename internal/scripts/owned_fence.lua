@@ -18,8 +18,5 @@ if own and own ~= f then
   return 0
 end
 redis.call('HSET', KEYS[2], '.', f)
-local cur = redis.call('GET', KEYS[3])
-if not cur or #cur < #f or (#cur == #f and cur < f) then
-  redis.call('SET', KEYS[3], f)
-end
+raise_fence(KEYS[3], f)
 return 1

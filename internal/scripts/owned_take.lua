@@ -68,6 +68,7 @@ if mode == 'again' and live == 0 then
   left = math.max(left, redis.call('PTTL', KEYS[1]))
 end
 redis.call('HSET', KEYS[2], ARGV[2], now + tonumber(ARGV[3]))
+raise_ceiling(ARGV[3])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', left)
 redis.call('PEXPIRE', KEYS[2], left)
 if delay > 0 then

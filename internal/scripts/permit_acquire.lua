@@ -50,6 +50,7 @@ for k = 0, tries - 1 do
   local s = tostring((first + k) % limit)
   if not held[s] then
     redis.call('HSET', KEYS[1], s, ARGV[1] .. ' ' .. (now + ttl))
+    raise_ceiling(ttl)
     redis.call('PEXPIRE', KEYS[1], math.max(top - now + delay, redis.call('PTTL', KEYS[1])))
     return {1, s, redis.call('GET', KEYS[2]) or '0'}
   end

@@ -22,6 +22,7 @@ if tok ~= ARGV[1] then
 end
 local ttl = tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], ARGV[3], ARGV[1] .. ' ' .. (now + ttl))
+raise_ceiling(ttl)
 local keep = ttl + (tonumber(ARGV[4]) or 0)
 if redis.call('PTTL', KEYS[1]) < keep then
   redis.call('PEXPIRE', KEYS[1], keep)

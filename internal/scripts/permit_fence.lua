@@ -15,9 +15,5 @@ local tok, exp = string.match(e, '^(%S+) (%d+)$')
 if tok ~= ARGV[1] or tonumber(exp) <= now then
   return 0
 end
-local cur = redis.call('GET', KEYS[2])
-local f = ARGV[3]
-if not cur or #cur < #f or (#cur == #f and cur < f) then
-  redis.call('SET', KEYS[2], f)
-end
+raise_fence(KEYS[2], ARGV[3])
 return 1

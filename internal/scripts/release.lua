@@ -38,36 +38,13 @@ redis.call('DEL', KEYS[1])
 if KEYS[6] then
   redis.call('DEL', KEYS[6])
 end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('HDEL', KEYS[4], id)
+local id, seq = handoff(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], tonumber(ARGV[4]), ARGV[3], now)
+if id then
+  return {1, id, seq}
 end
-while true do
-  local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  if not head[1] then
-    -- An Unlock ends ARGV with 'wake': the key's watch set, named after its
-    -- queue (scripts.WatchKey), is woken (watch.lua).
-    if ARGV[#ARGV] == 'wake' then
-      watch_wake(KEYS[2] .. ':watch', KEYS[1], now)
-    end
-    return {1}
-  end
-  local id = head[1]
-  local e = redis.call('HGET', KEYS[4], id)
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('HDEL', KEYS[4], id)
-  if e then
-    local seq, ttl, ch = string.match(e, '^(%S+) (%S+) (%S+)$')
-    redis.call('SET', KEYS[1], id, 'PX', ttl)
-    if KEYS[6] then
-      redis.call('SET', KEYS[6], id, 'PX', tonumber(ttl) + tonumber(ARGV[4]))
-    end
-    redis.call('HSET', KEYS[4], '.', head[2] .. ' ' .. seq .. ' ' .. id)
-    if not own(ch, ARGV[3]) then
-      notify(ch, id .. ' ' .. seq)
-    end
-    return {1, id, tonumber(seq)}
-  end
+-- An Unlock ends ARGV with 'wake': the key's watch set, named after its
+-- queue (scripts.WatchKey), is woken (watch.lua).
+if ARGV[#ARGV] == 'wake' then
+  watch_wake(KEYS[2] .. ':watch', KEYS[1], now)
 end
+return {1}

@@ -37,34 +37,12 @@ for g = 0, n - 1 do
       redis.call('DEL', marker)
     end
     out[1] = out[1] + 1
-    for _, id in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now)) do
-      redis.call('ZREM', queue, id)
-      redis.call('ZREM', leases, id)
-      redis.call('HDEL', entries, id)
-    end
-    while true do
-      local head = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')
-      if not head[1] then
-        watch_wake(KEYS[size * n + g + 1], key, now)
-        break
-      end
-      local id = head[1]
-      local e = redis.call('HGET', entries, id)
-      redis.call('ZREM', queue, id)
-      redis.call('ZREM', leases, id)
-      redis.call('HDEL', entries, id)
-      if e then
-        local seq, ttl, ch = string.match(e, '^(%S+) (%S+) (%S+)$')
-        redis.call('SET', key, id, 'PX', ttl)
-        if marker then
-          redis.call('SET', marker, id, 'PX', tonumber(ttl) + delay)
-        end
-        redis.call('HSET', entries, '.', head[2] .. ' ' .. seq .. ' ' .. id)
-        notify(ch, id .. ' ' .. seq)
-        out[#out + 1] = id
-        out[#out + 1] = tonumber(seq)
-        break
-      end
+    local id, seq = handoff(key, queue, leases, entries, marker, delay, nil, now)
+    if id then
+      out[#out + 1] = id
+      out[#out + 1] = seq
+    else
+      watch_wake(KEYS[size * n + g + 1], key, now)
     end
   end
 end

@@ -47,6 +47,7 @@ if ARGV[3] ~= '1' and #redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf', 
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - delay)
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+raise_ceiling(ARGV[2])
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
 local left = tonumber(last[2]) - now
 redis.call('SET', KEYS[1], 'r:readers', 'PX', left)

@@ -23,6 +23,7 @@ end
 local delay = tonumber(ARGV[3]) or 0
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - delay)
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+raise_ceiling(ARGV[2])
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
 local left = tonumber(last[2]) - now
 redis.call('PEXPIRE', KEYS[1], left)

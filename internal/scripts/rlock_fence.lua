@@ -12,9 +12,5 @@ local exp = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if redis.call('GET', KEYS[1]) ~= 'r:readers' or not exp or tonumber(exp) <= now then
   return 0
 end
-local cur = redis.call('GET', KEYS[3])
-local f = ARGV[2]
-if not cur or #cur < #f or (#cur == #f and cur < f) then
-  redis.call('SET', KEYS[3], f)
-end
+raise_fence(KEYS[3], ARGV[2])
 return 1

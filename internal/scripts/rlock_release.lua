@@ -44,32 +44,15 @@ redis.call('DEL', KEYS[1], KEYS[2])
 if delay > 0 then
   redis.call('DEL', KEYS[6])
 end
--- The key is free: the hand-off of release.lua.
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)) do
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('ZREM', KEYS[4], id)
-  redis.call('HDEL', KEYS[5], id)
+-- The key is free: the hand-off of release.lua (queue.lua).
+local marker = nil
+if delay > 0 then
+  marker = KEYS[6]
 end
-while true do
-  local head = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  if not head[1] then
-    -- KEYS[7], given by an Unlock only: the key's watch set (watch.lua).
-    watch_wake(KEYS[7], KEYS[1], now)
-    return {held}
-  end
-  local id = head[1]
-  local e = redis.call('HGET', KEYS[5], id)
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('ZREM', KEYS[4], id)
-  redis.call('HDEL', KEYS[5], id)
-  if e then
-    local seq, ttl, ch = string.match(e, '^(%S+) (%S+) (%S+)$')
-    redis.call('SET', KEYS[1], id, 'PX', ttl)
-    if delay > 0 then
-      redis.call('SET', KEYS[6], id, 'PX', tonumber(ttl) + delay)
-    end
-    redis.call('HSET', KEYS[5], '.', head[2] .. ' ' .. seq .. ' ' .. id)
-    notify(ch, id .. ' ' .. seq)
-    return {held, id, tonumber(seq)}
-  end
+local id, seq = handoff(KEYS[1], KEYS[3], KEYS[4], KEYS[5], marker, delay, nil, now)
+if id then
+  return {held, id, seq}
 end
+-- KEYS[7], given by an Unlock only: the key's watch set (watch.lua).
+watch_wake(KEYS[7], KEYS[1], now)
+return {held}

@@ -1,0 +1,416 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+// A restarted node's return (issue 34, docs/safety.md): a node that
+// restarted without its data counts again once every lease it could have
+// forgotten has expired, its horizon read from its peers' lease ceilings.
+
+// returns is an observer that hands on each NodeReturned event.
+func returns() (redlock.Option, <-chan redlock.Event) {
+	ch := make(chan redlock.Event, 16)
+	return redlock.WithObserver(redlock.ObserverFunc(func(_ context.Context, e redlock.Event) {
+		if e.Kind == redlock.NodeReturned {
+			select {
+			case ch <- e:
+			default:
+			}
+		}
+	})), ch
+}
+
+// Five unpersisted nodes, a 3s lock held (kept alive), node 0 restarted
+// empty. A Client that reaches every node finds node 0 quarantined and
+// reads its peers' ceilings (3s): node 0 counts again within 3s + drift +
+// 2s of its restart, and the Client declares it. A Client created after
+// that, with two of the other four nodes stopped, takes a new lock, which
+// needs node 0; the held key is granted to nobody while A holds it.
+func TestRealRestartedNodeReturnsAtItsHorizon(t *testing.T) {
+	t.Parallel()
+	const ttl = 3 * time.Second
+	bound := ttl + ttl/100 + 2*time.Millisecond + 2*time.Second
+	servers, pools := realNodes(t, 5)
+	a := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
+	la, err := a.TryLock(bg(), "held", ttl, redlock.WithAutoExtend(0))
+	require.NoError(t, err)
+	// (Not WaitIdle: the keeper runs until Unlock.) Every node holds A's
+	// lock before node 0 forgets it.
+	redistest.WaitFor(t, time.Second, "A's lock on every node", func() (bool, string) {
+		n := realHolders(t, servers, "held", la.Token())
+		return n == 5, fmt.Sprint(n, " nodes hold it")
+	})
+
+	restarted := time.Now()
+	servers[0].Kill()
+	servers[0].Restart(t)
+	rewarm(t, pools[:1])
+
+	watch, returned := returns()
+	b := newClient(t, pools, watch)
+	// B's traffic meets node 0: its yes does not count, and B probes its
+	// horizon. Meanwhile nobody gets the held key.
+	deadline := time.NewTimer(restarted.Add(bound).Sub(time.Now()))
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var back redlock.Event
+	for waiting := true; waiting; {
+		l, err := b.TryLock(bg(), "other", ttl)
+		if err == nil {
+			require.NoError(t, l.Unlock(bg()))
+		}
+		_, err = b.TryLock(bg(), "held", ttl)
+		require.ErrorIs(t, err, redlock.ErrNotObtained, "A holds the key (valid until %v)", la.Until())
+		select {
+		case back = <-returned:
+			waiting = false
+		case <-deadline.C:
+			t.Fatalf("node 0 not counted again %v after its restart (ttl %v): B saw %v", bound, ttl, b.NodeStates()[0])
+		case <-tick.C:
+		}
+	}
+	assert.Equal(t, pools[0].Addr(), back.Addr)
+	assert.Less(t, back.Duration, bound, "the run's age when it returned")
+	require.NoError(t, la.Err(), "A's lock is kept alive throughout")
+
+	servers[3].Kill()
+	servers[4].Kill()
+	c := newClient(t, pools[:3])
+	lc, err := c.TryLock(bg(), "fresh", ttl)
+	require.NoError(t, err, "a new Client counts node 0 by its declaration")
+	assert.Less(t, time.Since(restarted), bound+time.Second, "the new lock came within the bound (and C's dial)")
+	_, err = c.TryLock(bg(), "held", ttl)
+	require.ErrorIs(t, err, redlock.ErrNotObtained, "A still holds the key on nodes 1 and 2")
+	require.NoError(t, la.Err())
+	require.NoError(t, lc.Unlock(bg()))
+}
+
+// A node whose peers cannot vouch for it sits out the whole quarantine:
+// with node 0 restarted and nodes 3 and 4 down, only two peers answer, no
+// quorum of the other nodes, and node 0 stays out (its yes does not
+// count, so the three live nodes make no majority). Once the peers are
+// back, the next probe establishes the horizon.
+func TestRealRestartedNodeWithoutVouchersSitsOut(t *testing.T) {
+	t.Parallel()
+	const ttl = 2 * time.Second
+	servers, pools := realNodes(t, 5)
+	a := newClient(t, pools)
+	la, err := a.TryLock(bg(), "held", ttl)
+	require.NoError(t, err)
+	a.WaitIdle()
+	servers[3].Kill()
+	servers[4].Kill()
+	servers[0].Kill()
+	servers[0].Restart(t)
+	rewarm(t, pools[:1])
+
+	watch, returned := returns()
+	b := newClient(t, pools, watch, redlock.WithNodeTimeout(200*time.Millisecond))
+	// Past A's validity, past the horizon the ceilings would give (2s),
+	// node 0 still does not count: nobody vouched for it.
+	until := la.Until().Add(ttl + time.Second)
+	for time.Now().Before(until) {
+		_, err := b.TryLock(bg(), "k", ttl)
+		require.ErrorIs(t, err, redlock.ErrNodeQuarantined, "three live nodes, one of them quarantined")
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case e := <-returned:
+		t.Fatalf("node 0 returned with two peers down: %+v", e)
+	default:
+	}
+
+	servers[3].Restart(t)
+	servers[4].Restart(t)
+	awaitPools(t, pools[3:])
+	// The restarted peers are young and unpersisted too: they vouch for
+	// nobody. Declare them fresh, as an operator of a new node would (they
+	// hold nothing of A's), and node 0's next probe has its quorum.
+	for _, s := range servers[3:] {
+		s.MarkFresh(t)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := b.TryLock(bg(), "k2", ttl)
+		if err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "node 0 never counted again: %v", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case <-returned:
+	case <-time.After(time.Second):
+		t.Fatal("no NodeReturned event")
+	}
+}
+
+// Every script that grants or extends a lease raises the node's lease
+// ceiling to the lease's TTL, and keeps it alive as long: each step below
+// uses a longer TTL than every step before, so each must raise it.
+func TestRealCeilingRaisedByEveryGrant(t *testing.T) {
+	t.Parallel()
+	servers, pools := realNodes(t, 3)
+	c := newClient(t, pools)
+	delayed := newClient(t, pools, redlock.WithLockDelay(time.Millisecond))
+	ttl := time.Second
+	next := func() time.Duration { ttl += 100 * time.Millisecond; return ttl }
+	check := func(what string) {
+		t.Helper()
+		for i, s := range servers {
+			rc := s.Client(t)
+			v, err := rc.Get(bg(), "redlock:ceiling").Result()
+			require.NoError(t, err, "%s: node %d has no ceiling", what, i)
+			assert.Equal(t, strconv.FormatInt(ttl.Milliseconds(), 10), v, "%s: node %d", what, i)
+			pt, err := rc.PTTL(bg(), "redlock:ceiling").Result()
+			require.NoError(t, err)
+			assert.Greater(t, pt, ttl-time.Second, "%s: node %d keeps it about as long as the lease", what, i)
+		}
+	}
+	must := func(l *redlock.Lock, err error) *redlock.Lock {
+		t.Helper()
+		require.NoError(t, err)
+		c.WaitIdle()
+		delayed.WaitIdle()
+		return l
+	}
+	l := must(c.TryLock(bg(), "plain", next()))
+	check("SET NX")
+	require.NoError(t, l.Extend(bg(), next()))
+	c.WaitIdle()
+	check("extend")
+	must(c.TryLock(bg(), "fenced", next(), redlock.WithFencing()))
+	check("fenced SET")
+	must(delayed.TryLock(bg(), "delayed", next()))
+	check("delayed SET")
+	r := must(c.TryRLock(bg(), "rw", next()))
+	check("reader")
+	require.NoError(t, r.Extend(bg(), next()))
+	c.WaitIdle()
+	check("reader's extension")
+	p := must(c.TryAcquirePermit(bg(), "sem", 2, next()))
+	check("permit")
+	require.NoError(t, p.Extend(bg(), next()))
+	c.WaitIdle()
+	check("permit's extension")
+	m := must(c.TryLockAll(bg(), []string{"m1", "m2"}, next()))
+	check("multi-lock")
+	require.NoError(t, m.Extend(bg(), next()))
+	c.WaitIdle()
+	check("multi-lock's extension")
+	o := must(c.TryLock(bg(), "owned", next(), redlock.WithOwner("job")))
+	check("owner's hold")
+	require.NoError(t, o.Extend(bg(), next()))
+	c.WaitIdle()
+	check("owner's extension")
+
+	// A hand-off: a waiter queued behind a holder gets the key from the
+	// holder's release, with the waiter's TTL.
+	h := must(c.TryLock(bg(), "queue", ttl))
+	waiter := newClient(t, pools)
+	got := make(chan *redlock.Lock, 1)
+	wttl := next()
+	go func() {
+		l, err := waiter.Lock(bg(), "queue", wttl, redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
+		if err == nil {
+			got <- l
+		}
+		close(got)
+	}()
+	redistest.WaitFor(t, 5*time.Second, "the waiter queued on every node", func() (bool, string) {
+		n := 0
+		for _, s := range servers {
+			if k, _ := s.Client(t).ZCard(bg(), "queue:queue").Result(); k == 1 {
+				n++
+			}
+		}
+		return n == len(servers), strconv.Itoa(n) + " queues hold it"
+	})
+	require.NoError(t, h.Unlock(bg()))
+	wl, ok := <-got
+	require.True(t, ok, "the waiter got the key")
+	c.WaitIdle()
+	check("hand-off")
+	require.NoError(t, wl.Unlock(bg()))
+}
+
+// The horizon keeps a lock that the restarted node held on a bare
+// majority: A holds "held" on nodes 0, 1 and 2 only (3 and 4 down while it
+// locked, then back, empty and declared fresh, as new nodes), and node 0
+// restarts empty. Node 0 may return
+// only once A's lease has expired (the ceilings of nodes 1 and 2 say how
+// long it may last): until then B, trying the key over and over and
+// reaching nodes 0, 3 and 4, must be refused. Without the ceiling node 0
+// would return at once and B would take the key with 0, 3 and 4.
+func TestRealHorizonKeepsALockOnABareMajority(t *testing.T) {
+	t.Parallel()
+	const ttl = 3 * time.Second
+	servers, pools := realNodes(t, 5)
+	servers[3].Kill()
+	servers[4].Kill()
+	a := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
+	la, err := a.TryLock(bg(), "held", ttl)
+	require.NoError(t, err)
+	a.WaitIdle()
+	for _, s := range servers[3:] {
+		s.Restart(t)
+		s.MarkFresh(t)
+	}
+	awaitPools(t, pools[3:])
+	require.Equal(t, 3, realHolders(t, servers, "held", la.Token()), "A holds nodes 0, 1 and 2")
+	servers[0].Kill()
+	servers[0].Restart(t)
+	rewarm(t, pools[:1])
+
+	watch, returned := returns()
+	b := newClient(t, pools, watch, redlock.WithNodeTimeout(100*time.Millisecond))
+	tries := 0
+	for time.Now().Before(la.Until()) {
+		lb, err := b.TryLock(bg(), "held", ttl)
+		if err == nil && time.Now().Before(la.Until()) {
+			t.Fatalf("B holds the key A holds (A valid for %v more), after %d tries; node 0 returned: %v",
+				time.Until(la.Until()), tries, len(returned) > 0)
+		}
+		if err == nil {
+			require.NoError(t, lb.Unlock(bg()))
+		}
+		tries++
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Greater(t, tries, 10, "B tried throughout A's validity")
+	select {
+	case e := <-returned:
+		assert.GreaterOrEqual(t, e.Duration, ttl, "node 0 returned only after A's lease could have expired")
+	case <-time.After(5 * time.Second):
+		t.Fatal("node 0 did not return after A's lease")
+	}
+}
+
+// awaitPools waits until each pool answers again, after its server came
+// back: a pool that failed to dial while the server was down backs off
+// (go-redis), so a first call may still fail at once.
+func awaitPools(t *testing.T, pools []pool.Pool) {
+	t.Helper()
+	for _, p := range pools {
+		redistest.WaitFor(t, 5*time.Second, "the pool of "+p.Addr()+" answers again", func() (bool, string) {
+			ctx, cancel := context.WithTimeout(bg(), time.Second)
+			defer cancel()
+			_, err := p.Eval(ctx, warmScript, nil)
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+}
+
+// A waiter's grants become its lock only once an extension confirms them
+// on a majority: a node that granted the waiter and then restarted empty
+// forgot the grant, and the waiter must not count it (its peers may count
+// that node again by its horizon long before the grant's lease would end).
+// Node 0 grants W, restarts; the holder of nodes 1 and 2 unlocks and hands
+// them to W; nodes 3 and 4 are down. W has no majority: its Lock must not
+// return a lock (without the extension it did, held on two nodes).
+func TestRealWaiterGrantsConfirmedOnAMajority(t *testing.T) {
+	t.Parallel()
+	servers, pools := realNodes(t, 5)
+	h := newClient(t, pools, redlock.WithNodeTimeout(200*time.Millisecond))
+	lh, err := h.TryLock(bg(), "k", 20*time.Second)
+	require.NoError(t, err)
+	h.WaitIdle()
+	for _, s := range []*redistest.Server{servers[0], servers[3], servers[4]} {
+		require.NoError(t, s.Client(t).Del(bg(), "k").Err())
+	}
+	servers[3].Kill()
+	servers[4].Kill()
+
+	w := newClient(t, pools, redlock.WithNodeTimeout(200*time.Millisecond))
+	type outcome struct {
+		l   *redlock.Lock
+		err error
+	}
+	got := make(chan outcome, 1)
+	ctx, cancel := context.WithTimeout(bg(), 4*time.Second)
+	defer cancel()
+	go func() {
+		l, err := w.Lock(ctx, "k", 30*time.Second, redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
+		got <- outcome{l, err}
+	}()
+	redistest.WaitFor(t, 3*time.Second, "node 0 granted the waiter", func() (bool, string) {
+		v, _ := servers[0].Client(t).Get(bg(), "k").Result()
+		return v != "" && v != lh.Token(), "node 0 holds " + v
+	})
+	servers[0].Kill()
+	servers[0].Restart(t)
+	// The holder held only nodes 1 and 2 by now: its Unlock hands them to
+	// the waiter and reports the others.
+	require.ErrorIs(t, lh.Unlock(bg()), redlock.ErrNotReleased)
+
+	o := <-got
+	if o.err == nil {
+		n := realHolders(t, servers[:3], "k", o.l.Token())
+		t.Fatalf("the waiter got a lock held on %d node(s) of 5 (a forgotten grant counted)", n)
+	}
+	require.ErrorIs(t, o.err, redlock.ErrNotObtained)
+	require.ErrorIs(t, o.err, context.DeadlineExceeded)
+}
+
+// A Client that raised a node's ceiling itself sends a bare SET NX PX while
+// it knows the ceiling covers the lease (lease.Env.setNX): every lock key
+// set that way is covered, on every node, for as long as it lives; and
+// after a node restarts (its ceiling gone), the next lock raises it again.
+func TestRealCeilingCoversEveryPlainLock(t *testing.T) {
+	t.Parallel()
+	const ttl = 2 * time.Second
+	servers, pools := realNodes(t, 3)
+	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
+	check := func(key string) {
+		t.Helper()
+		for i, s := range servers {
+			rc := s.Client(t)
+			kt, err := rc.PTTL(bg(), key).Result()
+			require.NoError(t, err)
+			if kt <= 0 {
+				continue // the node did not take it
+			}
+			v, err := rc.Get(bg(), "redlock:ceiling").Int64()
+			require.NoError(t, err, "node %d holds %s without a ceiling", i, key)
+			ct, err := rc.PTTL(bg(), "redlock:ceiling").Result()
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, v, ttl.Milliseconds(), "node %d: the ceiling covers %s's TTL", i, key)
+			assert.GreaterOrEqual(t, ct, kt, "node %d: the ceiling outlives %s", i, key)
+		}
+	}
+	// The first lock raises each node's ceiling for three TTLs; the next
+	// ones, well within that, find it covering them.
+	for n := range 20 {
+		key := fmt.Sprint("k", n)
+		_, err := c.TryLock(bg(), key, ttl)
+		require.NoError(t, err)
+		c.WaitIdle()
+		check(key)
+	}
+	// Node 0 restarts empty while the Client still knows its old run's
+	// ceiling: the next lock must raise the new run's.
+	servers[0].Kill()
+	servers[0].Restart(t)
+	servers[0].MarkFresh(t) // counted at once: this test is about the ceiling
+	rewarm(t, pools[:1])
+	_, err := c.TryLock(bg(), "after", ttl)
+	require.NoError(t, err)
+	c.WaitIdle()
+	check("after")
+	v, err := servers[0].Client(t).Get(bg(), "redlock:ceiling").Int64()
+	require.NoError(t, err, "the restarted node's ceiling is raised again")
+	assert.Equal(t, ttl.Milliseconds(), v)
+}

@@ -1,0 +1,133 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redlockgo/redlock/internal/lease"
+	"github.com/redlockgo/redlock/internal/wait"
+)
+
+// The strategies: what an acquisition does until it holds, chosen once by
+// prepare (plan.how). Each returns the lock, the number of attempts (a
+// waiter's rounds after its first attempt count as retries), and the
+// error; every way to a hold passes hold (hold.go).
+//
+//	how       entry points                                   waits by
+//	tryOnce   TryLock, TryRLock, TryAcquirePermit,           up to two more attempts
+//	          TryLockAll, an owner's TryLock                 to settle a split (split.go)
+//	retrying  RLock, AcquirePermit, LockAll, an owner's Lock attempts paced by the retry
+//	                                                         strategy, woken by releases
+//	queued    Lock, a fair TryLock                           the nodes' queues (queue.go)
+//	resumed   Resume                                         nothing: one extension
+func (c *Client) run(ctx context.Context, p *plan) (*Lock, int, error) {
+	switch p.how {
+	case retrying:
+		return c.retry(ctx, p)
+	case queued:
+		return c.queue(ctx, p)
+	case resumed:
+		return c.resume(ctx, p)
+	}
+	return c.try(ctx, p)
+}
+
+// try is one attempt, and up to two more while its refusal may be a split
+// among simultaneous contenders (settleSplit). SET NX cannot tell a lock
+// from a key of another kind, so a refused exclusive lock asks one node
+// that refused what the key holds (nameKind).
+func (c *Client) try(ctx context.Context, p *plan) (*Lock, int, error) {
+	var l *Lock
+	attempts, err := c.settleSplit(ctx, c.nodeTimeout(p.lc.ttl), func() (err error) {
+		l, err = c.attempt(ctx, p, nil)
+		return err
+	})
+	if err != nil && p.kind == nil {
+		err = c.nameKind(ctx, p.key, err)
+	}
+	err, _ = afterAttempt(ctx, err, nil, false)
+	return l, attempts, err
+}
+
+// retry is attempts paced by the retry strategy and cut short by a release
+// of a watched key (wait.Hub.Retry) until one succeeds, the strategy stops,
+// ctx ends, the Client closes or a node says the key holds another kind
+// (ErrWrongKind: no retry can succeed).
+func (c *Client) retry(ctx context.Context, p *plan) (*Lock, int, error) {
+	var l *Lock
+	var prev error // the error of the last attempt that ran to its decision
+	attempts, err := c.waits.Retry(ctx, p.kind.Watched(), p.lc.retry, c.nodeTimeout(p.lc.ttl), func(ctx context.Context, w *wait.Watch, retry bool) (error, bool) {
+		var err error
+		l, err = c.attempt(ctx, p, w)
+		err, end := afterAttempt(ctx, err, prev, retry)
+		prev = err
+		return err, end || errors.Is(err, ErrWrongKind)
+	})
+	return l, attempts, err
+}
+
+// queue is Lock: one try on arrival, then the nodes' queues of waiters
+// (Client.wait). A fair call, and a call on a key this Client's Lock calls
+// found held within the last second, skip the try; a fair TryLock only
+// queues if nobody waits, and leaves at once.
+func (c *Client) queue(ctx context.Context, p *plan) (*Lock, int, error) {
+	delay, retry := p.lc.retry.NextDelay(1) // asked once, before the first attempt's end is known
+	if !p.wait {
+		delay, retry = 0, false
+	}
+	if !p.lc.fair && (!retry || !c.waits.Busy.Is(p.key, p.start)) {
+		l, err := c.attempt(ctx, p, nil)
+		if err, end := afterAttempt(ctx, err, nil, retry); end {
+			return l, 1, err
+		}
+		c.waits.Busy.Mark(p.key, p.start)
+	}
+	l, retries, err := c.wait(ctx, p, delay, retry)
+	return l, 1 + retries, err
+}
+
+// resume carries on with the hold p.token has: hold, with an extension
+// that proves it on a majority, from the call's start.
+func (c *Client) resume(ctx context.Context, p *plan) (*Lock, int, error) {
+	l := c.newLock(p, p.token)
+	// The hold's own validity is unknown here; the extension decides, from
+	// this call's start, on the nodes' own answers.
+	held, err := c.hold(ctx, l, claim{until: p.start.Add(l.ttl), extend: true}, p.lc)
+	if err == nil && !held {
+		err = c.usedUp(c.nodes.Quorum())
+	}
+	if err != nil {
+		return nil, 1, c.nameKind(ctx, p.key, err) // permits, or a key of the application's
+	}
+	return l, 1, nil
+}
+
+// usedUp is the error of a hold whose validity ran out once a majority
+// agreed had granted it (agreed nodes).
+func (c *Client) usedUp(agreed int) error {
+	return &QuorumError{Op: "lock", Agreed: agreed, Needed: c.nodes.Quorum(), Total: c.nodes.Len(),
+		Reason: "validity used up", sentinel: ErrNotObtained}
+}
+
+// nameKind is err, the refusal of an exclusive attempt on key, with the
+// kind the key holds on the first node that refused it, when that is not
+// a lock or readers: that node's cause becomes ErrWrongKind. It asks that
+// one node, bounded by the node timeout; on any failure err stands.
+func (c *Client) nameKind(ctx context.Context, key string, err error) error {
+	var qe *QuorumError
+	if !errors.As(err, &qe) {
+		return err
+	}
+	for _, n := range qe.Nodes {
+		if !errors.Is(n.Err, ErrTaken) {
+			continue
+		}
+		nctx, cancel := context.WithTimeout(ctx, c.nodeTimeout(0))
+		defer cancel()
+		if kind, err := c.env.KindOf(nctx, n.Node, key); err == nil && kind != "" && kind != "lock" && kind != "readers" {
+			n.Err = lease.KindError(kind, "")
+		}
+		return err
+	}
+	return err
+}
