@@ -39,7 +39,7 @@ func returns() (redlock.Option, <-chan redlock.Event) {
 // that, with two of the other four nodes stopped, takes a new lock, which
 // needs node 0; the held key is granted to nobody while A holds it.
 func TestRealRestartedNodeReturnsAtItsHorizon(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const ttl = 3 * time.Second
 	bound := ttl + ttl/100 + 2*time.Millisecond + 2*time.Second
 	servers, pools := realNodes(t, 5)
@@ -104,7 +104,7 @@ func TestRealRestartedNodeReturnsAtItsHorizon(t *testing.T) {
 // count, so the three live nodes make no majority). Once the peers are
 // back, the next probe establishes the horizon.
 func TestRealRestartedNodeWithoutVouchersSitsOut(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const ttl = 2 * time.Second
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
@@ -162,7 +162,7 @@ func TestRealRestartedNodeWithoutVouchersSitsOut(t *testing.T) {
 // ceiling to the lease's TTL, and keeps it alive as long: each step below
 // uses a longer TTL than every step before, so each must raise it.
 func TestRealCeilingRaisedByEveryGrant(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 3)
 	c := newClient(t, pools)
 	delayed := newClient(t, pools, redlock.WithLockDelay(time.Millisecond))
@@ -256,7 +256,7 @@ func TestRealCeilingRaisedByEveryGrant(t *testing.T) {
 // reaching nodes 0, 3 and 4, must be refused. Without the ceiling node 0
 // would return at once and B would take the key with 0, 3 and 4.
 func TestRealHorizonKeepsALockOnABareMajority(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const ttl = 3 * time.Second
 	servers, pools := realNodes(t, 5)
 	servers[3].Kill()
@@ -322,7 +322,7 @@ func awaitPools(t *testing.T, pools []pool.Pool) {
 // them to W; nodes 3 and 4 are down. W has no majority: its Lock must not
 // return a lock (without the extension it did, held on two nodes).
 func TestRealWaiterGrantsConfirmedOnAMajority(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	h := newClient(t, pools, redlock.WithNodeTimeout(200*time.Millisecond))
 	lh, err := h.TryLock(bg(), "k", 20*time.Second)
@@ -370,7 +370,7 @@ func TestRealWaiterGrantsConfirmedOnAMajority(t *testing.T) {
 // set that way is covered, on every node, for as long as it lives; and
 // after a node restarts (its ceiling gone), the next lock raises it again.
 func TestRealCeilingCoversEveryPlainLock(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const ttl = 2 * time.Second
 	servers, pools := realNodes(t, 3)
 	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
