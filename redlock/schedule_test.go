@@ -2,9 +2,16 @@ package redlock_test
 
 import (
 	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // How the package's tests share the machine. Most of them spend their time
@@ -152,4 +159,39 @@ func alone(t *testing.T) {
 	slots.left.Wait()
 	aloneMu.Lock()
 	t.Cleanup(aloneMu.Unlock)
+}
+
+// TestParallelTestsTakeASlot: a test that calls t.Parallel itself runs
+// beside every other parallel test, outside the slots, since the package
+// lifts go test's bound (waitBoundParallel). Its subtests may (they share
+// the slot of their test).
+func TestParallelTestsTakeASlot(t *testing.T) {
+	files, err := filepath.Glob("*_test.go")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") || fn.Body == nil {
+				continue
+			}
+			for _, st := range fn.Body.List {
+				call, ok := st.(*ast.ExprStmt)
+				if !ok {
+					continue
+				}
+				c, ok := call.X.(*ast.CallExpr)
+				if !ok {
+					continue
+				}
+				if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Parallel" {
+					t.Errorf("%s: %s calls t.Parallel: call parallel(t), first(t) or alone(t) instead "+
+						"(schedule_test.go); a test of package redlock cannot, and stays serial",
+						fset.Position(st.Pos()), fn.Name.Name)
+				}
+			}
+		}
+	}
 }
