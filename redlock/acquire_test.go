@@ -245,6 +245,7 @@ func TestRetryStrategyStops(t *testing.T) {
 }
 
 func TestEachAttemptHasItsOwnToken(t *testing.T) {
+	parallel(t)
 	fn := newFakeNodes(t, 3)
 	c := newClient(t, fn.pools)
 	seen := map[string]bool{}
@@ -261,7 +262,7 @@ func TestEachAttemptHasItsOwnToken(t *testing.T) {
 // The cleanup of a failed attempt runs in the background: a TryLock that
 // fails because a majority hangs returns after one node timeout, not two.
 func TestFailedTryLockDoesNotWaitForItsCleanup(t *testing.T) {
-	parallel(t)
+	defer parallel(t).idle() // its cleanups wait out the calls to silent nodes
 	fn := newFakeNodes(t, 3)
 	const nodeTimeout = 500 * time.Millisecond
 	c := newClient(t, fn.pools, redlock.WithNodeTimeout(nodeTimeout))

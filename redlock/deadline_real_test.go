@@ -63,6 +63,7 @@ func expireAtRetry(ctx *windowCtx, asked *atomic.Int32) redlock.LockOption {
 // and the error is the context's with the refusal of the attempt before:
 // the key was held, not the nodes slow.
 func TestRealAttemptCutByTheCallersDeadline(t *testing.T) {
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	c := newClient(t, pools)
 	w, err := c.TryLock(bg(), "doc", 10*time.Second)

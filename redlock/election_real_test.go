@@ -151,7 +151,7 @@ func TestRealCampaignContextEnds(t *testing.T) {
 }
 
 func TestRealElectionResignHandsOverWithTwoNodesStopped(t *testing.T) {
-	parallel(t)
+	defer parallel(t).idle() // its cleanups wait out the calls to silent nodes
 	servers, pools := realNodes(t, 5)
 	fast := redlock.WithNodeTimeout(250 * time.Millisecond)
 	a := newClient(t, pools, fast)
@@ -235,6 +235,7 @@ func TestRealElectionLoss(t *testing.T) {
 }
 
 func TestRealElectionProclaim(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools)
 	ls, err := c.Campaign(bg(), "e6", "v1", 10*time.Second)
@@ -401,7 +402,7 @@ func TestRealObserveStopsOnClose(t *testing.T) {
 // still arrives within 1s, in term order, and the channel closes within 1s
 // of ctx's end.
 func TestRealObserveWithTwoNodesSilent(t *testing.T) {
-	parallel(t)
+	defer parallel(t).idle() // its cleanups wait out the calls to silent nodes
 	servers, pools := realNodes(t, 5)
 	for _, s := range servers[3:] {
 		s.Pause()

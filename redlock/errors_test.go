@@ -44,7 +44,7 @@ func TestNodeTimeoutIsNotTheCallersDeadline(t *testing.T) {
 }
 
 func TestCallersContextStillShows(t *testing.T) {
-	parallel(t)
+	defer parallel(t).idle() // its cleanups wait out the calls to silent nodes
 	fn := newFakeNodes(t, 3)
 	fn.faults[0].Hang(true)
 	fn.faults[1].Hang(true)

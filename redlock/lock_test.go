@@ -116,7 +116,7 @@ func TestUnlock(t *testing.T) {
 }
 
 func TestUnlockWithMinorityDown(t *testing.T) {
-	parallel(t)
+	defer parallel(t).idle() // its cleanups wait out the calls to silent nodes
 	fn := newFakeNodes(t, 5)
 	c := newClient(t, fn.pools)
 	l, err := c.TryLock(bg(), "k", time.Minute)

@@ -123,7 +123,7 @@ func TestRealLockDelayRefusesAfterVanishedHolder(t *testing.T) {
 // Lock waits out the lock-delay and gets the key within a second after it
 // ends, not before.
 func TestRealLockDelayLockWaits(t *testing.T) {
-	alone(t)
+	parallel(t)
 	const ttl, delay = 500 * time.Millisecond, 1500 * time.Millisecond
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools, redlock.WithLockDelay(delay), vanishTimeout)
@@ -145,6 +145,7 @@ func TestRealLockDelayLockWaits(t *testing.T) {
 // the marker, and a hand-off to a waiter gives the marker to the waiter, so
 // that a waiter that vanishes in turn is covered too.
 func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
+	parallel(t)
 	const ttl, delay = 2 * time.Second, 3 * time.Second
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools, redlock.WithLockDelay(delay))

@@ -49,6 +49,7 @@ func recordingNodes(t *testing.T, pools []pool.Pool) ([]pool.Pool, func() []stri
 // scripts' acquire.lua): there is no window in which the key exists
 // without a TTL.
 func TestMistakeSetNXThenExpire(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 3)
 	rec, ops := recordingNodes(t, pools)
 	c := newClient(t, rec)
@@ -115,6 +116,7 @@ func TestMistakeDelWithoutOwnerCheck(t *testing.T) {
 // in the gap. The library releases with one compare-and-delete script per
 // node, so there is no gap: each node runs it atomically.
 func TestMistakeGetThenDel(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 3)
 	rec, ops := recordingNodes(t, pools)
 	a := newClient(t, rec)

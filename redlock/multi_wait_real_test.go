@@ -19,7 +19,7 @@ import (
 // and wake-ups, and the hand-off of a multi-lock's keys to queued waiters.
 
 func TestRealLockAllBoundedWithSilentNodes(t *testing.T) {
-	parallel(t)
+	defer parallel(t).idle() // its cleanups wait out the calls to silent nodes
 	_, pools := faultyNodes(t) // one node paused, one that never answers
 	holder := defaultClient(t, pools)
 	c := defaultClient(t, pools)

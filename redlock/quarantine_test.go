@@ -51,6 +51,7 @@ func asPools(ps []*knownPool) []pool.Pool {
 }
 
 func TestQuarantineKeepsYoungNodesOut(t *testing.T) {
+	parallel(t)
 	clk := fakeClock()
 	nodes := knownNodes(t, 3, clk.Now())
 	rec := &recorder{}
@@ -83,6 +84,7 @@ func TestQuarantineKeepsYoungNodesOut(t *testing.T) {
 }
 
 func TestQuarantineSpares(t *testing.T) {
+	parallel(t)
 	clk := fakeClock()
 	for name, id := range map[string]pool.Identity{
 		"a node that persists every write": {RunID: "new", Started: clk.Now(), Persistence: pool.PersistenceAlways},
@@ -119,6 +121,7 @@ func TestQuarantineSpares(t *testing.T) {
 }
 
 func TestQuarantineStopsExtensionsAndFences(t *testing.T) {
+	parallel(t)
 	clk := fakeClock()
 	nodes := knownNodes(t, 3, clk.Now())
 	c := newClient(t, asPools(nodes), redlock.WithClock(clk))

@@ -33,6 +33,7 @@ func holdsOn(t *testing.T, servers []*redistest.Server, key string) []map[string
 // refused until the third Unlock; then the key is free everywhere, with no
 // record left, and the other owner gets it.
 func TestRealReentryCountsHolds(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
@@ -85,6 +86,7 @@ func TestRealReentryCountsHolds(t *testing.T) {
 // hold there, counted alone: one Unlock frees the majority, and the
 // minority keeps exactly the old hold.
 func TestRealReentryNeedsTheOwnersMajority(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	job := redlock.WithOwner("job")
@@ -185,6 +187,7 @@ func TestRealReentryAfterExpiry(t *testing.T) {
 // An Unlock sent twice (a retry of its release on every node) gives back
 // one hold: the second finds that hold gone and touches the others not.
 func TestRealReentryUnlockRetried(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	job := redlock.WithOwner("job")
@@ -209,6 +212,7 @@ func TestRealReentryUnlockRetried(t *testing.T) {
 // With WithFencing every hold of an owner reports the owner's fence; a
 // later holder's fence is greater.
 func TestRealReentryKeepsTheFence(t *testing.T) {
+	parallel(t)
 	_, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	job := redlock.WithOwner("job")
@@ -234,6 +238,7 @@ func TestRealReentryKeepsTheFence(t *testing.T) {
 // by the last hold's Unlock, and a blocked Lock of another owner is woken
 // by it (both only then: the key holds the owner's value until it).
 func TestRealReentryDoAndWaiters(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools)
 	b := newClient(t, pools)

@@ -134,10 +134,12 @@ func take(t *testing.T, first bool) *slot {
 }
 
 // parallel runs t in parallel with the package's other wait-bound tests,
-// holding one of the slots (see above).
-func parallel(t *testing.T) {
+// holding one of the slots (see above). A test whose cleanups only wait
+// (a Client's Close waiting out calls to silent nodes, 4 node timeouts)
+// gives the slot back when its function returns: defer parallel(t).idle().
+func parallel(t *testing.T) *slot {
 	t.Helper()
-	take(t, false)
+	return take(t, false)
 }
 
 // first is parallel for one of the run's longest tests: it gets its slot
@@ -166,6 +168,7 @@ func alone(t *testing.T) {
 // lifts go test's bound (waitBoundParallel). Its subtests may (they share
 // the slot of their test).
 func TestParallelTestsTakeASlot(t *testing.T) {
+	parallel(t)
 	files, err := filepath.Glob("*_test.go")
 	require.NoError(t, err)
 	fset := token.NewFileSet()

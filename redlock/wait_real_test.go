@@ -92,7 +92,7 @@ func lockIn(t *testing.T, c *redlock.Client, key string, d time.Duration) <-chan
 }
 
 func TestRealLockHonoursItsContextWhileNodesAreSilent(t *testing.T) {
-	parallel(t)
+	defer parallel(t).idle() // its cleanups wait out the calls to silent nodes
 	_, pools := faultyNodes(t)
 	holder := defaultClient(t, pools)
 	l, err := holder.TryLock(bg(), "k", faultTTL)
@@ -264,7 +264,7 @@ func TestRealExpiryWithoutReleaseStillEndsInAcquisition(t *testing.T) {
 // node timeout (50ms at most). Here the attempt can still win only through
 // the silent node: two live nodes said yes and two said no.
 func TestRealContendedAttemptDoesNotWaitOutASilentNode(t *testing.T) {
-	parallel(t)
+	defer parallel(t).idle() // its cleanups wait out the calls to silent nodes
 	servers, pools := realNodes(t, 4)
 	pools = append(pools, silentNode(t))
 	for _, s := range servers[:2] { // another holder, on two nodes only

@@ -98,6 +98,7 @@ func TestLostMessageIsCoveredByTheNextRound(t *testing.T) {
 }
 
 func TestWaitersAreServedInArrivalOrderAcrossAndWithinClients(t *testing.T) {
+	parallel(t)
 	fn := newFakeNodes(t, 3)
 	shared := newClient(t, fn.pools)
 	l, err := shared.TryLock(bg(), "k", time.Minute)

@@ -103,6 +103,7 @@ func requireWoken(t *testing.T, held *redlock.Lock, got <-chan outcome) {
 }
 
 func TestRealLockAllWokenByReleaseInAnotherClient(t *testing.T) {
+	parallel(t)
 	servers, pools := realNodes(t, 5)
 	nodes := inspectors(t, servers)
 	holder := newClient(t, pools)
