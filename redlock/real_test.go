@@ -87,7 +87,10 @@ func warm(t testing.TB, pools []pool.Pool) {
 }
 
 // realHolders counts the servers where key holds value, and checks that every
-// copy has a TTL.
+// copy has a TTL. PTTL answers -1 for a key without one, and -2 (in
+// go-redis, -2ns) for a key gone since the GET: it expired in between, and
+// is not counted; 0 is a key in its last millisecond (seen under load with
+// a 500ms TTL), which has a TTL.
 func realHolders(t *testing.T, servers []*redistest.Server, key, value string) int {
 	t.Helper()
 	n := 0
@@ -99,7 +102,10 @@ func realHolders(t *testing.T, servers []*redistest.Server, key, value string) i
 		}
 		ttl, err := c.PTTL(bg(), key).Result()
 		require.NoError(t, err)
-		require.Positive(t, ttl, "every lock key carries a TTL")
+		if ttl == -2 {
+			continue
+		}
+		require.GreaterOrEqual(t, ttl, time.Duration(0), "every lock key carries a TTL: PTTL of %q on %s is %v", key, s.Addr(), ttl)
 		n++
 	}
 	return n
