@@ -119,7 +119,9 @@ func TestRealKleppmannPausedWriterIsFencedOff(t *testing.T) {
 	a := newClient(t, pools)
 	b := newClient(t, pools)
 
-	la, err := a.TryLock(bg(), "file", 200*time.Millisecond, redlock.WithFencing())
+	// A 1s lease: a 200ms one ran out inside A's TryLock on a loaded
+	// machine ("validity used up after 230ms: 5 of 5 nodes agreed").
+	la, err := a.TryLock(bg(), "file", time.Second, redlock.WithFencing())
 	require.NoError(t, err)
 	require.NoError(t, store.Write(bg(), "file", "A1", la.Fence()))
 

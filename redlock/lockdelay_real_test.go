@@ -19,7 +19,9 @@ import (
 // vanish takes "res" for ttl with c and never unlocks it: its holder
 // vanished. It returns the lock and a time before the acquisition. c must
 // have a node timeout that every node meets on a loaded machine
-// (vanishTimeout): the tests want the key on all five.
+// (vanishTimeout): the tests want the key on all five. The tests' TTL is
+// 1s: with 500ms the nodes' calls (up to 4 node timeouts of 200ms) and
+// the count outlasted it on a loaded machine, and copies had expired.
 func vanish(t *testing.T, servers []*redistest.Server, c *redlock.Client, ttl time.Duration) (*redlock.Lock, time.Time) {
 	t.Helper()
 	start := time.Now()
@@ -88,7 +90,7 @@ func markers(t *testing.T, servers []*redistest.Server) ([]string, []time.Durati
 // acquisition, and then succeeds.
 func TestRealLockDelayRefusesAfterVanishedHolder(t *testing.T) {
 	parallel(t)
-	const ttl, delay = 500 * time.Millisecond, 2 * time.Second
+	const ttl, delay = time.Second, 2 * time.Second // ttl: see vanish
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools, redlock.WithLockDelay(delay), vanishTimeout)
 	la, start := vanish(t, servers, a, ttl)
@@ -128,8 +130,8 @@ func TestRealLockDelayRefusesAfterVanishedHolder(t *testing.T) {
 // Lock waits out the lock-delay and gets the key within a second after it
 // ends, not before.
 func TestRealLockDelayLockWaits(t *testing.T) {
-	parallel(t)
-	const ttl, delay = 500 * time.Millisecond, 1500 * time.Millisecond
+	alone(t) // its bound, a second after the delay, is for a Lock's retries
+	const ttl, delay = time.Second, 1500 * time.Millisecond // ttl: see vanish
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools, redlock.WithLockDelay(delay), vanishTimeout)
 	_, start := vanish(t, servers, a, ttl)
@@ -219,7 +221,7 @@ func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
 // expires, and no marker is written.
 func TestRealNoLockDelayByDefault(t *testing.T) {
 	parallel(t)
-	const ttl = 500 * time.Millisecond
+	const ttl = time.Second // see vanish
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools, vanishTimeout)
 	vanish(t, servers, a, ttl)
