@@ -413,4 +413,24 @@ func TestRealCeilingCoversEveryPlainLock(t *testing.T) {
 	v, err := servers[0].Client(t).Get(bg(), "redlock:ceiling").Int64()
 	require.NoError(t, err, "the restarted node's ceiling is raised again")
 	assert.Equal(t, ttl.Milliseconds(), v)
+
+	// Again, without reconnecting first: the pool finds its connection
+	// dead and dials the new run during the call, after the Client chose a
+	// bare SET for the old run; the SET that landed on the new run is
+	// followed by the raise there before it counts.
+	for n := range 5 {
+		_, err := c.TryLock(bg(), fmt.Sprint("warm", n), ttl) // the cache covers node 0's new run
+		require.NoError(t, err)
+	}
+	c.WaitIdle()
+	servers[0].Kill()
+	servers[0].Restart(t)
+	servers[0].MarkFresh(t)
+	for n := range 5 {
+		key := fmt.Sprint("during", n)
+		if _, err := c.TryLock(bg(), key, ttl); err == nil {
+			c.WaitIdle()
+			check(key)
+		}
+	}
 }
