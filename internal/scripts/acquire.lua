@@ -12,7 +12,8 @@
 -- remaining time to live in ms afterwards (0 and -2 when the node keeps
 -- none here).
 local set = 0
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or redis.call('GET', KEYS[1]) == ARGV[1] then
+-- (pcall: a key of another type answers GET with an error, not a value.)
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or redis.pcall('GET', KEYS[1]) == ARGV[1] then
   set = 1
   raise_ceiling(ARGV[2], ARGV[3])
 end
