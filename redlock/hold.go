@@ -19,7 +19,7 @@ type claim struct {
 	// resumed hold's call start plus the TTL (the extension decides).
 	until time.Time
 	// extend proves the hold first, by an extension that a majority
-	// confirms (a resumed hold; a waiter's grants).
+	// confirms (a resumed hold; a waiter's grants, confirmGrants).
 	extend bool
 	// votes and takes are the nodes whose take read a fence counter, and
 	// the counters (phase 1 of fencing, done by an attempt's take); nil

@@ -76,19 +76,19 @@ func (q *queueing) Lost(ctx context.Context, w *wait.Waiter, err error) error {
 }
 
 // Won implements wait.Queue: the grants of w, valid until until, become
-// q's lock through hold, confirmed first by an extension that a majority
-// answers within the node timeout. A waiter gathers its grants over time,
-// and one of them may come from a node that restarted since and forgot it;
-// the node's peers then count it again once their lease ceilings say that
-// every lease it could have forgotten has expired (internal/node,
-// horizon.go), which holds only for leases whose counted votes all landed
-// within a node timeout of their start. The extension makes the waiter's
-// lock such a lease, and gives it a whole TTL of validity.
+// q's lock through hold, confirmed first by an extension when they may
+// span more than a restarted node's settle time, or leave less than half
+// the TTL (confirmGrants). A waiter gathers its grants over time, and one
+// of them may come from a node that restarted since and forgot it; the
+// node's peers count it again once their lease ceilings say that every
+// lease it could have forgotten has expired (internal/node, horizon.go),
+// which holds for leases whose counted votes all landed within the settle
+// time. An extension makes the waiter's lock such a lease.
 func (q *queueing) Won(ctx context.Context, w *wait.Waiter, until time.Time) error {
 	c := q.c
 	l := c.newLock(&q.p, w.Token())
 	l.leave = w.Lease().Milliseconds()
-	cl := claim{until: until, extend: true}
+	cl := claim{until: until, extend: c.confirmGrants(until, l.ttl)}
 	held, err := c.hold(ctx, l, cl, q.p.lc)
 	switch {
 	case err != nil:
@@ -98,6 +98,23 @@ func (q *queueing) Won(ctx context.Context, w *wait.Waiter, until time.Time) err
 	}
 	q.lock = l
 	return nil
+}
+
+// confirmGrants reports whether a waiter's grants, valid until until for a
+// lock of ttl, must be confirmed by an extension before they make a lock:
+// when less than half the TTL is left, or when the grants may span more
+// than the settle time of a restarted node's horizon (internal/node,
+// horizon.go). A restarted node's peers read their lease ceilings for it
+// at the earliest MaxNodeTimeout after its restart, which covers a lease
+// whose counted grants all landed within that time of each other. A grant
+// lands after the send of the round it names, and before its answer
+// arrives (now, at the latest): the oldest counted round (until less the
+// validity of a TTL) bounds them.
+func (c *Client) confirmGrants(until time.Time, ttl time.Duration) bool {
+	now := c.cfg.clock.Now()
+	oldest := until.Add(-(ttl - c.drift(ttl)))
+	settle := MaxNodeTimeout - c.drift(MaxNodeTimeout)
+	return until.Sub(now) < ttl/2 || now.Sub(oldest) > settle
 }
 
 // wait is Lock after its first attempt (none WithFairness): the caller

@@ -265,8 +265,9 @@ func TestLostWhenClosed(t *testing.T) {
 	assert.Equal(t, codes.Error, last.Status().Code)
 }
 
-// slowPool moves a fake clock past the lock's TTL during each SetNX: the
-// majority agrees, but too late.
+// slowPool moves a fake clock past the lock's TTL during each call: the
+// majority agrees, but too late. (A plain lock is taken by SET NX PX, or by
+// a script that also raises the node's lease ceiling.)
 type slowPool struct {
 	pool.Pool
 	clk *clock.Fake
@@ -275,6 +276,11 @@ type slowPool struct {
 func (p slowPool) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	p.clk.Advance(ttl)
 	return p.Pool.SetNX(ctx, key, value, ttl)
+}
+
+func (p slowPool) Eval(ctx context.Context, s *pool.Script, keys []string, args ...any) (any, error) {
+	p.clk.Advance(time.Second)
+	return p.Pool.Eval(ctx, s, keys, args...)
 }
 
 func TestValidityUsedUp(t *testing.T) {

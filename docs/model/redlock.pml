@@ -22,6 +22,22 @@
  * the clients do not count the node's yes: it counts as a no, as the
  * library's ErrNodeQuarantined does, although the node did run the command.
  *
+ * Restart ceiling (CEIL, issue 34).  Each node keeps a ceiling record: a
+ * value at least the TTL of every lease it granted that may still be valid,
+ * living at least as long as each such lease.  Every SET it grants and every
+ * extension it runs raises it (value and lifetime to at least the lease's);
+ * a crash without persistence wipes it.  A quarantined node R is let back
+ * early once its horizon is known: a read of the ceilings of quorum(N) of the
+ * other nodes, each up and counting at the read, after R's restart; H = the
+ * largest value read; R counts once its uptime (on its own, possibly fast,
+ * clock) reaches H + DRIFT.  Read at any moment after the restart, as issue
+ * 34 puts it, this is unsafe: an acquisition in flight across the restart
+ * can complete after the read with R's forgotten yes.  The rule that checks
+ * safe adds a decision window: every acquisition and extension is decided
+ * within WIN ticks of its start, and a read counts only from HZDELAY =
+ * WIN + DRIFT ticks of R's uptime on.  Every lease in the model has the same
+ * TTL, so a live ceiling's value is TTL and only its lifetime (crem) is kept.
+ *
  * Processes.  Clock; one Link per (client, node) pair, which delivers that
  * client's requests to that node (the node's command runs atomically on
  * delivery); one Client per client; Crash.  A client's phase lives in
@@ -63,6 +79,9 @@
 #ifndef MAXCRASH
 #define MAXCRASH 0          /* node crashes in a run */
 #endif
+#ifndef ROLLING
+#define ROLLING 0           /* a node crashes only while none is quarantined */
+#endif
 #ifndef PERSIST
 #define PERSIST 1           /* AOF appendfsync always: key and counter survive a crash */
 #endif
@@ -71,6 +90,35 @@
 #endif
 #ifndef QUAR
 #define QUAR 0              /* restart quarantine, in ticks of the node's uptime; 0: off */
+#endif
+#ifndef CEIL
+#define CEIL 0              /* restart ceiling (issue 34), on top of QUAR */
+#endif
+#ifndef CEIL_MINORITY
+#define CEIL_MINORITY 0     /* broken: the horizon is read from one other node */
+#endif
+#ifndef CEIL_NORAISE
+#define CEIL_NORAISE 0      /* broken: 1 a granted SET, 2 an extension, does not raise the ceiling */
+#endif
+#ifndef WIN
+#define WIN 0               /* decision window, ticks: an acquisition or extension is
+                             * decided within WIN ticks of its start; 0: no window */
+#endif
+#ifndef HZDELAY             /* CEIL: uptime a restarted node needs before a horizon read */
+#if WIN
+#define HZDELAY (WIN + DRIFT)
+#else
+#define HZDELAY 0
+#endif
+#endif
+#ifndef PROBE
+#define PROBE 0             /* CEIL, one-off vacuity check: an acquisition counts the yes of
+                             * a node that the quarantine alone would still exclude (2: of
+                             * the second node to crash, while the first one, let back
+                             * early itself, is still inside its full quarantine) */
+#endif
+#ifndef PRUNE
+#define PRUNE 0             /* stop a run once a client can never hold again (see GO) */
 #endif
 #ifndef LOSS
 #define LOSS 1              /* replies may be lost (lost requests: see Link) */
@@ -90,6 +138,18 @@
 #endif
 #ifndef WB_VALIDITY_CHECK
 #define WB_VALIDITY_CHECK 1 /* hand t out only within validity */
+#endif
+
+#if CEIL && (QUAR == 0 || PERSIST || MAXCRASH == 0)
+#error "CEIL shortens the quarantine of a node restarted without persistence: it needs MAXCRASH > 0, PERSIST=0 and QUAR > 0"
+#endif
+#if PROBE && defined(SYMM)
+#error "PROBE: no SYMM (qfull is not sorted with the nodes)"
+#endif
+#if CEIL_MINORITY
+#define QREAD 1             /* other nodes whose ceilings a horizon needs */
+#else
+#define QREAD MAJ           /* quorum(N) of the N-1 others */
 #endif
 
 #if LIVE
@@ -114,6 +174,14 @@ byte crashes;               /* crashes so far */
 byte downs;                 /* nodes down now */
 byte dtime;                 /* DELAY: ticks since the crash, saturating at TTL+1 */
 byte qrem[N];               /* QUAR: ticks of quarantine left; 0: the node counts */
+#if PROBE
+byte qfull[N];              /* PROBE: the quarantine left without the ceiling rule */
+byte firstc, lastc;         /* PROBE: the nodes that crashed first and last */
+#endif
+byte hup[N];                /* CEIL: uptime of a quarantined node, ticks of its clock; 0 once
+                             * it counts */
+byte crem[N];               /* CEIL: remaining lifetime of the node's ceiling record, global
+                             * ticks; 0: none (value 0), else its value is TTL */
 
 /* ---------------------------------------------------------------- messages
  * One slot per kind and (client, node), index c*N+n.  A request holds the
@@ -147,11 +215,46 @@ byte k;                     /* loop index, used only inside atomic steps, left 0
 #define HOLDS(x)   (HELD(x) && vrem[x] > 0)
 #define NAME(x)    (65 + (x))          /* 'A' or 'B', for printf %c */
 
+/* PRUNE: with one attempt per client, a client that has failed, released,
+ * or let its validity run out (DONE) will never hold again.  Mutual exclusion
+ * is asserted when a client starts to hold, and fails only if the other one
+ * holds then too, so no violation is reachable once either client is done.
+ * The run stops there: every step of every process is guarded by GO. */
+#define DONE(x)    ((ph[x] == IDLE && ctok[x] != 0) || (HELD(x) && vrem[x] == 0))
+#if PRUNE
+#if MAXATT != 1 || MAXATT1 != 1 || FENCE != 0 || LIVE
+#error "PRUNE needs one attempt per client, FENCE=0 and no LIVE"
+#endif
+#define GO         (!(DONE(0) || DONE(1)))
+#else
+#define GO         1
+#endif
+
 #if N == 3
 #define COUNT(arr, x, v) ((arr[(x)*N+0] == v) + (arr[(x)*N+1] == v) + (arr[(x)*N+2] == v))
 #elif N == 5
 #define COUNT(arr, x, v) ((arr[(x)*N+0] == v) + (arr[(x)*N+1] == v) + (arr[(x)*N+2] == v) \
                         + (arr[(x)*N+3] == v) + (arr[(x)*N+4] == v))
+#endif
+/* WIN > 0: an acquisition or an extension is decided within WIN ticks of its
+ * start, or not at all (it has timed out); v is the validity it would give,
+ * which started at TTL - DRIFT and loses a tick per tick. */
+#if WIN
+#define INWIN(v)   ((v) > TTL - DRIFT - WIN)
+#else
+#define INWIN(v)   1
+#endif
+/* CEIL: a horizon read counts only once the restarted node's uptime (on its
+ * own clock) is HZDELAY or more. */
+#define HZLATE(n)  (hup[n] >= HZDELAY)
+/* node n is restarted, quarantined, and may have its horizon read */
+#define HZOK(n)    (up[n] && qrem[n] > 0 && HZLATE(n))
+#if N == 3
+#define HZANY      (HZOK(0) || HZOK(1) || HZOK(2))
+#define HZNONE     (qrem[0] == 0 && qrem[1] == 0 && qrem[2] == 0)
+#elif N == 5
+#define HZANY      (HZOK(0) || HZOK(1) || HZOK(2) || HZOK(3) || HZOK(4))
+#define HZNONE     (qrem[0] == 0 && qrem[1] == 0 && qrem[2] == 0 && qrem[3] == 0 && qrem[4] == 0)
 #endif
 #define YES(x) COUNT(rp, x, 2)
 #define NO(x)  COUNT(rp, x, 1)
@@ -174,6 +277,15 @@ inline fail(x) {            /* failed acquisition: clean up everywhere */
 }
 
 inline success(x) {
+#if PROBE
+  /* a yes from node k, granted since its restart (the crash wiped any older
+   * key of this token), that the quarantine alone would not count yet */
+  for (k : 0 .. N-1) {
+    assert(!(rp[(x)*N+k] == 2 && qfull[k] > 0 && key[k] == ctok[x]
+             && (PROBE == 1 || (crashes == 2 && k == lastc && k != firstc && qfull[firstc] > 0))))
+  };
+  k = 0;
+#endif
   ph[x] = HOLD; clearReplies(x);
 #if FENCE != 0
   printf("%c: ACQUIRED with token %d, validity left %d tick(s), fence %d (last handed out %d)\n",
@@ -195,7 +307,7 @@ inline success(x) {
 /* phase 1 outcome: a majority granted, or a majority refused */
 inline decide1(x) {
   if
-  :: YES(x) >= MAJ && vrem[x] > 0 ->
+  :: YES(x) >= MAJ && vrem[x] > 0 && INWIN(vrem[x]) ->
 #if FENCE == 1
      /* t = max over the granting quorum + 1; write it back on that quorum */
      ct[x]++;
@@ -213,7 +325,7 @@ inline decide1(x) {
 #else
      success(x)
 #endif
-  :: YES(x) >= MAJ && vrem[x] == 0 -> fail(x)      /* validity used up */
+  :: YES(x) >= MAJ && !(vrem[x] > 0 && INWIN(vrem[x])) -> fail(x)   /* validity used up, or too late */
   :: NO(x) > N - MAJ -> fail(x)
   :: else
   fi
@@ -235,7 +347,7 @@ inline decideExt(x) {
   if
   :: YES(x) >= MAJ ->
      if
-     :: vrem[x] > 0 ->
+     :: vrem[x] > 0 && INWIN(evr[x]) ->
         vrem[x] = evr[x];
         printf("%c: EXTENDED, validity left %d tick(s)\n", NAME(x), vrem[x]);
         assert(!(HOLDS(x) && HOLDS(1-x)))
@@ -274,6 +386,50 @@ inline quarantine(n) {
   od
 }
 
+/* CEIL: a lease was just granted or extended on node n for krem[n] global
+ * ticks; the ceiling record, raised with the same TTL on the same clock at
+ * the same instant, lives at least as long: lifetime := max(lifetime, ttl).
+ * (Its value, max(value, TTL), is TTL.) */
+inline raise(n) {
+  if :: crem[n] < krem[n] -> crem[n] = krem[n] :: else fi
+}
+
+/* CEIL: the horizon of node r, a quarantined node restarted without
+ * persistence (the caller checks that r's uptime is HZDELAY or more): some
+ * client reads the ceilings of QREAD of the other nodes, each up and
+ * counting (not quarantined) now, and H is the largest value read.  r then
+ * counts once its uptime reaches H + DRIFT: the quarantine left becomes
+ * H + DRIFT - uptime, or 0, if that is shorter.  Which counting
+ * nodes are read is chosen freely; a read of fewer than QREAD leaves r as it
+ * is.  The nodes are read in one step; reading them one by one changes
+ * nothing, since r counts only after the last read, and a lease valid then
+ * was valid at every read. */
+inline horizon(r) {
+  for (k : 0 .. N-1) {
+    if
+    :: k != r && up[k] && qrem[k] == 0 ->
+       if
+       :: hc++; if :: crem[k] > 0 -> hh = TTL :: else fi
+       :: skip                        /* not read */
+       fi
+    :: else
+    fi
+  };
+  k = 0;
+  if
+  :: hc >= QREAD ->
+     if
+     :: hup[r] >= hh + DRIFT -> qrem[r] = 0; hup[r] = 0
+     :: hup[r] < hh + DRIFT && hh + DRIFT - hup[r] < qrem[r] -> qrem[r] = hh + DRIFT - hup[r]
+     :: else                                        /* no shorter than what is left */
+     fi;
+     printf("node %d: horizon %d read from %d other node(s): quarantine left %d tick(s)\n",
+            r, hh, hc, qrem[r])
+  :: else
+  fi;
+  hc = 0; hh = 0
+}
+
 /* The client's view of a node's yes: a quarantined node's yes is a no. */
 inline vote(n) {
   if
@@ -291,6 +447,9 @@ inline doSet(c, n) {
      if
      :: key[n] == 0 ->
         key[n] = sq[c*N+n]; lifetime(n);
+#if CEIL && CEIL_NORAISE != 1
+        raise(n);
+#endif
 #if FENCE == 2
         ctr[n]++;                 /* naive: INCR in the same script */
 #endif
@@ -327,6 +486,9 @@ inline doExtend(c, n) {
      if
      :: key[n] == eq[c*N+n] ->    /* compare-and-pexpire; never re-creates */
         lifetime(n);
+#if CEIL && CEIL_NORAISE != 2
+        raise(n);
+#endif
         printf("node %d: PEXPIRE by token %d, key expires in %d tick(s)\n", n, eq[c*N+n], krem[n]);
         r = 2
      :: else -> r = 1
@@ -345,6 +507,24 @@ inline doDel(c, n) {
   dq[c*N+n] = 0
 }
 
+/* CEIL: a ceiling that will never be read again is cleared, so that states
+ * that differ only in it merge; this changes nothing that can be observed.
+ * Once every crash has happened and no node is down, only the horizon of a
+ * node quarantined now can still be read, and only from counting nodes.
+ * With one crash, or with ROLLING (a node crashes only while none is
+ * quarantined), at most one node is quarantined then, and no read will ever
+ * include it: its ceiling is dead, and all are once none is quarantined. */
+#if CEIL && (MAXCRASH == 1 || ROLLING)
+#define CEILGC \
+  if \
+  :: crashes == MAXCRASH && downs == 0 -> \
+     for (k : 0 .. N-1) { if :: qrem[k] > 0 || HZNONE -> crem[k] = 0 :: else fi }; k = 0 \
+  :: else \
+  fi
+#else
+#define CEILGC skip
+#endif
+
 /* ----------------------------------------------------- symmetry reduction
  * With -DSYMM every atomic step ends by sorting the nodes into a canonical
  * order (all node-indexed data moves together; every Link is at its loop head
@@ -357,7 +537,7 @@ inline doDel(c, n) {
 c_code {
   /* compare all the data of nodes i and j, lexicographically */
   static int node_cmp(int i, int j) {
-    uchar a[19], b[19]; int x;
+    uchar a[21], b[21]; int x;
     a[0] = now.up[i];  b[0] = now.up[j];
     a[1] = now.key[i]; b[1] = now.key[j];
     a[2] = now.krem[i]; b[2] = now.krem[j];
@@ -372,12 +552,14 @@ c_code {
       a[10+7*x] = 0; b[10+7*x] = 0;
     }
     a[18] = now.qrem[i]; b[18] = now.qrem[j];
-    return memcmp(a, b, 19);
+    a[19] = now.crem[i]; b[19] = now.crem[j];
+    a[20] = now.hup[i]; b[20] = now.hup[j];
+    return memcmp(a, b, 21);
   }
 #define SW(f, i, j) { uchar t_ = now.f[i]; now.f[i] = now.f[j]; now.f[j] = t_; }
   static void node_swap(int i, int j) {
     int x;
-    SW(up, i, j); SW(key, i, j); SW(krem, i, j); SW(ctr, i, j); SW(qrem, i, j);
+    SW(up, i, j); SW(key, i, j); SW(krem, i, j); SW(ctr, i, j); SW(qrem, i, j); SW(crem, i, j); SW(hup, i, j);
     for (x = 0; x < 2; x++) {
       SW(sq, x*3+i, x*3+j); SW(fq, x*3+i, x*3+j); SW(ft, x*3+i, x*3+j);
       SW(eq, x*3+i, x*3+j); SW(dq, x*3+i, x*3+j); SW(rp, x*3+i, x*3+j);
@@ -389,9 +571,9 @@ c_code {
     if (node_cmp(0, 1) > 0) node_swap(0, 1);
   }
 }
-#define CANON c_code { canon(); }
+#define CANON CEILGC; c_code { canon(); }
 #else
-#define CANON skip
+#define CANON CEILGC
 #endif
 
 /* ------------------------------------------------------------------- links */
@@ -404,7 +586,7 @@ proctype Link(byte c; byte n) {
 end:
   do
   :: atomic {
-       sq[c*N+n] != 0 -> doSet(c, n);
+       GO && sq[c*N+n] != 0 -> doSet(c, n);
 #if LOSS && FENCE != 0
        /* The reply may be lost.  Without fencing, a lost reply is the same
         * to the client as a timeout before it arrived; with fencing the reply
@@ -425,12 +607,12 @@ end:
        r = 0; sq[c*N+n] = 0; CANON
      }
   :: atomic {
-       fq[c*N+n] != 0 -> doFence(c, n); vote(n);
+       GO && fq[c*N+n] != 0 -> doFence(c, n); vote(n);
        if :: r != 0 && WANTS(c, n, P2, fq[c*N+n]) -> rp[c*N+n] = r; decide2(c) :: else fi;
        r = 0; fq[c*N+n] = 0; ft[c*N+n] = 0; CANON
      }
   :: atomic {
-       eq[c*N+n] != 0 -> doExtend(c, n); vote(n);
+       GO && eq[c*N+n] != 0 -> doExtend(c, n); vote(n);
        if :: r != 0 && WANTS(c, n, EXT, eq[c*N+n]) -> rp[c*N+n] = r; decideExt(c) :: else fi;
        r = 0; eq[c*N+n] = 0; CANON
      }
@@ -438,7 +620,7 @@ end:
   /* liveness: one FIFO connection per link; a DEL does not overtake a SET */
   :: atomic { dq[c*N+n] != 0 && sq[c*N+n] == 0 -> doDel(c, n); CANON }
 #else
-  :: atomic { dq[c*N+n] != 0 -> doDel(c, n); CANON }
+  :: atomic { GO && dq[c*N+n] != 0 -> doDel(c, n); CANON }
 #endif
   od
   /* A lost request is one that is never delivered: a Link may leave it in its
@@ -446,33 +628,65 @@ end:
 }
 
 /* ---------------------------------------------------- node crash / restart */
+#if ROLLING && N == 3
+#define ROLLOK (qrem[0] == 0 && qrem[1] == 0 && qrem[2] == 0)
+#else
+#define ROLLOK 1
+#endif
 #if MAXCRASH > 0
 active proctype Crash() {
   byte n;
+  byte hc, hh;                  /* CEIL: ceilings read, largest value read */
 end:
   do
   :: atomic {
-       crashes < MAXCRASH && downs == 0 ->   /* one node down at a time */
+       GO && crashes < MAXCRASH && downs == 0 && ROLLOK ->   /* one node down at a time */
        select(n : 0 .. N-1);
        up[n] = 0; crashes++; downs++; dtime = 0;
+#if PROBE
+       if :: crashes == 1 -> firstc = n :: else fi; lastc = n;
+#endif
 #if !PERSIST
-       key[n] = 0; krem[n] = 0; ctr[n] = 0;   /* memory only: all is lost */
+       key[n] = 0; krem[n] = 0; ctr[n] = 0; crem[n] = 0;   /* memory only: all is lost */
+#if CEIL
+       printf("node %d: CRASH, key, counter and ceiling lost\n", n);
+#else
        printf("node %d: CRASH, key and counter lost\n", n);
+#endif
 #else
        printf("node %d: CRASH (AOF keeps key and counter)\n", n);
 #endif
        n = 0; CANON
      }
   :: atomic {
-       downs > 0 && (!DELAY || dtime > TTL) ->
+       GO && downs > 0 && (!DELAY || dtime > TTL) ->
        printf("nodes restart\n");
 #if !PERSIST && QUAR > 0
        for (k : 0 .. N-1) {
-         if :: !up[k] -> quarantine(k); printf("node %d: quarantined for %d tick(s)\n", k, qrem[k]) :: else fi
+         if
+         :: !up[k] -> quarantine(k); printf("node %d: quarantined for %d tick(s)\n", k, qrem[k]);
+#if CEIL
+            hup[k] = QUAR - qrem[k];           /* the fast ticks of its clock */
+#endif
+#if PROBE
+            qfull[k] = qrem[k];
+#endif
+            skip
+         :: else
+         fi
        };
 #endif
        for (k : 0 .. N-1) { up[k] = 1 }; k = 0; downs = 0; dtime = 0; CANON
      }
+#if CEIL
+  /* a horizon read, at any moment after the restart of a quarantined node */
+  :: atomic {
+       GO && HZANY ->
+       select(n : 0 .. N-1);
+       if :: HZOK(n) -> horizon(n) :: else fi;
+       n = 0; CANON
+     }
+#endif
   od
 }
 #endif
@@ -499,8 +713,19 @@ inline tick() {
 #if DELAY
   if :: downs > 0 && dtime <= TTL -> dtime++ :: else fi;
 #endif
-#if QUAR > 0
+#if QUAR > 0 && CEIL
+  for (k : 0 .. N-1) {
+    if :: qrem[k] > 1 -> qrem[k]--; hup[k]++ :: qrem[k] == 1 -> qrem[k] = 0; hup[k] = 0 :: else fi
+  };
+  k = 0;
+#elif QUAR > 0
   for (k : 0 .. N-1) { if :: qrem[k] > 0 -> qrem[k]-- :: else fi }; k = 0;
+#endif
+#if CEIL
+  for (k : 0 .. N-1) { if :: crem[k] > 0 -> crem[k]-- :: else fi }; k = 0;
+#endif
+#if PROBE
+  for (k : 0 .. N-1) { if :: qfull[k] > 0 -> qfull[k]-- :: else fi }; k = 0;
 #endif
   skip
 }
@@ -514,7 +739,7 @@ end:
         * than a tick */
        !INROUND(0) && !INROUND(1) ->
 #endif
-       tick(); CANON
+       GO -> tick(); CANON
      }
   od
 }
@@ -534,20 +759,20 @@ proctype Client(byte c) {
   byte ne = 0;                    /* extensions so far */
 end:
   do
-  :: atomic { ph[c] == IDLE && a < (c == 0 -> MAXATT : MAXATT1) ->
+  :: atomic { GO && ph[c] == IDLE && a < (c == 0 -> MAXATT : MAXATT1) ->
        a++; ctok[c] = c*MAXATT + a;   /* unique per attempt */
        start(c); CANON }
   /* per-node timeouts: the client may stop waiting at any time */
-  :: atomic { INROUND(c) -> printf("%c: timeout\n", NAME(c)); fail(c); CANON }
-  :: atomic { ph[c] == HOLD && ne < (c == 0 -> MAXEXT : MAXEXT1) && vrem[c] > 0 ->
+  :: atomic { GO && INROUND(c) -> printf("%c: timeout\n", NAME(c)); fail(c); CANON }
+  :: atomic { GO && ph[c] == HOLD && ne < (c == 0 -> MAXEXT : MAXEXT1) && vrem[c] > 0 ->
        ne++; clearReplies(c); evr[c] = TTL - DRIFT;
        printf("%c: extend: PEXPIRE to all nodes\n", NAME(c));
        for (k : 0 .. N-1) { eq[c*N+k] = ctok[c] }; k = 0;
        ph[c] = EXT; CANON }
-  :: atomic { ph[c] == EXT -> printf("%c: extension timed out\n", NAME(c));
+  :: atomic { GO && ph[c] == EXT -> printf("%c: extension timed out\n", NAME(c));
        ph[c] = HOLD; evr[c] = 0; clearReplies(c); CANON }
   /* release at any time, whether or not the validity has run out */
-  :: atomic { ph[c] == HOLD -> printf("%c: release: DEL to all nodes\n", NAME(c));
+  :: atomic { GO && ph[c] == HOLD -> printf("%c: release: DEL to all nodes\n", NAME(c));
        releaseAll(c); vrem[c] = 0; ph[c] = IDLE; CANON }
   od
 }

@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -19,17 +18,16 @@ import (
 // run, to at least the TTL, for at least as long as the lease may live.
 // The ceiling only grows while the run lives, and a restart breaks every
 // connection (the Pool learns the new run before it sends anything on a
-// new one), so that knowledge holds while the node's run does; a SET whose
-// answer came under another run (the node restarted during the call) does
-// not count.
+// new one), so that knowledge holds while the node's run does. A SET whose
+// answer came under another run (the node restarted during the call, and
+// the Pool connected to its new run) is followed by acquire.lua on that
+// run, which finds the key holding the token and raises the ceiling before
+// the vote counts: within the call's node timeout, before any peer of a
+// restarted node reads ceilings for it (internal/node, horizon.go).
 
 // ceilingKeep is how many TTLs a raise by acquire.lua keeps the ceiling
 // alive: the SETs of the next TTL or so find it covering them.
 const ceilingKeep = 3
-
-// errRestarted is a node's vote when a SET NX answered under a run whose
-// ceiling the Client does not know: the lease may not be covered.
-var errRestarted = errors.New("redlock: node restarted during the call")
 
 // ceilings is what a Client knows of its nodes' lease ceilings, from its
 // own raises: node i's ceiling is at least ttl until until (the local
@@ -79,12 +77,12 @@ func (e *Env) covered(ctx context.Context, i int, ttl time.Duration) string {
 func (e *Env) setNX(ctx context.Context, i int, key, token string, ttl time.Duration) (bool, error) {
 	if run := e.covered(ctx, i, ttl); run != "" {
 		ok, err := e.Nodes.Pool(i).SetNX(ctx, key, token, ttl)
-		if ok && err == nil && e.runOf(i) != run {
-			return false, errRestarted // set on a later run, whose ceiling may not cover it
+		if !ok || err != nil || e.runOf(i) == run {
+			return ok, err
 		}
-		return ok, err
+		// Set on a later run, whose ceiling may not cover it: raise it there.
 	}
-	sent := time.Now()
+	sent, before := time.Now(), e.runOf(i)
 	v, err := e.Nodes.Pool(i).Eval(ctx, scripts.Acquire, []string{key},
 		token, ttl.Milliseconds(), ceilingKeep*ttl.Milliseconds(), keyspace.Ceiling)
 	if err != nil {
@@ -95,7 +93,8 @@ func (e *Env) setNX(ctx context.Context, i int, key, token string, ttl time.Dura
 		return false, ErrMalformed
 	}
 	if pt := Int(arr[2]); pt > 0 && len(e.seen) > i {
-		if run := e.runOf(i); run != "" {
+		// Known of the run it ran on only when no other run came between.
+		if run := e.runOf(i); run != "" && run == before {
 			e.seen[i].Store(&ceilingSeen{run: run, ttl: time.Duration(Int(arr[1])) * time.Millisecond,
 				until: sent.Add(time.Duration(pt) * time.Millisecond)})
 		}

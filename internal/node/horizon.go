@@ -24,7 +24,8 @@ import (
 // drift allowance and horizonMargin, the largest ceiling read from a quorum
 // of the other nodes, each of which counts itself when read (it persists
 // every write, or is older than the quarantine, or is declared fresh for
-// its current run), the read made once r's uptime is past Config.Settle.
+// its current run), the read made once r's uptime is past Config.Settle
+// and its drift allowance (r's uptime runs on r's clock).
 // Why it is safe: a lease L that counts a grant r made before it
 // restarted was decided by votes that answered within its attempt's node
 // timeout of its start, which was before r's grant: so by Settle after the
@@ -75,13 +76,15 @@ func (s *Set) isAdmitted(i int, run string) bool {
 	return run != "" && s.horizon.admitted[i] == run
 }
 
-// admit records that node i's run counts again, and reports it once.
+// admit records that node i's run counts again, and reports it once,
+// when it ends the quarantine early (a quarantine that ended meanwhile
+// needs no report: the node counts by its age).
 func (s *Set) admit(i int, id pool.Identity) {
 	s.horizon.mu.Lock()
 	fresh := s.horizon.admitted[i] != id.RunID
 	s.horizon.admitted[i] = id.RunID
 	s.horizon.mu.Unlock()
-	if fresh {
+	if fresh && QuarantineLeft(id, s.cfg.Quarantine, s.cfg.Clock.Now()) > 0 {
 		s.cfg.Report(context.Background(), i, Returned, &ReturnedError{RunID: id.RunID, After: s.cfg.Clock.Now().Sub(id.Started)})
 	}
 }
@@ -128,7 +131,7 @@ func (s *Set) returnAt(r int, id pool.Identity) {
 		s.admit(r, id) // another Client established it
 		return
 	}
-	if !s.sleepUntil(id.Started.Add(s.cfg.Settle)) {
+	if !s.sleepUntil(id.Started.Add(s.cfg.Settle + driftOf(s.cfg.DriftFactor, s.cfg.Settle))) {
 		return // every vote a lease counting r's old grants counted has landed by then
 	}
 	ceiling, vouched := s.peersCeiling(r)
