@@ -130,7 +130,8 @@ func TestRealLockDelayRefusesAfterVanishedHolder(t *testing.T) {
 // Lock waits out the lock-delay and gets the key within a second after it
 // ends, not before.
 func TestRealLockDelayLockWaits(t *testing.T) {
-	alone(t) // its bound, a second after the delay, is for a Lock's retries
+	// Alone: its bound, a second after the delay, is for a Lock's retries.
+	alone(t)
 	const ttl, delay = time.Second, 1500 * time.Millisecond // ttl: see vanish
 	servers, pools := realNodes(t, 5)
 	a := newClient(t, pools, redlock.WithLockDelay(delay), vanishTimeout)

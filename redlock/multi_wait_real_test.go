@@ -19,7 +19,8 @@ import (
 // and wake-ups, and the hand-off of a multi-lock's keys to queued waiters.
 
 func TestRealLockAllBoundedWithSilentNodes(t *testing.T) {
-	defer parallel(t).idle() // its cleanups wait out the calls to silent nodes
+	// Its cleanups wait out the calls to the silent nodes.
+	defer parallel(t).idle()
 	_, pools := faultyNodes(t) // one node paused, one that never answers
 	holder := defaultClient(t, pools)
 	c := defaultClient(t, pools)
