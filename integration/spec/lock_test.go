@@ -3,6 +3,7 @@ package spec_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,13 +86,32 @@ func TestQuorum(t *testing.T) {
 			resetAfter(t, c)
 
 			t.Run("2 down locks", func(t *testing.T) {
-				k := key(t)
 				each(t, c, []int{3, 4}, func(n *cluster.Node) error { return f.apply(n, ctx) })
 				var l *redlock.Lock
 				var err error
-				elapsed := timed(func() { l, err = cl.TryLock(ctx, k, 10*time.Second) })
-				require.NoError(t, err)
-				require.Less(t, elapsed, slowBound)
+				var k string
+				// Up to three tries, each on a key of its own (a refused
+				// try's cleanup may still be on its way): a try may be
+				// refused only because a live node missed the node
+				// timeout, which on a loaded machine it did right after
+				// two containers were paused (make test-loaded
+				// LOADED_TARGETS=test: "2 of 5 nodes agreed ... node 2: no
+				// answer within the node timeout"). Two down nodes alone
+				// never refuse the lock: each try says which nodes failed.
+				for try := range 3 {
+					k = fmt.Sprintf("%s:%d", key(t), try)
+					elapsed := timed(func() { l, err = cl.TryLock(ctx, k, 10*time.Second) })
+					require.Less(t, elapsed, slowBound)
+					if err == nil {
+						break
+					}
+					for i, cause := range failedNodes(quorumError(t, err)) {
+						require.True(t, i >= 3 || isTimeout(cause),
+							"live node %d refused with %v, not by missing the node timeout: %v", i, cause, err)
+					}
+					t.Logf("try %d refused, a live node slower than the node timeout: %v", try, err)
+				}
+				require.NoError(t, err, "the lock with 2 of 5 nodes down, in 3 tries")
 				for i := range 3 {
 					require.Equal(t, l.Token(), peek(t, c, i, k).Value, "node %d", i)
 				}
