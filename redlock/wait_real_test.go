@@ -270,16 +270,23 @@ func TestRealContendedAttemptDoesNotWaitOutASilentNode(t *testing.T) {
 	for _, s := range servers[:2] { // another holder, on two nodes only
 		require.NoError(t, s.Client(t).Set(bg(), "k", "other", time.Minute).Err())
 	}
-	c := defaultClient(t, pools)
-	const ttl = 10 * time.Second // node timeout 500ms
+	// A node timeout of 2s: the grace stays 50ms, and the bound below, 1s,
+	// is half the node timeout, so that an attempt that waited out the
+	// silent node fails it however loaded the machine, and one that did
+	// not has 950ms of margin. (With the default 500ms and a bound of the
+	// node timeout itself, a TryLock that took 538ms on a loaded machine
+	// failed it, the silent node reported pending.)
+	const nodeTimeout = 2 * time.Second
+	c := newClient(t, pools, redlock.WithNodeTimeout(nodeTimeout))
+	const ttl = 10 * time.Second
 	start := time.Now()
 	_, err := c.TryLock(bg(), "k", ttl)
 	took := time.Since(start)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	require.ErrorIs(t, err, redlock.ErrPending, "the silent node is reported pending")
-	assert.Less(t, took, 500*time.Millisecond, "a contended TryLock waited %v, the node timeout is 500ms", took)
+	assert.Less(t, took, nodeTimeout/2, "a contended TryLock waited %v, the node timeout is %v", took, nodeTimeout)
 	// The two nodes the attempt took are given back: calls still on their
-	// way, each within the 500ms node timeout (nodeCallBound is ten).
+	// way, each within the node timeout (nodeCallBound is 5s).
 	awaitState(t, nodeCallBound, "the two nodes the attempt took given back", func() bool {
 		for _, s := range servers[2:] {
 			if n, err := s.Client(t).Exists(bg(), "k").Result(); err != nil || n != 0 {
