@@ -57,6 +57,7 @@ const probeEvery = time.Second
 type horizons struct {
 	mu       sync.Mutex
 	stop     <-chan struct{} // nil until Start: no probe before
+	stopped  bool            // set by Stop: no probe after
 	running  sync.WaitGroup
 	probing  []bool      // a probe of node i is running
 	last     []time.Time // when node i's last probe began
@@ -97,7 +98,7 @@ func (s *Set) probe(r int, id pool.Identity) {
 	now := s.cfg.Clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.stop == nil || h.probing[r] || (!h.last[r].IsZero() && now.Sub(h.last[r]) < probeEvery) {
+	if h.stop == nil || h.stopped || h.probing[r] || (!h.last[r].IsZero() && now.Sub(h.last[r]) < probeEvery) {
 		return
 	}
 	select {

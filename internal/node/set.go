@@ -203,8 +203,13 @@ func (s *Set) Start(stop <-chan struct{}) {
 }
 
 // Stop waits for the Set's background work to end, once the channel given
-// to Start is closed.
+// to Start is closed. No horizon probe starts after it.
 func (s *Set) Stop() {
 	s.clocks.stop()
+	// A probe starts under the horizon's mutex (probe): one that began
+	// before this has added itself to running, one after finds stopped.
+	s.horizon.mu.Lock()
+	s.horizon.stopped = true
+	s.horizon.mu.Unlock()
 	s.horizon.running.Wait()
 }
