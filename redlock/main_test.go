@@ -49,12 +49,18 @@ const dialProbeBound = 2 * (5*time.Second + time.Second)
 // awaitDialProbes waits until go-redis's dial probes have ended, once
 // every test (and so every pool) is done: the probes of tests that run in
 // parallel are in one process, and which probe is whose a stack does not
-// tell, so a test cannot wait for its own. It only waits: probes still
+// tell, so a test cannot wait for its own. The dials that refill a
+// pool's MinIdleConns, (*ConnPool).addIdleConn, are waited for alike: they
+// run on a context of their own, which a pool's Close does not end (a
+// test's slow dialer then lingers 400ms). It only waits: probes still
 // running after dialProbeBound are leaks, which the leak check after it
 // reports with their stacks.
 func awaitDialProbes() {
 	buf := make([]byte, 1<<20)
-	probing := func() bool { return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*ConnPool).tryDial") }
+	probing := func() bool {
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		return strings.Contains(stacks, "(*ConnPool).tryDial") || strings.Contains(stacks, "(*ConnPool).addIdleConn")
+	}
 	for deadline := time.Now().Add(dialProbeBound); probing(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			fmt.Fprintf(os.Stderr, "go-redis dial probes still running %v after the last test "+
