@@ -297,8 +297,9 @@ func TestRealClusterShardMasterKilledMidRun(t *testing.T) {
 // and a heartbeat of 1.67s: the round it sends once its listeners are
 // confirmed finds the grant.
 func TestRealClusterGrantBeforeTheListenerConnects(t *testing.T) {
-	alone(t)
-	clusters := redistest.StartClusters(t, 3, 2, redistest.NoPersistence)
+	held := parallel(t)
+	clusters := redistest.StartClusters(t, 3, 2, redistest.NoPersistence) // 2s of a run's 4s
+	held.alone(t)
 	var slow atomic.Bool
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if slow.Load() {

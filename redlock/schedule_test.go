@@ -34,7 +34,9 @@ import (
 //     (a contended Unlock at the default node timeout, a keeper at 100ms
 //     nodes, a 1000-key multi-lock, the rate of split rounds): they run
 //     one at a time once every parallel test has ended or gone idle,
-//     beside those idle waits only, instead of before them all.
+//     beside those idle waits only, instead of before them all. One whose
+//     setup is long and not tight (clusters to start) starts as a
+//     parallel(t) test and calls alone on its slot once set up.
 //
 // With -parallel on the command line, that many tests hold a slot at once,
 // go test's own bound is left as given, and alone(t) tests run serially.
@@ -159,6 +161,20 @@ func alone(t *testing.T) {
 	}
 	t.Parallel()
 	slots.left.Wait()
+	aloneMu.Lock()
+	t.Cleanup(aloneMu.Unlock)
+}
+
+// alone is alone(t) for a parallel test whose setup (clusters to start)
+// need not be: it gives its slot back, then waits for its turn as an
+// alone(t) test does. With -parallel given, it runs beside the other
+// parallel tests, one such test at a time.
+func (s *slot) alone(t *testing.T) {
+	t.Helper()
+	s.idle()
+	if ownSlots {
+		slots.left.Wait()
+	}
 	aloneMu.Lock()
 	t.Cleanup(aloneMu.Unlock)
 }

@@ -26,9 +26,12 @@ func TestRealSimultaneousTryLocksHaveAWinner(t *testing.T) {
 	alone(t)
 	_, pools := realNodes(t, 3)
 	clients := []*redlock.Client{newClient(t, pools), newClient(t, pools), newClient(t, pools)}
-	// 1,000 rounds: five keys at a time, 200 rounds each, so that the
-	// settling delays of one key's rounds overlap the others'.
-	const keys, rounds = 5, 200
+	// 1,000 rounds: ten keys at a time, 100 rounds each, so that the
+	// settling delays of one key's rounds overlap the others' (a round's
+	// losers wait out up to two delays of up to 50ms: five keys at a time
+	// took 6.5s of the package's run alone; ten, 3.5s, with 0, 0, 0 and 1
+	// rounds of 1,000 without a winner in four runs beside two CPU hogs).
+	const keys, rounds = 10, 100
 	var mu sync.Mutex
 	noWinner, twoWinners := 0, 0
 	var groups sync.WaitGroup
