@@ -153,16 +153,29 @@ func first(t *testing.T) *slot {
 
 // alone runs t by itself after every parallel test has ended or gone
 // idle, beside those idle waits only (see above); serially, before the
-// parallel tests, when -parallel was given.
-func alone(t *testing.T) {
+// parallel tests, when -parallel was given. Its turn ends when t and its
+// cleanups are done, or when the function it returns is called: a test
+// whose cleanups only wait (Clients' Close waiting out the calls to a
+// silent node) lets the next alone test go when its function returns,
+// with defer alone(t)().
+func alone(t *testing.T) func() {
 	t.Helper()
 	if !ownSlots {
-		return
+		return func() {}
 	}
 	t.Parallel()
 	slots.left.Wait()
+	return aloneTurn(t)
+}
+
+// aloneTurn takes the alone tests' turn for t, and returns what gives it
+// back (once, whichever of it and t's cleanup comes first).
+func aloneTurn(t *testing.T) func() {
 	aloneMu.Lock()
-	t.Cleanup(aloneMu.Unlock)
+	var once sync.Once
+	end := func() { once.Do(aloneMu.Unlock) }
+	t.Cleanup(end)
+	return end
 }
 
 // alone is alone(t) for a parallel test whose setup (clusters to start)
@@ -175,8 +188,7 @@ func (s *slot) alone(t *testing.T) {
 	if ownSlots {
 		slots.left.Wait()
 	}
-	aloneMu.Lock()
-	t.Cleanup(aloneMu.Unlock)
+	aloneTurn(t)
 }
 
 // TestParallelTestsTakeASlot: a test that calls t.Parallel itself runs

@@ -303,7 +303,7 @@ func TestRealContendedAttemptDoesNotWaitOutASilentNode(t *testing.T) {
 // node in them used to last a node timeout each, for every new Lock call,
 // and the queue crawled at a few acquisitions a second.
 func TestRealContentionWithABlackholedNodeKeepsEveryWaitBounded(t *testing.T) {
-	alone(t)
+	defer alone(t)() // its cleanups wait out the calls to the silent node
 	_, pools := realNodes(t, 4)
 	pools = append(pools, silentNode(t))
 	var clients []*redlock.Client
