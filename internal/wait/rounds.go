@@ -63,6 +63,7 @@ func (w *Waiter) Wait(ctx context.Context, closing <-chan struct{}, delay time.D
 			return until, nil
 		}
 		w.settle()
+		w.sendOwed()
 		if w.last && !w.anyBusy() {
 			w.state = waitFailed
 			return time.Time{}, ErrGaveUp
@@ -92,8 +93,44 @@ func (w *Waiter) onRoundTimer() clock.Timer {
 	// without a release (an operator's DEL, a holder that shortened its
 	// lease and died, the test kit's Expire) announces nothing, and Lock's
 	// doc promises that the next retry finds it.
+	var busy []int
+	for i, v := range w.view {
+		if v.busy {
+			busy = append(busy, i)
+		}
+	}
 	w.sendRound(everyNode)
-	return w.nextRound(w.retry.NextDelay(w.retries + 1))
+	t := w.nextRound(w.retry.NextDelay(w.retries + 1))
+	if w.last {
+		// The strategy's last retry: a node with a round still in flight
+		// gets the retry's own round once it answers (sendOwed), so that
+		// the wait does not end on an answer from before the retry.
+		for _, i := range busy {
+			w.view[i].owed = true
+		}
+	}
+	return t
+}
+
+// sendOwed sends the rounds owed to the nodes that were busy when a retry
+// was due and have answered since (nodeView.owed), once the waiter has
+// settled on what they answered (a yielding waiter's round takes no free
+// key). A node granted meanwhile is owed nothing: its grant answers.
+func (w *Waiter) sendOwed() {
+	owed := false
+	for i := range w.view {
+		v := &w.view[i]
+		if v.owed && !v.busy {
+			if v.granted {
+				v.owed = false
+			} else {
+				owed = true
+			}
+		}
+	}
+	if owed {
+		w.sendRound(owedRetry)
+	}
 }
 
 // nextRound returns the timer of the next round: the retry, due delay from
@@ -118,6 +155,7 @@ const (
 	everyNode roundTargets = iota // all of them
 	notQuiet                      // those that are not quiet (see waiter)
 	caughtUp                      // those deaf at their latest round that listen now
+	owedRetry                     // those owed a retry's round (nodeView.owed)
 )
 
 // sendRound sends a round to the nodes to names.
@@ -136,7 +174,7 @@ func (w *Waiter) sendRound(to roundTargets) {
 		if v.busy || (v.granted && w.live(*v, now)) || w.skips(to, i, now) {
 			continue
 		}
-		v.busy, v.lastSent, v.deaf = true, now, !w.nodes.Listening(i)
+		v.busy, v.lastSent, v.deaf, v.owed = true, now, !w.nodes.Listening(i), false
 		w.nodes.Round(w, i, w.seq, mayTake)
 	}
 }
@@ -148,6 +186,8 @@ func (w *Waiter) skips(to roundTargets, i int, now time.Time) bool {
 		return w.quiet(i, now)
 	case caughtUp:
 		return !w.view[i].deaf || !w.nodes.Listening(i)
+	case owedRetry:
+		return !w.view[i].owed
 	}
 	return false
 }

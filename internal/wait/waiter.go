@@ -30,6 +30,7 @@ import (
 //	yielding  a round sees no earlier holder any more       queued    take a free key again
 //	queued,   round timer (retry strategy, lease refresh)  same      send a round to every idle node
 //	yielding                                                         that is not quiet (below)
+//	          a node busy at the last retry answers          same      send it the retry's round now
 //	          grant on a minority                           same      arm the check timer (checkAfter)
 //	          check timer                                   same      send a round to idle, ungranted nodes
 //	          deaf timer, and a node that was not listening  same      send a round to the idle nodes
@@ -48,7 +49,12 @@ import (
 // without a release (an operator's DEL, a holder that shortened its lease
 // and died, an expiry the test kit forces) is announced by nobody, and is
 // found at the next retry, as Lock's and WithRetry's docs say. The
-// strategy's floor (MinDelay, 10ms) bounds how often that is.
+// strategy's floor (MinDelay, 10ms) bounds how often that is. A node whose
+// previous round is still in flight when the strategy's last retry is due
+// (a heartbeat that a loaded machine slowed) gets the retry's round as soon
+// as it answers that one: an answer to a round sent before the retry was
+// due is not the retry's, and the wait must not fail on it. (Before an
+// earlier retry, the next retry asks such a node anyway.)
 //
 // Deaf nodes. A round that goes while the node's subscription is not yet
 // confirmed (a new Client's listener still connecting, a sharded channel
@@ -140,6 +146,7 @@ type Nodes interface {
 // nodeView is what a waiter knows of one node.
 type nodeView struct {
 	busy    bool // a round is in flight
+	owed    bool // busy when the last retry was due: the retry's round goes once it answers
 	granted bool // the key holds our token
 	seq     int  // granted: the round the grant followed (0: unknown)
 	queued  int  // the latest round the node answered with "queued"

@@ -276,3 +276,56 @@ func nodesOf(rounds []sentRound) []int {
 	}
 	return out
 }
+
+// A retry that falls due while a heartbeat's round is still in flight to
+// some nodes (a loaded machine slowed it) sends its own round to them once
+// they answer: their answer to the heartbeat, sent before the retry was
+// due, may still find the holder's key, which had run out by the retry.
+// The strategy's only retry must not fail on it (TestRealRetryStrategy-
+// OneRetryAfterExpiry failed so, 1 run in 20 of the redlock package).
+func TestRetryDueDuringARoundGetsItsOwnRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		const ttl = 90 * time.Millisecond // a heartbeat of 30ms
+		once := Func(func(n int) (time.Duration, bool) { return 60 * time.Millisecond, n == 1 })
+		w := newWaiter(f, clock.Real{}, 3, 2, "me", ttl, 2*time.Millisecond, once, 50*time.Millisecond)
+		d, ok := once.NextDelay(1)
+		out := start(w, t.Context(), d, ok)
+		synctest.Wait()
+		for _, r := range f.take() { // the first round: the key is held
+			answer(w, r, scripts.EnqueueQueued, 0, "")
+		}
+		time.Sleep(30 * time.Millisecond)
+		synctest.Wait()
+		heartbeat := f.take()
+		if got := nodesOf(heartbeat); len(got) != 3 {
+			t.Fatalf("the heartbeat's round went to %v, want every node", got)
+		}
+		answer(w, heartbeat[0], scripts.EnqueueQueued, 0, "") // nodes 1 and 2 answer late
+		time.Sleep(30 * time.Millisecond)
+		synctest.Wait()
+		retry := f.take()
+		if got := nodesOf(retry); len(got) != 1 || got[0] != 0 {
+			t.Fatalf("the retry went to %v, want node 0 only (1 and 2 are busy)", got)
+		}
+		answer(w, retry[0], scripts.EnqueueSet, 0, "") // the key ran out: node 0 grants
+		synctest.Wait()
+		// The heartbeat's answers, from before the key ran out.
+		answer(w, heartbeat[1], scripts.EnqueueQueued, 0, "")
+		answer(w, heartbeat[2], scripts.EnqueueQueued, 0, "")
+		synctest.Wait()
+		select {
+		case r := <-out:
+			t.Fatalf("the wait ended on answers to the round before its retry: %v", r.err)
+		default:
+		}
+		owed := f.take()
+		if got := nodesOf(owed); len(got) != 2 || got[0] == 0 || got[1] == 0 {
+			t.Fatalf("after their late answers, rounds went to %v, want nodes 1 and 2", got)
+		}
+		answer(w, owed[0], scripts.EnqueueSet, 0, "")
+		if r := <-out; r.err != nil {
+			t.Fatalf("the retry's own rounds granted the key, yet: %v", r.err)
+		}
+	})
+}
