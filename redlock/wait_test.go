@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -226,8 +227,14 @@ func TestRelockWaitsForOwnDeleteOnEachNode(t *testing.T) {
 
 	slow := fn.faults[2]
 	release := slow.Hold() // node 2's delete is still on its way when Unlock returns
+	calls := slow.Calls() + 1
 	require.NoError(t, l.Unlock(bg()))
-	calls := slow.Calls()
+	// Unlock returns at the majority: node 2's delete may not have reached
+	// the node yet (a loaded run looked before it had, and counted it as
+	// the new SET). Once it has, it waits there, held.
+	redistest.WaitFor(t, 5*time.Second, "Unlock's delete to reach node 2", func() (bool, string) {
+		return slow.Calls() == calls, fmt.Sprintf("%d calls to node 2", slow.Calls())
+	})
 	l2, err := c.TryLock(bg(), "k", time.Minute)
 	require.NoError(t, err, "nodes 0 and 1 are a majority")
 	assert.Equal(t, calls, slow.Calls(), "the new SET to node 2 waits for the delete before it")
