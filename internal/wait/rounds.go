@@ -93,35 +93,32 @@ func (w *Waiter) onRoundTimer() clock.Timer {
 	// without a release (an operator's DEL, a holder that shortened its
 	// lease and died, the test kit's Expire) announces nothing, and Lock's
 	// doc promises that the next retry finds it.
-	var busy []int
-	for i, v := range w.view {
-		if v.busy {
-			busy = append(busy, i)
-		}
-	}
-	w.sendRound(everyNode)
-	t := w.nextRound(w.retry.NextDelay(w.retries + 1))
-	if w.last {
+	delay, more := w.retry.NextDelay(w.retries + 1)
+	if !more {
 		// The strategy's last retry: a node with a round still in flight
 		// gets the retry's own round once it answers (sendOwed), so that
 		// the wait does not end on an answer from before the retry.
-		for _, i := range busy {
-			w.view[i].owed = true
+		for i := range w.view {
+			w.view[i].owed = w.view[i].busy
 		}
 	}
-	return t
+	w.sendRound(everyNode)
+	return w.nextRound(delay, more)
 }
 
 // sendOwed sends the rounds owed to the nodes that were busy when a retry
 // was due and have answered since (nodeView.owed), once the waiter has
 // settled on what they answered (a yielding waiter's round takes no free
-// key). A node granted meanwhile is owed nothing: its grant answers.
+// key). A node granted meanwhile is owed nothing: its grant answers; nor is
+// one whose round failed (a silent node's timeout): it said nothing of the
+// key, and another round would only hold the wait's end back by a node
+// timeout.
 func (w *Waiter) sendOwed() {
 	owed := false
 	for i := range w.view {
 		v := &w.view[i]
 		if v.owed && !v.busy {
-			if v.granted {
+			if v.granted || v.err != nil {
 				v.owed = false
 			} else {
 				owed = true

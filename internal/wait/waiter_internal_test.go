@@ -329,3 +329,44 @@ func TestRetryDueDuringARoundGetsItsOwnRound(t *testing.T) {
 		}
 	})
 }
+
+// A node whose round in flight at the last retry fails (a silent node's
+// timeout) is owed no round: it said nothing of the key, and another round
+// would hold the wait's end back by a node timeout more.
+func TestRetryOwesNothingToANodeWhoseRoundFailed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		const ttl = 90 * time.Millisecond // a heartbeat of 30ms
+		once := Func(func(n int) (time.Duration, bool) { return 60 * time.Millisecond, n == 1 })
+		w := newWaiter(f, clock.Real{}, 3, 2, "me", ttl, 2*time.Millisecond, once, 50*time.Millisecond)
+		d, ok := once.NextDelay(1)
+		out := start(w, t.Context(), d, ok)
+		synctest.Wait()
+		for _, r := range f.take() {
+			answer(w, r, scripts.EnqueueQueued, 0, "")
+		}
+		time.Sleep(30 * time.Millisecond)
+		synctest.Wait()
+		heartbeat := f.take()
+		answer(w, heartbeat[0], scripts.EnqueueQueued, 0, "")
+		answer(w, heartbeat[1], scripts.EnqueueQueued, 0, "")
+		time.Sleep(30 * time.Millisecond) // the last retry: node 2 is busy
+		synctest.Wait()
+		for _, r := range f.take() {
+			answer(w, r, scripts.EnqueueQueued, 0, "")
+		}
+		w.replies <- Reply{Node: heartbeat[2].node, Seq: heartbeat[2].seq, Err: fmt.Errorf("node timeout")}
+		var r waitResult
+		select {
+		case r = <-out:
+		case <-time.After(time.Second): // virtual time: the rounds above are all answered
+			t.Fatalf("the wait did not end; rounds since: %v", nodesOf(f.take()))
+		}
+		if r.err != ErrGaveUp {
+			t.Fatalf("got %v, want the wait to give up once every round is in", r.err)
+		}
+		if rounds := f.take(); len(rounds) != 0 {
+			t.Fatalf("rounds went to %v after the failed one", nodesOf(rounds))
+		}
+	})
+}
