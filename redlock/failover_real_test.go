@@ -89,26 +89,15 @@ func cutReplica(t *testing.T, c *redistest.ReplicatedCluster, j int) {
 
 // takeOver makes the replica of shard j of c the master (CLUSTER FAILOVER
 // TAKEOVER) with its old master paused (forced: until the test ends) or
-// killed, waits until the cluster routes the shard's keys to it, and
-// deletes keys there.
-func takeOver(t *testing.T, c *redistest.ReplicatedCluster, j int, kill bool, keys ...string) {
+// killed. Then, as soon as every cluster of the scenario was told to take
+// over, awaitTakeover waits until the cluster routes the shard's keys to it.
+func takeOver(t *testing.T, c *redistest.ReplicatedCluster, j int, kill bool) {
 	t.Helper()
 	m, r := c.Masters[j], c.Replicas[j]
 	if kill {
 		m.Kill()
 	} else {
 		m.Pause()
-	}
-	r.Resume()
-	require.NoError(t, cmd(t, r, "CLUSTER", "FAILOVER", "TAKEOVER").Err())
-	// TAKEOVER needs no vote: the replica promotes itself in its next
-	// cluster cron (every 100ms). 10s is a hundred crons, for a loaded
-	// machine; it costs time only when the takeover fails.
-	redistest.WaitFor(t, 10*time.Second, fmt.Sprintf("the replica of shard %d to report role:master", j), func() (bool, string) {
-		info, err := cmd(t, r, "INFO", "replication").Text()
-		return err == nil && strings.Contains(info, "role:master"), roleOf(info, err)
-	})
-	if !kill {
 		// The old master stays paused until the test ends: resumed at
 		// once, it kept serving the shard for more than 10s in some runs
 		// (it had not heard of the new epoch, and refused CLUSTER
@@ -117,18 +106,45 @@ func takeOver(t *testing.T, c *redistest.ReplicatedCluster, j int, kill bool, ke
 		// cause; it rejoins as a replica when resumed.
 		t.Cleanup(m.Resume)
 	}
+	r.Resume()
+	require.NoError(t, cmd(t, r, "CLUSTER", "FAILOVER", "TAKEOVER").Err())
+}
+
+// takeoverBound bounds each wait of awaitTakeover. The clusters take over
+// at once (takeOver, then awaitTakeover for each), so the waits overlap: the
+// holder's locks (failoverTTL) must outlive the slowest cluster's, and the
+// rivals' tries after it. A cluster that stayed down 11.6s after its
+// TAKEOVER (CLUSTERDOWN, in a quiet run) failed a 10s bound.
+const takeoverBound = 15 * time.Second
+
+// awaitTakeover waits until the replica of shard j of c, told to take over
+// by takeOver, is the master the cluster routes the shard's keys to, and
+// deletes keys there. It logs how long each step took.
+func awaitTakeover(t *testing.T, c *redistest.ReplicatedCluster, j int, keys ...string) {
+	t.Helper()
+	r := c.Replicas[j]
+	began := time.Now()
+	// TAKEOVER needs no vote: the replica promotes itself in its next
+	// cluster cron (every 100ms): the bound is for a loaded machine; it
+	// costs time only when the takeover fails.
+	redistest.WaitFor(t, takeoverBound, fmt.Sprintf("the replica of shard %d to report role:master", j), func() (bool, string) {
+		info, err := cmd(t, r, "INFO", "replication").Text()
+		return err == nil && strings.Contains(info, "role:master"), roleOf(info, err)
+	})
+	promoted := time.Now()
 	// A new cluster client loads the slot map from a seed at its first
 	// command and follows MOVED; the other nodes route the shard to the
 	// new master once a ping of it (every cron, 100ms) told them its new
-	// epoch. The same 10s, for the same reason.
+	// epoch. The same bound, for the same reason.
 	cc := redistest.ClusterClient(t, append(c.Addrs(), r.Addr()))
-	redistest.WaitFor(t, 10*time.Second, fmt.Sprintf("the cluster to serve the shard of %q again", keys[0]), func() (bool, string) {
+	redistest.WaitFor(t, takeoverBound, fmt.Sprintf("the cluster to serve the shard of %q again", keys[0]), func() (bool, string) {
 		err := cc.Set(bg(), "probe:"+keys[0], "1", time.Second).Err() // routed to the new master
 		return err == nil, fmt.Sprint("SET: ", err)
 	})
 	// A resumed old master serves the shard until it hears of the new
 	// epoch: the cluster's view must have moved to the new master first.
-	redistest.WaitFor(t, 10*time.Second, fmt.Sprintf("the cluster to route %q to the new master", keys[0]), func() (bool, string) {
+	served := time.Now()
+	redistest.WaitFor(t, takeoverBound, fmt.Sprintf("the cluster to route %q to the new master", keys[0]), func() (bool, string) {
 		cc.ReloadState(bg())
 		mc, err := cc.MasterForKey(bg(), keys[0])
 		if err != nil {
@@ -136,6 +152,9 @@ func takeOver(t *testing.T, c *redistest.ReplicatedCluster, j int, kill bool, ke
 		}
 		return mc.Options().Addr == r.Addr(), "routed to " + mc.Options().Addr
 	})
+	t.Logf("shard %d of %s: promoted after %v, served after %v more, routed after %v more", j, r.Addr(),
+		promoted.Sub(began).Round(time.Millisecond), served.Sub(promoted).Round(time.Millisecond),
+		time.Since(served).Round(time.Millisecond))
 	// The scenario is a promoted replica without the keys. The replica was
 	// cut off before the locks were taken, but on a loaded machine a key
 	// can still reach the new master (seen in CI runs: the holder's own
@@ -220,7 +239,10 @@ func failoverRun(t *testing.T, kill bool, quarantined func()) {
 	lc, err := holder.TryLock(bg(), control, failoverTTL)
 	require.NoError(t, err)
 	for i := range 2 {
-		takeOver(t, clusters[i], shardOf(clusters[i], key), kill, key, control)
+		takeOver(t, clusters[i], shardOf(clusters[i], key), kill)
+	}
+	for i := range 2 {
+		awaitTakeover(t, clusters[i], shardOf(clusters[i], key), key, control)
 	}
 	require.True(t, time.Now().Before(lc.Until()), "the failovers ended while the locks are valid")
 	fresh := newClient(t, pools, on) // created after the failover
@@ -295,27 +317,41 @@ func failoverRun(t *testing.T, kill bool, quarantined func()) {
 // awaitRefusal tries key on c until both failed-over clusters answered, and
 // returns the refusal that said so; or, from another goroutine, fails t
 // (Errorf) and returns nil when c got key (a second holder while the first
-// is valid) or until came first. Each try, and its cleanup, holds turns: a
-// rival's attempt takes key on the new masters before their quarantine
-// refuses it, and the other rival's attempt that met it there read "held
-// by another owner" instead (in a CI run, no try of either in 11.7s had
-// both clusters say "took over").
+// is valid) or until came first. Each try holds turns until its cleanup
+// ended or for a second: a rival's attempt takes key on the new masters
+// before their quarantine refuses it, and the other rival's attempt that
+// met it there read "held by another owner" instead (in a CI run, no try of
+// either in 11.7s had both clusters say "took over"). A cleanup that waits
+// behind a call to a paused master (a Client's calls on a key reach each
+// node in order, each bounded by 4 node timeouts: 8s in a quiet run) keeps
+// only c's next try waiting, not the other rival's.
 func awaitRefusal(t *testing.T, c *redlock.Client, key string, until time.Time, turns *sync.Mutex) error {
 	var refusal error
+	idle := make(chan struct{})
+	close(idle)
 	err := redistest.Await(time.Until(until), "a refusal of "+key+" in which both failed-over clusters answered that they took over",
 		func() (bool, string) {
+			// c's previous cleanup first: WaitIdle must not run beside
+			// c's next operation (sync.WaitGroup).
+			<-idle
 			turns.Lock()
 			defer turns.Unlock()
 			l, err := c.TryLock(bg(), key, failoverTTL)
-			c.WaitIdle() // the failed attempt's release, before the other rival's turn
 			if err == nil {
 				_ = l.Unlock(bg())
 				refusal = errors.New("granted " + key + ": a second holder while the first is valid")
 				return true, refusal.Error()
 			}
+			idle = make(chan struct{})
+			go func(idle chan struct{}) { c.WaitIdle(); close(idle) }(idle) // ends with c's work, bounded
+			select {
+			case <-idle:
+			case <-time.After(time.Second):
+			}
 			refusal = err
 			return strings.Count(err.Error(), "took over") >= 2, err.Error()
 		})
+	<-idle
 	if err == nil && strings.HasPrefix(refusal.Error(), "granted") {
 		err = refusal
 	}
