@@ -59,7 +59,9 @@ func TestRealResumeCreatesNothing(t *testing.T) {
 		assert.Zero(t, s.Client(t).Exists(bg(), "free").Val(), "nothing written on %s", s.Addr())
 	}
 
-	expired, err := a.TryLock(bg(), "gone", 100*time.Millisecond)
+	// A 1s hold: a parallel test's TryLock took 151ms under the package's
+	// own load, past a 100ms TTL's validity.
+	expired, err := a.TryLock(bg(), "gone", time.Second)
 	require.NoError(t, err)
 	time.Sleep(time.Until(expired.Until()) + 150*time.Millisecond)
 	_, err = b.Resume(bg(), "gone", expired.Token(), time.Second)
