@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -157,8 +158,16 @@ func TestStatusShowsRunHolder(t *testing.T) {
 			if values[i] == "" {
 				continue
 			}
-			c := s.Client(t)
-			lockTTL, recordTTL := c.PTTL(context.Background(), key).Val(), c.PTTL(context.Background(), holderKey(key)).Val()
+			// Both read at one instant (MULTI): an extension landing
+			// between two reads showed a fresh record beside the lock's
+			// older TTL (998ms against 666ms, in a loaded run).
+			var lockPTTL, recordPTTL *redis.DurationCmd
+			_, err := s.Client(t).TxPipelined(context.Background(), func(pipe redis.Pipeliner) error {
+				lockPTTL, recordPTTL = pipe.PTTL(context.Background(), key), pipe.PTTL(context.Background(), holderKey(key))
+				return nil
+			})
+			require.NoError(t, err)
+			lockTTL, recordTTL := lockPTTL.Val(), recordPTTL.Val()
 			assert.True(t, recordTTL > 0 && recordTTL <= lockTTL+expiryJitter, "the record expires with the lock: %v, lock %v", recordTTL, lockTTL)
 		}
 		time.Sleep(100 * time.Millisecond)
