@@ -260,19 +260,35 @@ func TestEachAttemptHasItsOwnToken(t *testing.T) {
 }
 
 // The cleanup of a failed attempt runs in the background: a TryLock that
-// fails because a majority hangs returns after one node timeout, not two.
+// fails because a majority hangs returns after its node timeout, while the
+// calls of its cleanup to those nodes are still held (they cannot end before
+// the test lets them), instead of after a second wait for the cleanup.
 func TestFailedTryLockDoesNotWaitForItsCleanup(t *testing.T) {
 	defer parallel(t).idle() // its cleanups wait out the calls to silent nodes
 	fn := newFakeNodes(t, 3)
 	const nodeTimeout = 500 * time.Millisecond
 	c := newClient(t, fn.pools, redlock.WithNodeTimeout(nodeTimeout))
-	fn.faults[1].Hang(true)
-	fn.faults[2].Hang(true)
-	start := time.Now()
-	_, err := c.TryLock(bg(), "k", time.Minute)
-	took := time.Since(start)
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	assert.Less(t, took, 2*nodeTimeout, "the cleanup of the hanging nodes is the Client's, in the background")
+	// Held calls wait for the gate whatever their context says: the cleanup's
+	// releases on nodes 1 and 2 cannot end until open is called.
+	open1, open2 := fn.faults[1].Hold(), fn.faults[2].Hold()
+	t.Cleanup(func() { open1(); open2() })
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.TryLock(bg(), "k", time.Minute)
+		done <- err
+	}()
+	// The bound is the node timeout's, with room for a loaded machine: a
+	// TryLock that waited for its cleanup would not return before the gates
+	// open, however long that is.
+	const bound = 10 * nodeTimeout
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+	case <-time.After(bound):
+		t.Fatalf("TryLock did not return within %v (node timeout %v) while its cleanup's calls to nodes 1 and 2 were held: it waits for the cleanup", bound, nodeTimeout)
+	}
+	open1()
+	open2()
 	c.WaitIdle()
-	assert.Zero(t, fn.present("k"), "the cleanup released node 0")
+	assert.False(t, fn.servers[0].Exists("k"), "the cleanup released node 0")
 }
