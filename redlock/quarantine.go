@@ -32,7 +32,10 @@ const DefaultQuarantine = MaxTTL + time.Duration(float64(MaxTTL)*DefaultDriftFac
 // allowance), every lock it could have forgotten has expired. The Client
 // that finds a node quarantined establishes this in the background,
 // declares the node's run fresh on it, and reports a NodeReturned event;
-// every Client then counts the node. A majority restarted together, or a
+// every Client then counts the node. (A Client whose Pool connected to the
+// node before the declaration reads it in the background at its first
+// vote that finds the node out, one round trip: that vote does not count
+// the node, the next ones do.) A majority restarted together, or a
 // node whose peers cannot be read, sits out the whole quarantine
 // (docs/safety.md, "A restarted node's return").
 //
