@@ -15,6 +15,7 @@ import (
 
 	"github.com/redlockgo/redlock/clock"
 	"github.com/redlockgo/redlock/internal/pooltest"
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
 )
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 type probesEnded struct{ m *testing.M }
 
 func (p probesEnded) Run() int {
-	code := p.m.Run()
+	code := redistest.Reuse(p.m.Run) // plain servers serve test after test
 	awaitDialProbes()
 	return code
 }

@@ -59,6 +59,14 @@ type Server struct {
 	clockEnv []string   // the environment of a run under clock
 	cmd      *exec.Cmd
 	exited   chan struct{} // closed when cmd has been waited for
+
+	// Reuse (reuse.go): touched is set once the server was killed,
+	// restarted, signalled or its PID handed out, so that it is not kept;
+	// firstConfig and firstACL are what a kept server looked like at its
+	// first start.
+	touched     bool
+	firstConfig map[string]string
+	firstACL    []string
 }
 
 // Binary returns the path of redis-server. When it is missing, Binary fails
@@ -95,6 +103,9 @@ func Start(t testing.TB, p Persistence) *Server {
 // "--rename-command", "CONFIG", "".
 func StartWith(t testing.TB, p Persistence, extra ...string) *Server {
 	t.Helper()
+	if reusable(p, false, true, extra) {
+		return startKept(t, Binary(t), 1)[0]
+	}
 	s := &Server{Dir: t.TempDir(), Persistence: p, Extra: extra}
 	s.startFresh(t, false)
 	s.MarkFresh(t)
@@ -201,6 +212,9 @@ func startN(t testing.TB, n int, p Persistence, declare bool, extra ...string) [
 func startServers(t testing.TB, n int, p Persistence, cluster, declare bool, extra ...string) []*Server {
 	t.Helper()
 	bin := Binary(t)
+	if reusable(p, cluster, declare, extra) {
+		return startKept(t, bin, n)
+	}
 	out := make([]*Server, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -335,7 +349,7 @@ func waitReady(addr string, pid int, exited <-chan struct{}) error {
 func (s *Server) Kill() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
+	s.cmd, s.touched = nil, true
 	s.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
 		return
@@ -364,6 +378,7 @@ func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
 func (s *Server) signal(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.touched = true
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = s.cmd.Process.Signal(sig)
 	}
@@ -405,6 +420,7 @@ var handedOut sync.Map
 func (s *Server) PID() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.touched = true // the caller may signal it: not kept (reuse.go)
 	if s.cmd == nil || s.cmd.Process == nil {
 		return 0
 	}
