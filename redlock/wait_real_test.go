@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"sync"
@@ -181,7 +182,17 @@ func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
 				o = <-got
 				require.NoError(t, o.err, "round %d", round)
 				assert.Less(t, o.at.Sub(released), bound, "round %d: the waiter got the lock %v after the release", round, o.at.Sub(released))
-				require.NoError(t, o.l.Unlock(bg()))
+				// The waiter's release may be answered late too (four live
+				// nodes past 250ms, a quiet -cpu 1,2 run): the next round
+				// starts once it ran on every live node.
+				if err := o.l.Unlock(bg()); err != nil {
+					require.ErrorIs(t, err, redlock.ErrNotReleased)
+					t.Logf("round %d: the waiter's %v (the release still runs on the nodes)", round, err)
+				}
+				redistest.WaitFor(t, 5*time.Second, "the waiter's release of k on every live node", func() (bool, string) {
+					n := realHolders(t, live, "k", o.l.Token())
+					return n == 0, fmt.Sprint(n, " live nodes still hold it")
+				})
 			}
 		})
 	}
