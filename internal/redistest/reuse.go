@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,7 +81,20 @@ func takeKept() *Server {
 	}
 	s := kept.idle[len(kept.idle)-1]
 	kept.idle = kept.idle[:len(kept.idle)-1]
+	s.idleSignal(syscall.SIGCONT)
 	return s
+}
+
+// idleSignal stops (SIGSTOP) a kept server while it is idle, and continues
+// it (SIGCONT) when a test takes it: an idle redis-server's timer costs 3ms
+// of CPU a second, and tens of them wait at once. Unlike Pause and Resume,
+// it does not mark the server touched.
+func (s *Server) idleSignal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
 }
 
 // keepDir returns a data directory for a server that may be kept: one
@@ -117,6 +131,7 @@ func (s *Server) handBack() {
 		go s.Kill() // the binary's tests are over
 		return
 	}
+	s.idleSignal(syscall.SIGSTOP)
 	kept.idle = append(kept.idle, s)
 }
 
