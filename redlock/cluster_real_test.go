@@ -174,7 +174,11 @@ func releaseWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool
 
 // releaseWakesWithin is releaseWakes with its bound on the hand-off.
 func releaseWakesWithin(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool, within time.Duration, keys ...string) {
-	holder := defaultClient(t, pools)
+	// The holder's node timeout is not what is checked: 2s, so that its
+	// TryLock and Unlock hold under the package's load (its TryLock at the
+	// default 250ms had no answer from any of the three clusters in a quiet
+	// -cpu 1,2 run). The waiter keeps the defaults.
+	holder := newClient(t, pools, redlock.WithNodeTimeout(2*time.Second))
 	waiter := defaultClient(t, pools)
 	slow := redlock.WithRetry(redlock.ConstantBackoff(30 * time.Second))
 	for _, key := range keys {
@@ -194,7 +198,11 @@ func releaseWakesWithin(t *testing.T, clusters []*redistest.Cluster, pools []poo
 		o := <-got
 		require.NoError(t, o.err, key)
 		assert.Less(t, o.at.Sub(released), within, "%q: the waiter got the lock %v after the release", key, o.at.Sub(released))
-		require.NoError(t, o.l.Unlock(bg()))
+		// Its release may be answered past 250ms under load; each key is
+		// used once, so nothing waits for it.
+		if err := o.l.Unlock(bg()); err != nil {
+			require.ErrorIs(t, err, redlock.ErrNotReleased, key)
+		}
 	}
 }
 
