@@ -104,7 +104,7 @@ func Start(t testing.TB, p Persistence) *Server {
 func StartWith(t testing.TB, p Persistence, extra ...string) *Server {
 	t.Helper()
 	if reusable(p, false, true, extra) {
-		return startKept(t, Binary(t), 1)[0]
+		return startServers(t, 1, p, false, true)[0]
 	}
 	s := &Server{Dir: t.TempDir(), Persistence: p, Extra: extra}
 	s.startFresh(t, false)
@@ -212,19 +212,39 @@ func startN(t testing.TB, n int, p Persistence, declare bool, extra ...string) [
 func startServers(t testing.TB, n int, p Persistence, cluster, declare bool, extra ...string) []*Server {
 	t.Helper()
 	bin := Binary(t)
-	if reusable(p, cluster, declare, extra) {
-		return startKept(t, bin, n)
-	}
+	reuse := reusable(p, cluster, declare, extra)
 	out := make([]*Server, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range out {
-		s := &Server{Dir: t.TempDir(), Persistence: p, Extra: extra}
+		if reuse {
+			if s := takeKept(); s != nil {
+				out[i] = s
+				t.Cleanup(s.handBack)
+				continue
+			}
+		}
+		// A server that may be kept has a data directory that outlives t.
+		dir, keep := "", false
+		if reuse {
+			dir, keep = keepDir()
+		}
+		if !keep {
+			dir = t.TempDir()
+		}
+		s := &Server{Dir: dir, Persistence: p, Extra: extra}
 		out[i] = s
-		t.Cleanup(s.Kill)
+		if keep {
+			t.Cleanup(s.handBack)
+		} else {
+			t.Cleanup(s.Kill)
+		}
 		wg.Go(func() {
 			if errs[i] = s.launch(bin, cluster); errs[i] == nil && declare {
 				errs[i] = s.markFresh()
+			}
+			if errs[i] == nil && keep {
+				errs[i] = s.remember()
 			}
 		})
 	}
@@ -377,11 +397,9 @@ func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
 
 func (s *Server) signal(sig syscall.Signal) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.touched = true
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Signal(sig)
-	}
+	s.mu.Unlock()
+	s.idleSignal(sig)
 }
 
 // Client returns a plain go-redis client for inspecting the node, closed

@@ -7,10 +7,8 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -216,44 +214,4 @@ func (s *Server) remember() error {
 	}
 	s.firstConfig, s.firstACL = cfg, acl
 	return nil
-}
-
-// startKept starts n plain servers declared fresh, each a kept one when
-// reuse is on and one is idle, and hands each back when t ends.
-func startKept(t testing.TB, bin string, n int) []*Server {
-	t.Helper()
-	out := make([]*Server, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range out {
-		if s := takeKept(); s != nil {
-			out[i] = s
-			t.Cleanup(s.handBack)
-			continue
-		}
-		dir, ok := keepDir()
-		if !ok {
-			dir = t.TempDir()
-		}
-		s := &Server{Dir: dir, Persistence: NoPersistence}
-		out[i] = s
-		if ok {
-			t.Cleanup(s.handBack)
-		} else {
-			t.Cleanup(s.Kill)
-		}
-		wg.Go(func() {
-			if errs[i] = s.launch(bin, false); errs[i] == nil {
-				errs[i] = s.markFresh()
-			}
-			if errs[i] == nil && ok {
-				errs[i] = s.remember()
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("start redis-server: %v", strings.TrimSpace(err.Error()))
-	}
-	return out
 }
