@@ -99,17 +99,19 @@ func (b *containerBackend) startReplicas(ctx context.Context, masters [][]server
 }
 
 // freePorts returns two distinct ports free now, a shard's and its cluster
-// bus's, never the same as those of another call until both were released
-// (the kernel hands out ephemeral ports in turn).
+// bus's, from redistest.FreePort, which never hands out a port twice in a
+// process. (Ports of its own, picked with a listen on port 0 and closed,
+// could come back to a shard of another cluster started at the same time:
+// both shards then answered at one address, and FormCluster's MEETs joined
+// nodes of two clusters, "cluster_known_nodes:5" in a cluster of three.)
 func freePorts() ([2]int, error) {
 	var out [2]int
 	for i := range out {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		p, err := redistest.FreePort()
 		if err != nil {
 			return out, err
 		}
-		defer l.Close()
-		out[i] = l.Addr().(*net.TCPAddr).Port
+		out[i] = p
 	}
 	return out, nil
 }
@@ -131,13 +133,13 @@ func (b *containerBackend) startShard(ctx context.Context, cluster, shard, port,
 		Labels: map[string]string{Label: "true", Label + ".cluster": strconv.Itoa(cluster),
 			Label + ".shard": strconv.Itoa(shard)},
 		HostConfigModifier: func(hc *container.HostConfig) { hc.NetworkMode = "host" },
-		WaitingFor:         addrPing(addr),
+		WaitingFor:         addrPing{addr, bus},
 	}
 	ctr, err := b.create(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	s := &shardServer{containerServer{b: b, ctr: ctr}, addr}
+	s := &shardServer{containerServer{b: b, ctr: ctr}, addr, addrPing{addr, bus}}
 	return s, s.start(ctx)
 }
 
@@ -145,7 +147,8 @@ func (b *containerBackend) startShard(ctx context.Context, cluster, shard, port,
 // pause, at a fixed address.
 type shardServer struct {
 	containerServer
-	at string
+	at    string
+	ready addrPing
 }
 
 func (s *shardServer) addr() string { return s.at }
@@ -155,29 +158,38 @@ func (s *shardServer) start(ctx context.Context) error {
 	if err := s.ctr.Start(ctx); err != nil {
 		return fmt.Errorf("start container: %w", err)
 	}
-	return addrPing(s.at).WaitUntilReady(ctx, s.ctr)
+	return s.ready.WaitUntilReady(ctx, s.ctr)
 }
 
-// addrPing waits until Redis answers PING at a fixed address.
-type addrPing string
+// addrPing waits until the shard's Redis answers at its fixed address: a
+// server there that answers PING but whose cluster bus port is not the
+// shard's is another process's (its port was taken before this shard's
+// Redis bound it), and never counts as this shard ready.
+type addrPing struct {
+	addr string
+	bus  int
+}
 
 func (a addrPing) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	for {
-		c := redis.NewClient(&redis.Options{Addr: string(a), MaxRetries: -1, DialTimeout: time.Second,
+		c := redis.NewClient(&redis.Options{Addr: a.addr, MaxRetries: -1, DialTimeout: time.Second,
 			ReadTimeout: time.Second, DisableIdentity: true})
-		err := c.Ping(ctx).Err()
+		bus, err := c.ConfigGet(ctx, "cluster-port").Result()
 		_ = c.Close()
-		if err == nil {
+		if err == nil && bus["cluster-port"] == strconv.Itoa(a.bus) {
 			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("the server at %s has cluster bus port %q, not this shard's %d", a.addr, bus["cluster-port"], a.bus)
 		}
 		if st, serr := target.State(ctx); serr == nil && !st.Running {
 			return fmt.Errorf("redis exited (code %d) before answering: %v", st.ExitCode, err)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("redis at %s not answering PING: %w (last error: %v)", string(a), ctx.Err(), err)
+			return fmt.Errorf("redis at %s not answering: %w (last error: %v)", a.addr, ctx.Err(), err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
