@@ -277,8 +277,13 @@ func TestRealReentryDoAndWaiters(t *testing.T) {
 		return servers[0].Client(t).ZCard(bg(), queue).Val() == 1 &&
 			servers[0].Client(t).Exists(bg(), watch).Val() == 1
 	}, onServers(servers[:1], queue, watch))
+	// The owner holds w on a majority, not always on all five (1 of 10
+	// quiet -cpu 1,2 runs found it on four): the inner hold's release
+	// leaves it on every node that held it.
+	held := realHolders(t, servers, "w", "o:job")
+	require.GreaterOrEqual(t, held, 3, "the owner holds w on a majority")
 	require.NoError(t, inner.Unlock(bg()))
-	assert.Equal(t, 5, realHolders(t, servers, "w", "o:job"), "still the owner's")
+	assert.Equal(t, held, realHolders(t, servers, "w", "o:job"), "still the owner's on every node that held it")
 	require.NoError(t, outer.Unlock(bg()))
 	var l *redlock.Lock
 	select {
