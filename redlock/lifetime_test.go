@@ -66,10 +66,11 @@ func TestAutoExtendSchedule(t *testing.T) {
 		assert.True(t, l.Until().After(before), "round %d moved Until", round)
 		assert.GreaterOrEqual(t, fn.holders("k", l.Token()), 2)
 		for _, s := range fn.servers {
-			if s.TTL("k") == keptTTL {
-				continue
+			// Read once: a straggler's extension may land between two reads
+			// (1 of 10 quiet -cpu 1,2 runs read 1ms, then 10s).
+			if ttl := s.TTL("k"); ttl != keptTTL {
+				assert.Equal(t, time.Millisecond, ttl, "only a straggler may be late")
 			}
-			assert.Equal(t, time.Millisecond, s.TTL("k"), "only a straggler may be late")
 		}
 		select {
 		case <-l.Done():
