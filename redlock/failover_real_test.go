@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/keyslot"
 	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
@@ -139,7 +140,10 @@ func awaitTakeover(t *testing.T, c *redistest.ReplicatedCluster, j int, keys ...
 	cc := redistest.ClusterClient(t, append(c.Addrs(), r.Addr()))
 	redistest.WaitFor(t, takeoverBound, fmt.Sprintf("the cluster to serve the shard of %q again", keys[0]), func() (bool, string) {
 		err := cc.Set(bg(), "probe:"+keys[0], "1", time.Second).Err() // routed to the new master
-		return err == nil, fmt.Sprint("SET: ", err)
+		if err == nil {
+			return true, ""
+		}
+		return false, fmt.Sprintf("SET: %v; the shard's slot seen by each node answering:\n%s", err, slotViews(c, j, keys[0]))
 	})
 	// A resumed old master serves the shard until it hears of the new
 	// epoch: the cluster's view must have moved to the new master first.
@@ -363,6 +367,43 @@ func awaitRefusal(t *testing.T, c *redlock.Client, key string, until time.Time, 
 }
 
 // roleOf returns the role line of INFO replication, or err.
+// slotViews says, for every node of c but shard j's old master (paused or
+// killed), its cluster state and the node it thinks serves key's slot: a
+// cluster that does not serve the shard again after a takeover (CLUSTERDOWN
+// for more than takeoverBound, 1 in about 25 quiet -cpu 1,2 runs) shows
+// which node's view lags.
+func slotViews(c *redistest.ReplicatedCluster, j int, key string) string {
+	var b strings.Builder
+	slot := keyslot.Slot(key)
+	for _, s := range append(append([]*redistest.Server{}, c.Masters...), c.Replicas...) {
+		if s == c.Masters[j] || s == nil {
+			continue
+		}
+		rc := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, ReadTimeout: time.Second})
+		ctx, cancel := context.WithTimeout(bg(), time.Second)
+		state := "CLUSTER INFO: "
+		if info, err := rc.ClusterInfo(ctx).Result(); err != nil {
+			state += err.Error()
+		} else {
+			state = strings.TrimSpace(strings.SplitN(info, "\n", 2)[0])
+		}
+		owner := "none"
+		if slots, err := rc.ClusterSlots(ctx).Result(); err != nil {
+			owner = err.Error()
+		} else {
+			for _, r := range slots {
+				if r.Start <= slot && slot <= r.End && len(r.Nodes) > 0 {
+					owner = r.Nodes[0].Addr
+				}
+			}
+		}
+		cancel()
+		_ = rc.Close()
+		fmt.Fprintf(&b, "  %s: %s, slot %d served by %s\n", s.Addr(), state, slot, owner)
+	}
+	return b.String()
+}
+
 func roleOf(info string, err error) string {
 	if err != nil {
 		return err.Error()
