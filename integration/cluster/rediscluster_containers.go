@@ -161,6 +161,23 @@ func (s *shardServer) start(ctx context.Context) error {
 	return s.ready.WaitUntilReady(ctx, s.ctr)
 }
 
+// answers asks the server at a's address for its cluster bus port: nil
+// when it is the shard's, an error that says so when it is another's, or
+// the call's error.
+func (a addrPing) answers(ctx context.Context) error {
+	c := redis.NewClient(&redis.Options{Addr: a.addr, MaxRetries: -1, DialTimeout: time.Second,
+		ReadTimeout: time.Second, DisableIdentity: true})
+	defer c.Close()
+	bus, err := c.ConfigGet(ctx, "cluster-port").Result()
+	switch {
+	case err != nil:
+		return err
+	case bus["cluster-port"] != strconv.Itoa(a.bus):
+		return fmt.Errorf("the server at %s has cluster bus port %q, not this shard's %d", a.addr, bus["cluster-port"], a.bus)
+	}
+	return nil
+}
+
 // addrPing waits until the shard's Redis answers at its fixed address: a
 // server there that answers PING but whose cluster bus port is not the
 // shard's is another process's (its port was taken before this shard's
@@ -174,15 +191,9 @@ func (a addrPing) WaitUntilReady(ctx context.Context, target wait.StrategyTarget
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	for {
-		c := redis.NewClient(&redis.Options{Addr: a.addr, MaxRetries: -1, DialTimeout: time.Second,
-			ReadTimeout: time.Second, DisableIdentity: true})
-		bus, err := c.ConfigGet(ctx, "cluster-port").Result()
-		_ = c.Close()
-		if err == nil && bus["cluster-port"] == strconv.Itoa(a.bus) {
-			return nil
-		}
+		err := a.answers(ctx)
 		if err == nil {
-			err = fmt.Errorf("the server at %s has cluster bus port %q, not this shard's %d", a.addr, bus["cluster-port"], a.bus)
+			return nil
 		}
 		if st, serr := target.State(ctx); serr == nil && !st.Running {
 			return fmt.Errorf("redis exited (code %d) before answering: %v", st.ExitCode, err)
