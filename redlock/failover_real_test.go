@@ -138,13 +138,12 @@ func awaitTakeover(t *testing.T, c *redistest.ReplicatedCluster, j int, keys ...
 	// new master once a ping of it (every cron, 100ms) told them its new
 	// epoch. The same bound, for the same reason.
 	cc := redistest.ClusterClient(t, append(c.Addrs(), r.Addr()))
-	redistest.WaitFor(t, takeoverBound, fmt.Sprintf("the cluster to serve the shard of %q again", keys[0]), func() (bool, string) {
+	if err := redistest.Await(takeoverBound, fmt.Sprintf("the cluster to serve the shard of %q again", keys[0]), func() (bool, string) {
 		err := cc.Set(bg(), "probe:"+keys[0], "1", time.Second).Err() // routed to the new master
-		if err == nil {
-			return true, ""
-		}
-		return false, fmt.Sprintf("SET: %v; the shard's slot seen by each node answering:\n%s", err, slotViews(c, j, keys[0]))
-	})
+		return err == nil, fmt.Sprint("SET: ", err)
+	}); err != nil {
+		t.Fatalf("%v; the shard's slot seen by each node answering:\n%s", err, slotViews(c, j, keys[0]))
+	}
 	// A resumed old master serves the shard until it hears of the new
 	// epoch: the cluster's view must have moved to the new master first.
 	served := time.Now()
@@ -366,7 +365,6 @@ func awaitRefusal(t *testing.T, c *redlock.Client, key string, until time.Time, 
 	return refusal
 }
 
-// roleOf returns the role line of INFO replication, or err.
 // slotViews says, for every node of c but shard j's old master (paused or
 // killed), its cluster state and the node it thinks serves key's slot: a
 // cluster that does not serve the shard again after a takeover (CLUSTERDOWN
@@ -404,6 +402,7 @@ func slotViews(c *redistest.ReplicatedCluster, j int, key string) string {
 	return b.String()
 }
 
+// roleOf returns the role line of INFO replication, or err.
 func roleOf(info string, err error) string {
 	if err != nil {
 		return err.Error()

@@ -133,13 +133,13 @@ func (b *containerBackend) startShard(ctx context.Context, cluster, shard, port,
 		Labels: map[string]string{Label: "true", Label + ".cluster": strconv.Itoa(cluster),
 			Label + ".shard": strconv.Itoa(shard)},
 		HostConfigModifier: func(hc *container.HostConfig) { hc.NetworkMode = "host" },
-		WaitingFor:         addrPing{addr, bus},
+		WaitingFor:         shardReady{addr, bus},
 	}
 	ctr, err := b.create(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	s := &shardServer{containerServer{b: b, ctr: ctr}, addr, addrPing{addr, bus}}
+	s := &shardServer{containerServer{b: b, ctr: ctr}, addr, shardReady{addr, bus}}
 	return s, s.start(ctx)
 }
 
@@ -148,12 +148,12 @@ func (b *containerBackend) startShard(ctx context.Context, cluster, shard, port,
 type shardServer struct {
 	containerServer
 	at    string
-	ready addrPing
+	ready shardReady
 }
 
 func (s *shardServer) addr() string { return s.at }
 
-// start starts the container and waits until it answers PING.
+// start starts the container and waits until the shard's own Redis answers.
 func (s *shardServer) start(ctx context.Context) error {
 	if err := s.ctr.Start(ctx); err != nil {
 		return fmt.Errorf("start container: %w", err)
@@ -164,7 +164,7 @@ func (s *shardServer) start(ctx context.Context) error {
 // answers asks the server at a's address for its cluster bus port: nil
 // when it is the shard's, an error that says so when it is another's, or
 // the call's error.
-func (a addrPing) answers(ctx context.Context) error {
+func (a shardReady) answers(ctx context.Context) error {
 	c := redis.NewClient(&redis.Options{Addr: a.addr, MaxRetries: -1, DialTimeout: time.Second,
 		ReadTimeout: time.Second, DisableIdentity: true})
 	defer c.Close()
@@ -178,16 +178,16 @@ func (a addrPing) answers(ctx context.Context) error {
 	return nil
 }
 
-// addrPing waits until the shard's Redis answers at its fixed address: a
-// server there that answers PING but whose cluster bus port is not the
-// shard's is another process's (its port was taken before this shard's
-// Redis bound it), and never counts as this shard ready.
-type addrPing struct {
+// shardReady waits until the shard's own Redis answers at its fixed
+// address: a server there whose cluster bus port is not the shard's is
+// another process's (its port was taken before this shard's Redis bound
+// it), and never counts as this shard ready, though it answers PING.
+type shardReady struct {
 	addr string
 	bus  int
 }
 
-func (a addrPing) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
+func (a shardReady) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	for {

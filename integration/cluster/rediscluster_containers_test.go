@@ -12,7 +12,7 @@ import (
 	"github.com/redlockgo/redlock/internal/redistest"
 )
 
-// runningTarget is a container that is always running: addrPing asks it
+// runningTarget is a container that is always running: shardReady asks it
 // only for its state.
 type runningTarget struct{ wait.StrategyTarget }
 
@@ -31,8 +31,8 @@ func TestShardReadyOnlyWhenItsOwnServerAnswers(t *testing.T) {
 	// The bound is for a loaded machine: each answer comes at once.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.ErrorContains(t, addrPing{other.Addr(), other.BusPort + 1}.answers(ctx), "not this shard's",
+	require.ErrorContains(t, shardReady{other.Addr(), other.BusPort + 1}.answers(ctx), "not this shard's",
 		"a server with another bus port must not pass for the shard")
-	require.NoError(t, addrPing{other.Addr(), other.BusPort}.WaitUntilReady(ctx, runningTarget{}),
+	require.NoError(t, shardReady{other.Addr(), other.BusPort}.WaitUntilReady(ctx, runningTarget{}),
 		"the shard's own server (its bus port) is ready")
 }
