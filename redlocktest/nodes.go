@@ -12,9 +12,13 @@ import (
 // DefaultNodeTimeout is the node timeout (redlock.WithNodeTimeout) of the
 // Clients that Nodes.Client returns, unless the caller's options set one.
 // It is the library's own cap (redlock.MaxNodeTimeout), what its default
-// gives any TTL from 10s: long enough that a loaded test machine running
-// -race does not time out an in-memory call. The shortest TTL a lock call
-// kept alive (WithAutoExtend, Do) then accepts is about 1.6s.
+// gives any TTL from 10s: long enough that a test machine running -race
+// does not time out an in-memory call, short of heavy overload (once, in the
+// project's own suite, under two CPU hogs and a load average of 8 on two
+// cores, three nodes missed it on one Unlock). The shortest TTL a lock call
+// kept alive (WithAutoExtend, Do) then accepts is about 1.6s. A test suite
+// on a machine that busy can pass a longer redlock.WithNodeTimeout to
+// Client, with TTLs about three times as long.
 const DefaultNodeTimeout = 500 * time.Millisecond
 
 // Nodes is a set of independent in-process Redis nodes, owned by the
