@@ -18,7 +18,7 @@ import (
 // cores, three nodes missed it on one Unlock). The shortest TTL a lock call
 // kept alive (WithAutoExtend, Do) then accepts is about 1.6s. A test suite
 // on a machine that busy can pass a longer redlock.WithNodeTimeout to
-// Client, with TTLs about three times as long.
+// Client, and keep locks alive with TTLs of over three times that.
 const DefaultNodeTimeout = 500 * time.Millisecond
 
 // Nodes is a set of independent in-process Redis nodes, owned by the
