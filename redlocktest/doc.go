@@ -36,9 +36,10 @@
 // # Client defaults
 //
 // Nodes.Client passes redlock.WithNodeTimeout(DefaultNodeTimeout) before the
-// caller's options, so that a loaded test machine does not time out an
-// in-memory call; a lock kept alive then needs a TTL from about 1.6s (2s
-// is a good short one). Pass another WithNodeTimeout to override it. The restart quarantine
+// caller's options, so that a loaded test machine rarely times out an
+// in-memory call (DefaultNodeTimeout says when one did); a lock kept alive
+// then needs a TTL from about 1.6s (2s is a good short one). Pass another
+// WithNodeTimeout to override it. The restart quarantine
 // (redlock.WithQuarantine) does not apply: the Pools are not
 // pool.Identifier (they are pool.New adapters), and a node restarted by
 // Start keeps its data, as a node persisting every write does.
