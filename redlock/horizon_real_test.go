@@ -104,9 +104,19 @@ func TestRealRestartedNodeReturnsAtItsHorizon(t *testing.T) {
 	})
 	c.WaitIdle()
 	assert.Equal(t, redlock.StateOK, c.NodeStates()[0].State, "node 0's yes counted for the new Client: %v", c.NodeStates()[0])
+	// A's keeper cannot extend now (node 0 lost A's key, nodes 3 and 4
+	// are down): A's lock ends at its last validity, about a TTL after the
+	// Kills, and its keys on nodes 1 and 2 soon after. The held key must
+	// be refused while they are there: checked when the try ended inside
+	// A's validity, which this phase takes about 2s of in a quiet run. A
+	// loaded machine can take longer, and then there is nothing to check.
+	until := la.Until()
 	_, err = c.TryLock(bg(), "held", ttl)
-	require.ErrorIs(t, err, redlock.ErrNotObtained, "A still holds the key on nodes 1 and 2")
-	require.NoError(t, la.Err())
+	if time.Now().Before(until) {
+		require.ErrorIs(t, err, redlock.ErrNotObtained, "A still holds the key on nodes 1 and 2 (valid until %v)", until)
+	} else {
+		t.Logf("not checked: A's validity ended at %v, before the new Client's try ended (%v)", until, err)
+	}
 	require.NoError(t, lc.Unlock(bg()))
 }
 
