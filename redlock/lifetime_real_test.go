@@ -23,14 +23,20 @@ import (
 func TestRealDoLongJobKeepsLock(t *testing.T) {
 	parallel(t)
 	_, pools := realNodes(t, 5)
-	// A node timeout of 200ms: with 50ms (and a 600ms TTL) the keeper's
-	// extensions missed a majority's answers in runs at -cpu 1,2 beside
-	// CPU hogs, and the lock was rightly declared lost.
+	// The keeper must get an extension through to a majority between its
+	// due time (ttl/3 after the last one) and its loss point (the loss
+	// margin, 2 node timeouts here, before the validity ends). With a 1s
+	// TTL and a 200ms node timeout that window is about 270ms, less than
+	// a loaded make test (two hogs, load average up to 11 on two cores)
+	// can stall a -race process; this test failed once in such a run
+	// (its log was lost). With a 2s TTL the window is about 930ms, room
+	// for several retries. (With 50ms and a 600ms TTL, extensions missed
+	// a majority's answers even at -cpu 1,2 beside CPU hogs.)
 	c := newClient(t, pools, redlock.WithNodeTimeout(200*time.Millisecond))
 	rival := newClient(t, pools)
-	const ttl = time.Second
+	const ttl = 2 * time.Second
 	err := c.Do(bg(), "job", ttl, func(ctx context.Context) error {
-		end := time.Now().Add(3200 * time.Millisecond) // more than three TTLs
+		end := time.Now().Add(3*ttl + 200*time.Millisecond) // more than three TTLs
 		for time.Now().Before(end) {
 			select {
 			case <-ctx.Done():
@@ -38,6 +44,11 @@ func TestRealDoLongJobKeepsLock(t *testing.T) {
 			case <-time.After(100 * time.Millisecond):
 			}
 			_, err := rival.TryLock(bg(), "job", ttl)
+			if err == nil && ctx.Err() != nil {
+				// The lock was lost (and its key ran out) while this
+				// loop was waiting: report the loss, not the rival.
+				return fmt.Errorf("canceled mid-job: %w", context.Cause(ctx))
+			}
 			if !assert.ErrorIs(t, err, redlock.ErrNotObtained, "the job's lock passed to a rival") {
 				return err
 			}
