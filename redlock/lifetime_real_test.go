@@ -26,10 +26,10 @@ func TestRealDoLongJobKeepsLock(t *testing.T) {
 	// The keeper must get an extension through to a majority between its
 	// due time (ttl/3 after the last one) and its loss point (the loss
 	// margin, 2 node timeouts here, before the validity ends). With a 1s
-	// TTL and a 200ms node timeout that window is about 270ms, less than
+	// TTL and a 200ms node timeout that window is under 300ms, less than
 	// a loaded make test (two hogs, load average up to 11 on two cores)
 	// can stall a -race process; this test failed once in such a run
-	// (its log was lost). With a 2s TTL the window is about 930ms, room
+	// (its log was lost). With a 2s TTL the window is about 900ms, room
 	// for several retries. (With 50ms and a 600ms TTL, extensions missed
 	// a majority's answers even at -cpu 1,2 beside CPU hogs.)
 	c := newClient(t, pools, redlock.WithNodeTimeout(200*time.Millisecond))
