@@ -177,13 +177,18 @@ func TestRealElectionResignHandsOverWithTwoNodesStopped(t *testing.T) {
 func TestRealElectionVanishedLeaderSucceededAfterValidity(t *testing.T) {
 	parallel(t)
 	servers, pools := realNodes(t, 5)
-	// 300ms, the longest a 1s TTL allows the keeper: with 100ms every
-	// node missed A's Campaign on a loaded machine.
+	// A node timeout of 300ms: with 100ms every node missed A's Campaign
+	// on a loaded machine. A 3s TTL: the keeper must keep A's leadership
+	// until Close, and its window to get an extension through, from the
+	// due time (ttl/3) to the loss point (2 node timeouts before the
+	// validity ends), is about 1.4s. With a 1s TTL it was under 100ms,
+	// and in a loaded make test the keeper lost the leadership before
+	// Close ("lock not extended: 2 of 5 nodes agreed").
 	a, err := redlock.New(pools, redlock.WithNodeTimeout(300*time.Millisecond))
 	require.NoError(t, err)
 	b := newClient(t, pools)
 
-	const ttl = time.Second
+	const ttl = 3 * time.Second
 	la, err := a.Campaign(bg(), "e4", "a", ttl)
 	require.NoError(t, err)
 	rb := campaignAsync(bg(), b, "e4", "b", 10*time.Second)
