@@ -16,9 +16,14 @@ import (
 // does not time out an in-memory call, short of heavy overload (once, in the
 // project's own suite, under two CPU hogs and a load average of 8 on two
 // cores, three nodes missed it on one Unlock). The shortest TTL a lock call
-// kept alive (WithAutoExtend, Do) then accepts is about 1.6s. A test suite
-// on a machine that busy can pass a longer redlock.WithNodeTimeout to
-// Client, and keep locks alive with TTLs of over three times that.
+// kept alive (WithAutoExtend, Do) then accepts is about 1.6s, but a test
+// that needs such a lock to survive should give it more: after each
+// extension the keeper waits a third of the TTL, then must get the next
+// one through before the loss margin (twice the node timeout) before the
+// validity ends. That is about 300ms with a 2s TTL and about 2.3s with
+// 5s; a stall of a loaded -race process can outlast the first. A test
+// suite on a machine that busy can pass a longer redlock.WithNodeTimeout
+// to Client, and keep locks alive with TTLs of over three times that.
 const DefaultNodeTimeout = 500 * time.Millisecond
 
 // Nodes is a set of independent in-process Redis nodes, owned by the
