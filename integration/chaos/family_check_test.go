@@ -192,6 +192,10 @@ func TestUnexercised(t *testing.T) {
 	late := stuck
 	late.QuarantineEnd = 57 * time.Second
 	assert.Empty(t, run(safe, time.Minute, late, every).Unexercised(), "the quarantine ended too late to judge")
+	// The run's wind-down after its duration begins no lock: a quarantine
+	// that ended 3s before the duration is not judged however long the
+	// wind-down (seen: 0.1s before it, 5.3s of wind-down).
+	assert.Empty(t, run(safe, time.Minute+10*time.Second, late, every).Unexercised(), "the wind-down judged as time to recover")
 
 	// A killed leader leaves the election without one for a TTL: its
 	// window is one TTL longer.

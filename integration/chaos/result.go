@@ -148,18 +148,32 @@ func (r Result) Unexercised() []string {
 // holder keeps its claims through, testing the quarantine of what.
 func (r Result) roundsUnexercised(name, what string, plays bool, a AmnesiaReport) []string {
 	var out []string
+	active := r.acquiring()
 	switch {
 	case !plays:
-	case a.Rounds == 0 && r.Elapsed >= minAmnesiaRun:
-		out = append(out, fmt.Sprintf("no %s round counted in %v (%d not counted, %d skipped): the %s quarantine went untested", name, r.Elapsed.Round(time.Second), a.Uncounted, a.Skipped, what))
+	case a.Rounds == 0 && active >= minAmnesiaRun:
+		out = append(out, fmt.Sprintf("no %s round counted in %v (%d not counted, %d skipped): the %s quarantine went untested", name, active.Round(time.Second), a.Uncounted, a.Skipped, what))
 	case a.Rounds > 0:
 		for _, w := range r.Config.Workloads() {
-			if r.Elapsed-a.QuarantineEnd >= r.Config.recoverWindow(w) && a.HoldsAfter[w] == 0 {
-				out = append(out, fmt.Sprintf("workload %s took no lock in the %v after the first %s quarantine ended: the run did not recover from it", w, (r.Elapsed-a.QuarantineEnd).Round(time.Second), name))
+			if active-a.QuarantineEnd >= r.Config.recoverWindow(w) && a.HoldsAfter[w] == 0 {
+				out = append(out, fmt.Sprintf("workload %s took no lock in the %v after the first %s quarantine ended: the run did not recover from it", w, (active-a.QuarantineEnd).Round(time.Second), name))
 			}
 		}
 	}
 	return out
+}
+
+// acquiring is how long the workloads took locks: the run's duration, or
+// less when the run was cut short. Elapsed also counts the wind-down after
+// it (the nemesis finishing a round, the workers returning), in which no
+// lock is begun, so it cannot judge a recovery: a quarantine that ended
+// 0.1s before the duration, in a run whose wind-down took 5s more, once
+// failed the recovery check.
+func (r Result) acquiring() time.Duration {
+	if r.Config.Duration > 0 {
+		return min(r.Elapsed, r.Config.Duration)
+	}
+	return r.Elapsed
 }
 
 // recoverWindow is the time after the first quarantine in which workload
