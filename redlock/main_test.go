@@ -133,6 +133,18 @@ func newClient(t testing.TB, pools []pool.Pool, opts ...redlock.Option) *redlock
 	return c
 }
 
+// newFakeTimeClient returns a Client on clk over in-process nodes, closed
+// when t ends. On a fake clock the node timeout bounds only the real wait
+// for a node's answer, never a lock's validity, so it is long (10s): a first
+// call on fresh miniredis nodes, stalled by a loaded machine (a go test
+// ./... still compiling beside it), once took over the 1s of newClient on
+// all three nodes at once. It suits only a test whose locks are not kept
+// (a keeper's schedule and loss margin follow the node timeout).
+func newFakeTimeClient(t testing.TB, pools []pool.Pool, clk *clock.Fake, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	return newClient(t, pools, append([]redlock.Option{redlock.WithClock(clk), redlock.WithNodeTimeout(10 * time.Second)}, opts...)...)
+}
+
 // fakeClock returns a fake clock at a fixed instant.
 func fakeClock() *clock.Fake { return clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) }
 

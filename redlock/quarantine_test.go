@@ -55,7 +55,7 @@ func TestQuarantineKeepsYoungNodesOut(t *testing.T) {
 	clk := fakeClock()
 	nodes := knownNodes(t, 3, clk.Now())
 	rec := &recorder{}
-	c := newClient(t, asPools(nodes), redlock.WithClock(clk), redlock.WithQuarantine(time.Minute), redlock.WithObserver(rec))
+	c := newFakeTimeClient(t, asPools(nodes), clk, redlock.WithQuarantine(time.Minute), redlock.WithObserver(rec))
 	young := pool.Identity{RunID: "new", Started: clk.Now().Add(-10 * time.Second), Persistence: pool.PersistencePartial}
 	nodes[0].set(young)
 	nodes[1].set(young)
@@ -96,7 +96,7 @@ func TestQuarantineSpares(t *testing.T) {
 			nodes[0].set(id)
 			nodes[1].set(id)
 			rec := &recorder{}
-			c := newClient(t, asPools(nodes), redlock.WithClock(clk), redlock.WithObserver(rec))
+			c := newFakeTimeClient(t, asPools(nodes), clk, redlock.WithObserver(rec))
 			for range 2 {
 				l, err := c.TryLock(bg(), "k", time.Second)
 				require.NoError(t, err)
@@ -124,7 +124,7 @@ func TestQuarantineStopsExtensionsAndFences(t *testing.T) {
 	parallel(t)
 	clk := fakeClock()
 	nodes := knownNodes(t, 3, clk.Now())
-	c := newClient(t, asPools(nodes), redlock.WithClock(clk))
+	c := newFakeTimeClient(t, asPools(nodes), clk)
 	l, err := c.TryLock(bg(), "k", 10*time.Second)
 	require.NoError(t, err)
 	young := pool.Identity{RunID: "new", Started: clk.Now(), Persistence: pool.PersistencePartial}
