@@ -12,6 +12,7 @@
 package redistest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -304,6 +305,13 @@ func (s *Server) start(bin string) error {
 		}
 		cmd.Env = s.clockEnv
 	}
+	// The log is appended to across restarts: only what this run writes
+	// after off tells whether it bound the port.
+	logFile := filepath.Join(s.Dir, "redis.log")
+	var off int64
+	if fi, err := os.Stat(logFile); err == nil {
+		off = fi.Size()
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -312,9 +320,9 @@ func (s *Server) start(bin string) error {
 	s.mu.Lock()
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
-	if err := waitReady(s.Addr(), cmd.Process.Pid, exited); err != nil {
+	if err := waitReady(s.Addr(), cmd.Process.Pid, exited, func() bool { return loggedReady(logFile, off) }); err != nil {
 		s.Kill()
-		log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+		log, _ := os.ReadFile(logFile)
 		return fmt.Errorf("%w; log:\n%s", err, log)
 	}
 	return nil
@@ -324,8 +332,13 @@ func (s *Server) start(bin string) error {
 // the answering server its process_id: the port was picked free, but
 // another test binary running at the same time (go test runs packages in
 // parallel) can bind it first, and then our server exits while theirs
-// answers our ping, to vanish when that test ends.
-func waitReady(addr string, pid int, exited <-chan struct{}) error {
+// answers our ping, to vanish when that test ends. A server that refuses
+// INFO (renamed away, or asking for a password: a test's own options)
+// cannot tell its process_id; it counts as ours only once ownReady reports
+// that our process logged it accepts connections, since another binary's
+// server refuses INFO too when it asks for a password (cmd/redlock's tests
+// start such servers while the redlock package's run).
+func waitReady(addr string, pid int, exited <-chan struct{}, ownReady func() bool) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer c.Close()
 	want := "process_id:" + strconv.Itoa(pid)
@@ -356,12 +369,23 @@ func waitReady(addr string, pid int, exited <-chan struct{}) error {
 			// Another process's server: ours exits when it fails to bind.
 		}
 		var refused redis.Error
-		if errors.As(err, &refused) && !strings.HasPrefix(refused.Error(), "LOADING") {
-			return nil // INFO renamed away (a test's own option): no other server here does that
+		if errors.As(err, &refused) && !strings.HasPrefix(refused.Error(), "LOADING") && ownReady() {
+			return nil // INFO refused by our own server (renamed away, or a password)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 	return fmt.Errorf("redis-server on %s not ready after 10s", addr)
+}
+
+// loggedReady reports whether the log at path, past its first off bytes,
+// says the server accepts connections: redis writes it once it has bound
+// its port, and exits instead when another process holds the port.
+func loggedReady(path string, off int64) bool {
+	log, err := os.ReadFile(path)
+	if err != nil || int64(len(log)) < off {
+		return false
+	}
+	return bytes.Contains(log[off:], []byte("Ready to accept connections"))
 }
 
 // Kill stops the process at once (SIGKILL), without saving. Safe to call on

@@ -105,3 +105,25 @@ func TestStartN(t *testing.T) {
 		}
 	}
 }
+
+// TestStartOnAnotherServersPortFails: a server that could not bind its port
+// is not taken for ready because the server holding the port refuses INFO
+// (it asks for a password), as one of another test binary's may. Before
+// the check of the own log, such a start passed, and the test then talked
+// to the other binary's server until it vanished (redlock package: "start
+// redis-server: EOF" in a loaded make test).
+func TestStartOnAnotherServersPortFails(t *testing.T) {
+	other := redistest.StartWith(t, redistest.NoPersistence, "--requirepass", "sekrit")
+	mine := &redistest.Server{Dir: t.TempDir(), Port: other.Port}
+	t.Cleanup(mine.Kill)
+	o := &outcome{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mine.Restart(o)
+	}()
+	<-done
+	if !strings.Contains(o.failed, "exited at start") {
+		t.Fatalf("a start on a port another server holds: want a failure saying ours exited at start, got %q", o.failed)
+	}
+}
