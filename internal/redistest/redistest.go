@@ -241,11 +241,17 @@ func startServers(t testing.TB, n int, p Persistence, cluster, declare bool, ext
 			t.Cleanup(s.Kill)
 		}
 		wg.Go(func() {
-			if errs[i] = s.launch(bin, cluster); errs[i] == nil && declare {
+			if errs[i] = s.launch(bin, cluster); errs[i] != nil {
+				return
+			}
+			if declare {
 				errs[i] = s.markFresh()
 			}
 			if errs[i] == nil && keep {
 				errs[i] = s.remember()
+			}
+			if errs[i] != nil {
+				errs[i] = s.after(errs[i])
 			}
 		})
 	}
@@ -375,6 +381,25 @@ func waitReady(addr string, pid int, exited <-chan struct{}, ownReady func() boo
 		time.Sleep(2 * time.Millisecond)
 	}
 	return fmt.Errorf("redis-server on %s not ready after 10s", addr)
+}
+
+// after describes err, a failure of a call to s once it had started: the
+// address, whether the process still runs, and its log.
+func (s *Server) after(err error) error {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	state := "stopped by the test"
+	if cmd != nil {
+		select {
+		case <-exited:
+			state = "exited: " + cmd.ProcessState.String()
+		default:
+			state = "running as pid " + strconv.Itoa(cmd.Process.Pid)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+	return fmt.Errorf("redis-server on %s (%s): %w; log:\n%s", s.Addr(), state, err, log)
 }
 
 // loggedReady reports whether the log at path, past its first off bytes,
