@@ -343,7 +343,7 @@ func (s *Server) start(bin string) error {
 // cannot tell its process_id; it counts as ours only once ownReady reports
 // that our process logged it accepts connections, since another binary's
 // server refuses INFO too when it asks for a password (cmd/redlock's tests
-// start such servers while the redlock package's run).
+// start such servers while the redlock package's tests run).
 func waitReady(addr string, pid int, exited <-chan struct{}, ownReady func() bool) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer c.Close()
