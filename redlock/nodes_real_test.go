@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"crypto/rand"
+	"errors"
 	"testing"
 	"time"
 
@@ -117,6 +118,24 @@ func TestRealCheckNodesAndDeclareFresh(t *testing.T) {
 	require.NoError(t, l.Unlock(bg()))
 }
 
+// nodeErrorsIn returns every *redlock.NodeError in err's tree: DeclareFresh
+// joins one per failed node, and errors.As finds only the first.
+func nodeErrorsIn(err error) []*redlock.NodeError {
+	switch e := err.(type) {
+	case *redlock.NodeError:
+		return []*redlock.NodeError{e}
+	case interface{ Unwrap() []error }:
+		var out []*redlock.NodeError
+		for _, inner := range e.Unwrap() {
+			out = append(out, nodeErrorsIn(inner)...)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		return nodeErrorsIn(e.Unwrap())
+	}
+	return nil
+}
+
 // DeclareFresh finds the library's keys by name and by value, and ignores
 // the application's.
 func TestRealDeclareFreshFindsLibraryKeys(t *testing.T) {
@@ -144,9 +163,17 @@ func TestRealDeclareFreshFindsLibraryKeys(t *testing.T) {
 			decl, err := redlock.DeclareFresh(bg(), pools)
 			require.ErrorIs(t, err, redlock.ErrNotFresh)
 			assert.Nil(t, decl)
-			var ne *redlock.NodeError
-			require.ErrorAs(t, err, &ne)
-			assert.Equal(t, 2, ne.Node)
+			// Only node 2 holds keys. Another node may fail for want of an
+			// answer on a loaded machine; it must not be called not fresh.
+			var notFresh []int
+			for _, ne := range nodeErrorsIn(err) {
+				if errors.Is(ne, redlock.ErrNotFresh) {
+					notFresh = append(notFresh, ne.Node)
+				} else {
+					t.Logf("node %d failed otherwise: %v", ne.Node, ne)
+				}
+			}
+			assert.Equal(t, []int{2}, notFresh, "the nodes called not fresh, in %v", err)
 			assert.Contains(t, err.Error(), `"`+tc.key+`"`)
 			assert.NotContains(t, err.Error(), "session:1")
 			for _, s := range servers[:2] {

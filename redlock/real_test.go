@@ -2,6 +2,8 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -84,6 +86,37 @@ func warm(t testing.TB, pools []pool.Pool) {
 			t.Fatalf("warming node %d (%s): %v", i, p.Addr(), err)
 		}
 	}
+}
+
+// retryUnanswered runs try, an acquisition by c, and tries again, up to
+// attempts tries in all, when it was refused only for want of answers
+// within the node timeout (ErrNotObtained with ErrNodeTimeout). Before each
+// new try it waits for c's calls, the refused try's cleanup among them.
+// Any other refusal, or the last, fails t. It is for an acquisition a test
+// needs, not one it checks: a loaded machine (two CPU hogs and two race
+// builds of this package at once) has stalled every node's answer past
+// newClient's 1s node timeout, on four nodes of five at once.
+func retryUnanswered(t testing.TB, c *redlock.Client, what string, attempts int, try func() (*redlock.Lock, error)) *redlock.Lock {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		l, err := try()
+		if err == nil {
+			return l
+		}
+		if attempt >= attempts || !errors.Is(err, redlock.ErrNotObtained) || !errors.Is(err, redlock.ErrNodeTimeout) {
+			require.NoError(t, err, "%s (try %d of %d)", what, attempt, attempts)
+		}
+		t.Logf("%s: try %d: %v (trying again)", what, attempt, err)
+		c.WaitIdle()
+	}
+}
+
+// usedUpValidity reports whether err is an acquisition's refusal for
+// validity used up: a majority agreed, too late to leave any validity (a
+// stall of the machine longer than the TTL), not a refusal by the nodes.
+func usedUpValidity(err error) bool {
+	var qe *redlock.QuorumError
+	return errors.As(err, &qe) && errors.Is(err, redlock.ErrNotObtained) && strings.HasPrefix(qe.Reason, "validity used up")
 }
 
 // realHolders counts the servers where key holds value, and checks that every
@@ -217,7 +250,11 @@ func TestRealMutualExclusion(t *testing.T) {
 				time.Sleep(time.Millisecond)
 				counter = v + 1
 				inside.Add(-1)
-				assert.NoError(t, l.Unlock(bg()))
+				// With 36 Lock loops on two race builds and two CPU hogs,
+				// a node once answered the release past the 1s node
+				// timeout; the release still runs, and the next Lock
+				// needs only a majority. What counts is exclusion.
+				releasedOrLate(t, l.Unlock(bg()), "unlock")
 			}
 		}()
 	}
