@@ -136,7 +136,7 @@ func TestRealClusterPersistedMastersCountAtOnce(t *testing.T) {
 	clusters := redistest.StartCLIClusters(t, 3, 3, 0, redistest.AOFAlways)
 	requireNoDeclaration(t, clusters)
 	pools := cliPools(t, clusters)
-	a, b := newClient(t, pools), newClient(t, pools) // the default quarantine
+	a, b := newPatientClient(t, pools), newPatientClient(t, pools) // the default quarantine
 	keys := []string{"orders:42", "{orders}:1", "res:7", "x{y}z"}
 
 	t.Run("plain and extended", func(t *testing.T) {

@@ -193,8 +193,8 @@ func clusterFamilyWakes(t *testing.T, clusters []*redistest.Cluster, pools []poo
 
 // clusterFamily runs the lock family's checks on clusters.
 func clusterFamily(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool, keys []string) {
-	a := newClient(t, pools)
-	b := newClient(t, pools)
+	a := newPatientClient(t, pools)
+	b := newPatientClient(t, pools)
 	t.Run("readers and writers", func(t *testing.T) { clusterReaders(t, clusters, a, b, keys) })
 	t.Run("permits", func(t *testing.T) { clusterPermits(t, clusters, a, b, keys) })
 	t.Run("multi-locks over keys sharing a slot", func(t *testing.T) { clusterMulti(t, clusters, a, b) })
