@@ -144,14 +144,16 @@ func TestMistakeExpiryShorterThanWork(t *testing.T) {
 	_, pools := realNodes(t, 3)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
-	// 1s: with 300ms, a loaded machine stalled the holder past its TTL
-	// between two extensions (each after ttl/4), and the next was refused.
-	const ttl = time.Second
+	// The holder extends every 250ms, and a stall of the machine between
+	// two extensions longer than the TTL loses the lock: with 300ms, and
+	// again with 1s (two CPU hogs and two race builds of this package, the
+	// extension came 360ms after the validity ended), so the TTL is 3s.
+	const ttl = 3 * time.Second
 	la, err := a.TryLock(bg(), "res", ttl)
 	require.NoError(t, err)
-	deadline := time.Now().Add(3 * ttl) // work three times longer than the TTL
+	deadline := time.Now().Add(2 * ttl) // work twice as long as the TTL
 	for time.Now().Before(deadline) {
-		time.Sleep(ttl / 4)
+		time.Sleep(250 * time.Millisecond)
 		require.NoError(t, la.Extend(bg(), ttl))
 		_, err := b.TryLock(bg(), "res", ttl)
 		require.ErrorIs(t, err, redlock.ErrNotObtained, "nobody else gets a lock that is being extended")

@@ -103,23 +103,29 @@ func TestRealReadersAndWriterExcludeEachOther(t *testing.T) {
 	require.ErrorIs(t, r.Unlock(bg()), redlock.ErrNotHeld)
 }
 
+// A reader that is never extended nor released expires on its own while
+// another reader of the key is extended. The live reader's TTL is long
+// (10s): with 300ms extended every 50ms, a loaded machine (two CPU hogs and
+// two race builds of this package) stalled the loop past 300ms and the
+// live reader expired too. Only the dead reader's TTL is short, and the
+// test waits past it by the clock.
 func TestRealDeadReaderExpiresOnItsOwn(t *testing.T) {
 	alone(t)
 	servers, pools := realNodes(t, 5)
-	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
-	dead, err := c.TryRLock(bg(), "doc", 300*time.Millisecond) // never extended nor released
+	const deadTTL = time.Second
+	c := newClient(t, pools, redlock.WithNodeTimeout(250*time.Millisecond))
+	dead, err := c.TryRLock(bg(), "doc", deadTTL) // never extended nor released
 	require.NoError(t, err)
-	live, err := c.TryRLock(bg(), "doc", 300*time.Millisecond)
+	live, err := c.TryRLock(bg(), "doc", 10*time.Second)
 	require.NoError(t, err)
 	c.WaitIdle()
 	set := time.Now() // every copy of the dead reader was set before now
-	// The live reader extends only itself, past the dead one's TTL; each
-	// extension drops the expired entries on its node.
-	for time.Now().Before(set.Add(400 * time.Millisecond)) {
-		require.NoError(t, live.Extend(bg(), 300*time.Millisecond))
-		time.Sleep(50 * time.Millisecond)
-	}
-	require.NoError(t, live.Extend(bg(), 300*time.Millisecond))
+	// The live reader extends only itself: once while the dead one is
+	// still on the nodes, once past its TTL, which drops the expired
+	// entry on each node.
+	require.NoError(t, live.Extend(bg(), 10*time.Second))
+	time.Sleep(time.Until(set.Add(deadTTL + 100*time.Millisecond)))
+	require.NoError(t, live.Extend(bg(), 10*time.Second))
 	c.WaitIdle()
 	require.ErrorIs(t, dead.Extend(bg(), time.Second), redlock.ErrNotHeld)
 	for _, n := range readers(t, servers, "doc") {
@@ -128,7 +134,7 @@ func TestRealDeadReaderExpiresOnItsOwn(t *testing.T) {
 	require.NoError(t, live.Unlock(bg()))
 
 	// A dead reader alone: a waiting writer gets the key once its TTL ran out.
-	_, err = c.TryRLock(bg(), "doc", 300*time.Millisecond)
+	_, err = c.TryRLock(bg(), "doc", deadTTL)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
 	defer cancel()
