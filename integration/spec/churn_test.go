@@ -29,11 +29,17 @@ import (
 // node as failed at the node timeout, so the setup completes, the
 // connection is kept, and the next attempts use it.
 const (
-	// churnTTL gives the library's default node timeout, ttl/20: 200ms.
-	churnTTL = 4 * time.Second
+	// churnTTL gives the library's default node timeout, ttl/20: 500ms,
+	// and the call bound, 2s.
+	churnTTL = 10 * time.Second
 	// handshake is how long each new connection's setup is held back:
-	// longer than the node timeout, well within four of them.
-	handshake = 300 * time.Millisecond
+	// longer than the node timeout, well within four of them. The room
+	// left for the setup's own work must outlast a loaded machine's
+	// stalls: with a 200ms node timeout and a 300ms hold (500ms of room),
+	// a run beside two CPU hogs, make test and a second race build of the
+	// redlock package cut setups past the bound, and two nodes of five
+	// took 57 and 127 new connections in 15s.
+	handshake = 700 * time.Millisecond
 	// churnFor is how long the workers lock and unlock.
 	churnFor = 15 * time.Second
 	// churnWorkers lock and unlock keys of their own in one Client.
@@ -44,8 +50,8 @@ const (
 
 // TestSlowHandshakesKeepConnections: five container nodes behind proxies
 // that hold back each new connection's first command (go-redis's HELLO) by
-// 300ms, the default node timeout (200ms), -race and spinning processes:
-// locks are taken, and each node receives a few pool sizes of connections
+// 700ms, the default node timeout (500ms), -race and spinning processes:
+// locks are taken, and each node receives three pool sizes of connections
 // at most.
 func TestSlowHandshakesKeepConnections(t *testing.T) {
 	c := cluster.Start(t)
@@ -61,11 +67,11 @@ func TestSlowHandshakesKeepConnections(t *testing.T) {
 
 // TestSlowTLSHandshakesKeepConnections is the same on five TLS nodes, each
 // behind a proxy that holds back a new connection's first chunk (the TLS
-// ClientHello) by 300ms; the handshake's own work on the loaded host comes
-// on top. (Holding back the client's second flight too, 600ms in all before
-// HELLO, is close to the call bound of 800ms: in one run one node of five
-// then took 412 new connections, each cut near the bound, while the other
-// four kept theirs.)
+// ClientHello) by 700ms; the handshake's own work on the loaded host comes
+// on top, within the call bound of 2s. (With a call bound of 800ms,
+// holding back the client's second flight too, 600ms in all before HELLO,
+// left too little room: in one run one node of five then took 412 new
+// connections, each cut near the bound, while the other four kept theirs.)
 func TestSlowTLSHandshakesKeepConnections(t *testing.T) {
 	ca := redistls.NewCA(t)
 	servers := redistls.StartN(t, 5, redistls.Options{CA: ca})
@@ -107,8 +113,13 @@ func checkChurn(t *testing.T, pools []pool.Pool, direct []*redis.Client) {
 		"new connections per node %v, pool size %d",
 		locks, attempts, churnFor, churnWorkers, churnHogs, churnTTL/20, handshake, newConns, poolSize)
 	require.GreaterOrEqual(t, locks, int64(churnWorkers*10), "locks in %v", churnFor)
+	// A pool grows to its size when calls overlap, as they do on a loaded
+	// host; the rest is churn. Beside two CPU hogs and a second race build
+	// of the redlock package, nodes took 4-36 new connections in 15s;
+	// with every call cut at the node timeout (fanout.Linger 1), 118-125
+	// each and no lock.
 	for i, n := range newConns {
-		require.LessOrEqual(t, n, int64(2*poolSize), "new connections on node %d", i)
+		require.LessOrEqual(t, n, int64(3*poolSize), "new connections on node %d", i)
 	}
 }
 
