@@ -52,3 +52,29 @@ func TestStartCLIClusters(t *testing.T) {
 		}
 	}
 }
+
+// TestAwaitMeshWaitsForEveryNodesSlotView: a node that does not see every
+// slot served keeps AwaitMesh waiting, and its error names that node and
+// what it sees, though every node knows every other as connected.
+func TestAwaitMeshWaitsForEveryNodesSlotView(t *testing.T) {
+	c := redistest.StartCluster(t, 3, redistest.NoPersistence)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := redistest.AwaitMesh(ctx, c.Addrs()); err != nil {
+		t.Fatalf("a whole cluster: %v", err)
+	}
+	m := c.Masters[1]
+	rc := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	defer rc.Close()
+	slot := 16384 / 3 // its first slot (StartCluster splits them evenly, in order)
+	if err := rc.ClusterDelSlots(ctx, slot).Err(); err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), time.Second)
+	defer cancelShort()
+	err := redistest.AwaitMesh(short, c.Addrs())
+	if err == nil || !strings.Contains(err.Error(), m.Addr()+" does not see every slot served") ||
+		!strings.Contains(err.Error(), "cluster_slots_assigned:16383") {
+		t.Fatalf("AwaitMesh with slot %d unassigned on %s: %v, want its error naming that node and 16383 slots", slot, m.Addr(), err)
+	}
+}
