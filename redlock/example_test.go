@@ -616,10 +616,13 @@ func ExampleWithMaxHold() {
 	}
 	defer c.Close()
 
-	err = c.Do(context.Background(), "reindex", time.Second, func(ctx context.Context) error {
+	// A TTL of 2s gives the keeper's one extension (the last: it asks
+	// for what is left to the cap) 900ms to get through before the loss
+	// margin; a failed extension would be the cause instead of the cap.
+	err = c.Do(context.Background(), "reindex", 2*time.Second, func(ctx context.Context) error {
 		<-ctx.Done() // a job that would run for ever
 		return context.Cause(ctx)
-	}, redlock.WithMaxHold(time.Second))
+	}, redlock.WithMaxHold(2*time.Second))
 	fmt.Println("lost:", errors.Is(err, redlock.ErrLockLost), "at the cap:", errors.Is(err, redlock.ErrMaxHold))
 	// Output: lost: true at the cap: true
 }

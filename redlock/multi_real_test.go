@@ -167,8 +167,11 @@ func TestRealMultiLockExtendUnlockAndAutoExtend(t *testing.T) {
 	// stalls (with 1s it was about 450ms; see docs/testing.md).
 	const ttl = 2 * time.Second
 	keeper := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
-	l, err = keeper.TryLockAll(bg(), keys, ttl, redlock.WithAutoExtend(0))
-	require.NoError(t, err)
+	// Three nodes of five past 100ms once refused it (two CPU hogs and two
+	// race builds of this package): the keeping is what is checked.
+	l = retryUnanswered(t, keeper, "the kept lock", 3, func() (*redlock.Lock, error) {
+		return keeper.TryLockAll(bg(), keys, ttl, redlock.WithAutoExtend(0))
+	})
 	rival := newClient(t, pools)
 	deadline := time.Now().Add(3 * ttl)
 	for time.Now().Before(deadline) {
