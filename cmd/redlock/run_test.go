@@ -120,11 +120,14 @@ func TestRunKeepsLockLongerThanTTL(t *testing.T) {
 	nodes := startNodes(t, 5)
 	key := keyFor(t)
 	rival := nodes.client(t)
-	// The command runs three TTLs, and marks its end in a file: the file
-	// exists before the command exits, hence before the release.
+	// The command runs two and a half TTLs, and marks its end in a file:
+	// the file exists before the command exits, hence before the release.
+	// Each extension has about 900ms from its due time (TTL/3) to the loss
+	// point (400ms before the validity ends); with a 1s TTL it had about
+	// 250ms, less than a loaded machine can stall.
 	finished := t.TempDir() + "/finished"
-	p := start(t, "", nil, "run", "--nodes", nodes.urls, "--key", key, "--ttl", "1s", "--node-timeout", "200ms",
-		"--", "sh", "-c", `echo started; sleep 3; touch "$1"; echo finished`, "sh", finished)
+	p := start(t, "", nil, "run", "--nodes", nodes.urls, "--key", key, "--ttl", "2s", "--node-timeout", "200ms",
+		"--", "sh", "-c", `echo started; sleep 5; touch "$1"; echo finished`, "sh", finished)
 	p.waitOutput(t, "started")
 	probes := 0
 	for !p.done() {
