@@ -103,6 +103,9 @@ type nemesis struct {
 
 	mu       sync.Mutex
 	outUntil map[int]time.Time // node -> end of its quarantine after a fault
+	// quietUntil is when the next round may start after a majority's
+	// quarantine (quietAfter).
+	quietUntil time.Time
 }
 
 // fault is one fault on one node for a while.

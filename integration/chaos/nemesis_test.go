@@ -169,9 +169,10 @@ func TestMajorityAmnesiaRound(t *testing.T) {
 			assert.Equal(t, AmnesiaReport{Rounds: 1, SlowestRestart: 2 * time.Second, QuarantineEnd: 12 * time.Second,
 				HoldsAfter: map[Workload]int{RW: 1}}, r)
 
-			// The next round, even one of latency alone, waits out the quarantine.
+			// The next round, even one of latency alone, waits out the
+			// quarantine and the recovery window after it.
 			n.awaitRoom(ctx, []fault{{kind: latency, node: 0}})
-			assert.Equal(t, back.Add(10*time.Second), time.Now())
+			assert.Equal(t, back.Add(10*time.Second+recoverWindow), time.Now())
 		})
 	})
 	t.Run("not counted: a claim ran out before the nodes were back", func(t *testing.T) {

@@ -69,7 +69,8 @@ func (n *nemesis) plan(rs []round, first bool) []round {
 // clients after one came back) at once, plus latency on others; and, once
 // a cycle, a majority of the nodes restarted empty while holds are valid,
 // which the clients' quarantine keeps out of every majority, and which no
-// other fault joins or follows until that quarantine ends. It returns an
+// other fault joins or follows until recoverWindow after that quarantine
+// ended. It returns an
 // error only when a node could not be brought back.
 func (n *nemesis) runSafe(ctx context.Context) error {
 	rs := n.rounds()
@@ -116,8 +117,15 @@ const maxDown = 2
 // awaitRoom waits, until ctx ends, for the nodes that the clients still keep
 // out after an earlier fault (quarantined) to leave room for the round's
 // down faults: without it a round could take two nodes down while a third
-// sat out its quarantine, and no lock could be taken meanwhile.
+// sat out its quarantine, and no lock could be taken meanwhile. After a
+// majority's quarantine it first waits recoverWindow more (quietAfter).
 func (n *nemesis) awaitRoom(ctx context.Context, faults []fault) {
+	n.mu.Lock()
+	quiet := n.quietUntil
+	n.mu.Unlock()
+	if d := time.Until(quiet); d > 0 {
+		sleep(ctx, d)
+	}
 	down, hit := 0, map[int]bool{}
 	for _, f := range faults {
 		if f.kind != latency {
