@@ -123,12 +123,18 @@ func notReady(ctx context.Context, masters []Master) error {
 		switch {
 		case err != nil || err2 != nil:
 			return fmt.Errorf("%s: %w", m.Addr, errors.Join(err, err2))
-		case !strings.Contains(info, "cluster_state:ok") || strings.Count(nodes, "master") < len(masters) ||
-			!strings.Contains(info, fmt.Sprintf("cluster_slots_assigned:%d\r\n", keyslot.Slots)):
+		case !seesEverySlotServed(info) || strings.Count(nodes, "master") < len(masters):
 			return fmt.Errorf("%s: cluster_state not ok, or not every master or slot known; CLUSTER INFO:\n%s\nCLUSTER NODES:\n%s", m.Addr, info, nodes)
 		}
 	}
 	return nil
+}
+
+// seesEverySlotServed reports whether info, a node's answer to CLUSTER
+// INFO, says that it sees the cluster up with every slot assigned.
+func seesEverySlotServed(info string) bool {
+	return strings.Contains(info, "cluster_state:ok") &&
+		strings.Contains(info, fmt.Sprintf("cluster_slots_assigned:%d\r\n", keyslot.Slots))
 }
 
 // do runs one command at addr with a client of its own.
