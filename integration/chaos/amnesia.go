@@ -24,13 +24,14 @@ import (
 // ready nil once it holds every claim (else why not, as "holder: ..."
 // completes it), then waits for
 // restarted, probes, lingers, and reports on held; then, once the round's
-// quarantine is over, it takes its own multi claim (multiAfter).
+// quarantine is over, it takes its own claim of every workload again
+// (claimsAfter).
 type amnesia struct {
 	ready     chan error // buffered
 	restarted chan struct{}
 	held      chan holderReport // buffered; sent once, after a nil ready
 	// over is when the clients' quarantine of the round's nodes ends
-	// (buffered; sent once the nodes are back): see multiAfter.
+	// (buffered; sent once the nodes are back): see claimsAfter.
 	over chan time.Time
 }
 

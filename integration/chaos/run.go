@@ -316,7 +316,11 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		return newClient(redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithQuarantine(cfg.quarantine()),
 			redlock.WithClockCheck(cfg.clockCheck()), redlock.WithObserver(&nodeEvents))
 	}
-	workers, keys := cfg.crew(newLockClient, worker{ttl: cfg.TTL, leadTTL: cfg.electionTTL(), fencing: cfg.Fencing, store: st, rec: &rec,
+	// The holder's claims after a quarantine may go on past the run
+	// (claimsAfter); Run returns once they are done.
+	after, stopAfter := context.WithTimeout(context.Background(), cfg.Duration+recoverGrace)
+	defer stopAfter()
+	workers, keys := cfg.crew(newLockClient, worker{ttl: cfg.TTL, leadTTL: cfg.electionTTL(), fencing: cfg.Fencing, store: st, rec: &rec, after: after, logf: cfg.Logf,
 		stats: &stats, faults: &faults, victim: victims, hush: &hush{}, lastKilled: &atomic.Bool{}})
 	amnesia, failover := &amnesiaLog{}, &amnesiaLog{}
 	var n schedule

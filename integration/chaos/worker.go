@@ -162,6 +162,12 @@ type worker struct {
 	// its own once the nodes are back (probeAll); it runs no iterations.
 	prober *worker
 	probes []claim
+	// after bounds the holder's claims after a quarantine (claimsAfter):
+	// it ends recoverGrace after the run, so that a loaded machine's
+	// slow recovery is waited for rather than judged absent.
+	after context.Context
+	// logf, when set, logs what the holder saw (Config.Logf).
+	logf func(string, ...any)
 	// leadTTL is the TTL of the election's leaderships but the holder's
 	// (Config.electionTTL).
 	leadTTL time.Duration
