@@ -75,8 +75,13 @@ func TestRealMultiLockAtMaxKeys(t *testing.T) {
 				if fenced {
 					assert.Positive(t, l.Fence())
 				}
-				require.NoError(t, l.Extend(bg(), 10*time.Second), "round %d", round)
-				require.NoError(t, l.Unlock(bg()), "round %d", round)
+				// On a loaded machine (two CPU hogs, two race builds of
+				// this package) four nodes have answered the release of
+				// MaxKeys keys after the default 500ms: that is logged,
+				// and its node calls still run (to CallBound), which
+				// WaitIdle waits for; the keys must be gone after it.
+				extendedOrLate(t, l.Extend(bg(), 10*time.Second), fmt.Sprintf("round %d: Extend", round))
+				releasedOrLate(t, l.Unlock(bg()), fmt.Sprintf("round %d: Unlock", round))
 				c.WaitIdle()
 				requireAbsent(t, servers, keys...)
 			}

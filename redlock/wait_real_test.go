@@ -101,6 +101,21 @@ func releasedOrLate(t testing.TB, err error, what string) bool {
 	return true
 }
 
+// extendedOrLate is releasedOrLate for an Extend: nil, or ErrNotExtended
+// only for want of answers within the node timeout (ErrNodeTimeout).
+func extendedOrLate(t testing.TB, err error, what string) bool {
+	t.Helper()
+	if err == nil {
+		return true
+	}
+	if !errors.Is(err, redlock.ErrNotExtended) || !errors.Is(err, redlock.ErrNodeTimeout) {
+		t.Errorf("%s: %v: want nil, or ErrNotExtended for want of answers (ErrNodeTimeout)", what, err)
+		return false
+	}
+	t.Logf("%s: %v (answers came after the node timeout)", what, err)
+	return true
+}
+
 // tryLate runs try, an acquisition by c on nodes as faulty as unlockLate's,
 // and tries again, at most twice more, when it was refused only
 // for want of answers (ErrNodeTimeout): with two of five nodes faulty, one
