@@ -313,13 +313,18 @@ func BenchmarkTryLockAllUnlock4(b *testing.B) {
 func TestRealDoAllKeepsEveryKeyAndCancelsOnLoss(t *testing.T) {
 	alone(t)
 	servers, pools := realNodes(t, 5)
-	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
+	// A 2s TTL and a 200ms node timeout leave the keeper about 900ms
+	// between an extension's due time (ttl/3) and its loss point (the
+	// loss margin, two node timeouts, before the validity ends); 1s and
+	// 100ms left under 500ms, less than a loaded machine can stall a race
+	// build (TestRealDoKeepsLockPastTTL, docs/testing.md).
+	c := newClient(t, pools, redlock.WithNodeTimeout(200*time.Millisecond))
 	// The rival's calls get a long node timeout: a SET of its probes cut
 	// by the timeout could still reach a node after DoAll's release there,
 	// and hold the key for its TTL, which is Redlock's way with a late
 	// request, not a key DoAll kept.
 	rival := newClient(t, pools, redlock.WithNodeTimeout(500*time.Millisecond))
-	const ttl = time.Second
+	const ttl = 2 * time.Second
 	keys := []string{"d1", "d2"}
 
 	err := c.DoAll(bg(), keys, ttl, func(ctx context.Context) error {
