@@ -406,7 +406,10 @@ func TestRealContentionWithABlackholedNodeKeepsEveryWaitBounded(t *testing.T) {
 				mu.Lock()
 				waits = append(waits, time.Since(start))
 				mu.Unlock()
-				assert.NoError(t, l.Unlock(bg()))
+				// With one node silent, a live node past the 250ms
+				// node timeout leaves the release short of a majority
+				// on a loaded machine; its node calls still run.
+				releasedOrLate(t, l.Unlock(bg()), "unlock")
 			}
 		})
 	}
