@@ -15,7 +15,10 @@ func TestRealStatus(t *testing.T) {
 	parallel(t)
 	servers, pools := realNodes(t, 5)
 	holder := newClient(t, pools)
-	c := newClient(t, pools, redlock.WithNodeTimeout(200*time.Millisecond))
+	// newClient's 1s node timeout: Status asks every node, and the test
+	// counts who answered; at 200ms a loaded machine (two CPU hogs, two
+	// race builds of this package) can leave a live node out of them.
+	c := newClient(t, pools)
 	const ttl = time.Minute
 
 	st, err := c.Status(bg(), "res")
