@@ -90,6 +90,12 @@ func newFakeNodes(t testing.TB, n int) *fakeNodes {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = p.Close() })
+		// Its connection is dialled now, past the Faulty wrapper (whose
+		// Calls it does not count): a test's first call on fresh nodes,
+		// which also dialled, has missed the 1s node timeout on all three
+		// on a loaded machine (two CPU hogs, two race builds of this
+		// package).
+		warm(t, []pool.Pool{p})
 		f := pooltest.Wrap(p)
 		fn.servers = append(fn.servers, s)
 		fn.faults = append(fn.faults, f)
