@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -268,12 +269,17 @@ func TestRealFailedRLockLeavesNothing(t *testing.T) {
 
 func TestRealRLockAutoExtendReportsLoss(t *testing.T) {
 	servers, pools := realNodes(t, 5)
-	c := newClient(t, pools, redlock.WithNodeTimeout(50*time.Millisecond))
-	other, err := c.TryRLock(bg(), "doc", 10*time.Second)
-	require.NoError(t, err)
+	// A 250ms node timeout and a 2s TTL for the kept reader: its keeper has
+	// about 1.4s to get an extension through before its loss margin. With
+	// 50ms and 1s, a loaded machine (two CPU hogs, two race builds of this
+	// package) left every node of the final Unlock unanswered.
+	c := newClient(t, pools, redlock.WithNodeTimeout(250*time.Millisecond))
+	other := retryUnanswered(t, c, "the other reader", 3, func() (*redlock.Lock, error) {
+		return c.TryRLock(bg(), "doc", 10*time.Second)
+	})
 	c.WaitIdle() // WaitIdle would also wait for a keeper: not after r
 	// other is on a majority, on every node unless a call of it timed out
-	// (50ms, on a loaded machine): its lease must stay wherever it is.
+	// (on a loaded machine): its lease must stay wherever it is.
 	var had []*redistest.Server
 	for _, s := range servers {
 		if _, err := s.Client(t).ZScore(bg(), "doc:readers", other.Token()).Result(); err == nil {
@@ -281,8 +287,9 @@ func TestRealRLockAutoExtendReportsLoss(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, len(had), 3)
-	r, err := c.TryRLock(bg(), "doc", time.Second, redlock.WithAutoExtend(100*time.Millisecond))
-	require.NoError(t, err)
+	r := retryUnanswered(t, c, "the kept reader", 3, func() (*redlock.Lock, error) {
+		return c.TryRLock(bg(), "doc", 2*time.Second, redlock.WithAutoExtend(100*time.Millisecond))
+	})
 	on := 0 // r is on a majority: the three nodes below leave it two at most
 	for _, s := range servers {
 		if _, err := s.Client(t).ZScore(bg(), "doc:readers", r.Token()).Result(); err == nil {
@@ -314,8 +321,14 @@ func TestRealRLockAutoExtendReportsLoss(t *testing.T) {
 		_, err := s.Client(t).ZScore(bg(), "doc:readers", other.Token()).Result()
 		require.NoError(t, err, "the other reader's lease is untouched")
 	}
-	require.ErrorIs(t, r.Unlock(bg()), redlock.ErrNotHeld)
-	require.NoError(t, other.Unlock(bg()))
+	// Not released: the nodes say so (ErrNotHeld), or on a loaded machine
+	// did not answer in time; never nil.
+	if err := r.Unlock(bg()); !errors.Is(err, redlock.ErrNotHeld) {
+		require.ErrorIs(t, err, redlock.ErrNotReleased, "the lost reader's Unlock")
+		require.ErrorIs(t, err, redlock.ErrNodeTimeout, "the lost reader's Unlock")
+		t.Logf("the lost reader's Unlock: %v (no node answered in time)", err)
+	}
+	releasedOrLate(t, other.Unlock(bg()), "the other reader's Unlock")
 }
 
 func TestRealReadersAndWritersUnderContention(t *testing.T) {
