@@ -124,7 +124,7 @@ func TestRealLockDelayRefusesAfterVanishedHolder(t *testing.T) {
 	}
 	got := time.Now()
 	assert.False(t, got.Before(start.Add(ttl+delay)), "B got the lock %v after A's acquisition, before ttl+delay", got.Sub(start))
-	require.NoError(t, lb.Unlock(bg()))
+	releasedOrLate(t, lb.Unlock(bg()), "lb's Unlock")
 }
 
 // Lock waits out the lock-delay and gets the key within a second after it
@@ -146,7 +146,7 @@ func TestRealLockDelayLockWaits(t *testing.T) {
 	ends := start.Add(ttl + delay)
 	assert.False(t, got.Before(ends), "B got the lock %v after A's acquisition, before ttl+delay", got.Sub(start))
 	assert.Less(t, got.Sub(ends), time.Second, "B got the lock too long after the delay ended")
-	require.NoError(t, lb.Unlock(bg()))
+	releasedOrLate(t, lb.Unlock(bg()), "lb's Unlock")
 }
 
 // A holder that unlocks: the next acquisition is immediate, Extend refreshes
@@ -177,7 +177,7 @@ func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
 	assert.Equal(t, make([]string, 5), vals, "Unlock deleted the marker")
 	lb, err := b.TryLock(bg(), "res", ttl)
 	require.NoError(t, err, "after an Unlock the key passes at once")
-	require.NoError(t, lb.Unlock(bg()))
+	releasedOrLate(t, lb.Unlock(bg()), "lb's Unlock")
 
 	// Hand-off: B waits while A holds; A's Unlock hands B the key. A's
 	// lock must outlive B's joining the queue, however loaded the machine.
@@ -215,7 +215,7 @@ func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, held, 3, "the hand-off gave the marker to B: %v", vals)
-	require.NoError(t, lb.Unlock(bg()))
+	releasedOrLate(t, lb.Unlock(bg()), "lb's Unlock")
 }
 
 // Without the option, a vanished holder's key is taken as soon as it
@@ -232,7 +232,7 @@ func TestRealNoLockDelayByDefault(t *testing.T) {
 	awaitExpiry(t, servers, 5*time.Second)
 	lb, err := b.TryLock(bg(), "res", ttl)
 	require.NoError(t, err, "the key is free at expiry")
-	require.NoError(t, lb.Unlock(bg()))
+	releasedOrLate(t, lb.Unlock(bg()), "lb's Unlock")
 }
 
 // On Redis Cluster nodes the marker is the key's companion in its slot, so

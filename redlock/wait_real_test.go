@@ -335,7 +335,7 @@ func TestRealExpiryWithoutReleaseStillEndsInAcquisition(t *testing.T) {
 	l, err := waiter.Lock(ctx, "res", time.Minute)
 	require.NoError(t, err, "a round takes the key after the holder's expired")
 	t.Logf("acquired %v after the holder's 300ms lock; the default backoff's bound is 100ms", time.Since(start))
-	require.NoError(t, l.Unlock(bg()))
+	releasedOrLate(t, l.Unlock(bg()), "l's Unlock")
 }
 
 // A contended attempt does not wait the node timeout for a silent node: once
