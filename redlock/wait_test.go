@@ -258,6 +258,13 @@ func TestAcquisitionsOfOneClientAreOrdered(t *testing.T) {
 	release := slow.Hold() // the first SET to node 2 lands late
 	l1, err := c.TryLock(bg(), "k", time.Minute)
 	require.NoError(t, err, "nodes 0 and 1 are a majority")
+	// TryLock returns at the majority: its SET to node 2 may not have
+	// reached the node yet (a loaded run counted it after, as if the
+	// delete or the new SET had overtaken it). Once it has, it waits
+	// there, held.
+	redistest.WaitFor(t, 5*time.Second, "the first SET to reach node 2", func() (bool, string) {
+		return slow.Calls() == 1, fmt.Sprintf("%d calls to node 2", slow.Calls())
+	})
 	require.NoError(t, l1.Unlock(bg()))
 	calls := slow.Calls()
 	l2, err := c.TryLock(bg(), "k", time.Minute)
