@@ -199,6 +199,19 @@ func handOff(t *testing.T, clusters []*redistest.Cluster, holder, waiter *redloc
 	o := <-got
 	require.NoError(t, o.err, key)
 	require.NoError(t, o.l.Unlock(bg()))
+	// Each Unlock returns at a majority; its release on the last node, and
+	// the SPUBLISH its script runs there, may come after. Wait until the
+	// key is gone from every node (both releases ran there), so that the
+	// next key's count of publishes does not get this key's (a loaded run
+	// counted one on a master that does not own the next key).
+	require.Eventually(t, func() bool {
+		for _, cl := range clusters {
+			if cl.Client(t).Exists(bg(), key).Val() != 0 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 5*time.Millisecond, "%q released on every node", key)
 	return o.at.Sub(released)
 }
 
