@@ -152,10 +152,9 @@ func (w *worker) serve(ctx context.Context, req amnesia) {
 }
 
 // claimsAfter takes the holder's own claim of every workload again (its
-// probe claims, on keys nobody else uses) once the
-// round's quarantine is over, at over, and records each: the evidence
-// that every workload takes locks again after the quarantine
-// (Result.Unexercised). Each claim is tried until it is held or after
+// probe claims, on keys nobody else uses) once the round's quarantine is
+// over, at over, and records each: the evidence that every workload takes
+// locks again after the quarantine (Result.Unexercised). Each claim is tried until it is held or after
 // ends (recoverGrace past the run's duration, see Run), not only until
 // the run (ctx) ends; a quarantine that ends after the run is not waited
 // for.
