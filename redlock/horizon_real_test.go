@@ -44,13 +44,16 @@ func TestRealRestartedNodeReturnsAtItsHorizon(t *testing.T) {
 	const ttl = 3 * time.Second
 	bound := ttl + ttl/100 + 2*time.Millisecond + 2*time.Second
 	servers, pools := realNodes(t, 5)
-	a := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
+	// 250ms, not less: node 0 forgets A's lock, so each extension needs
+	// three of the other four nodes within the node timeout, and the 3s TTL
+	// leaves 500ms past the loss margin (twice the node timeout) for them.
+	a := newClient(t, pools, redlock.WithNodeTimeout(250*time.Millisecond))
 	la := retryUnanswered(t, a, "A's lock", 3, func() (*redlock.Lock, error) {
 		return a.TryLock(bg(), "held", ttl, redlock.WithAutoExtend(0))
 	})
 	// (Not WaitIdle: the keeper runs until Unlock.) Every node holds A's
 	// lock before node 0 forgets it.
-	redistest.WaitFor(t, time.Second, "A's lock on every node", func() (bool, string) {
+	redistest.WaitFor(t, ttl, "A's lock on every node", func() (bool, string) {
 		n := realHolders(t, servers, "held", la.Token())
 		return n == 5, fmt.Sprint(n, " nodes hold it")
 	})
