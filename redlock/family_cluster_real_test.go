@@ -57,6 +57,11 @@ func clusterReaders(t *testing.T, clusters []*redistest.Cluster, a, b *redlock.C
 		require.NoError(t, r1.Extend(bg(), 10*time.Second), key)
 		require.NoError(t, r1.Unlock(bg()), key)
 		require.NoError(t, r2.Unlock(bg()), key)
+		// Each release needs only a majority: the test waits for the
+		// others to land before it asks whether the key is free (see
+		// clusterPermits).
+		a.WaitIdle()
+		b.WaitIdle()
 
 		w, err := b.TryLock(bg(), key, 10*time.Second, redlock.WithFencing())
 		require.NoError(t, err, "%q: the last reader freed the key", key)
@@ -93,6 +98,11 @@ func clusterPermits(t *testing.T, clusters []*redistest.Cluster, a, b *redlock.C
 		requireInSlotOn(t, clients, sem, redlock.ClusterFenceKey(sem))
 		require.NoError(t, p1.Extend(bg(), 10*time.Second), sem)
 		require.NoError(t, p1.Unlock(bg()), sem)
+		// The release needs only a majority; one node's part of it may
+		// land later (a loaded run: node 2 still counted p1, and refused,
+		// while nodes 0 and 1 had not answered within the contended
+		// grace). "Free" is asked once it has landed everywhere.
+		a.WaitIdle()
 		p3, err := b.TryAcquirePermit(bg(), sem, 2, 10*time.Second, redlock.WithFencing())
 		require.NoError(t, err, "%q: a released permit is free", sem)
 		assert.Greater(t, p3.Fence(), p2.Fence(), "%q: fences grow", sem)
@@ -133,6 +143,7 @@ func clusterMulti(t *testing.T, clusters []*redistest.Cluster, a, b *redlock.Cli
 		require.ErrorIs(t, err, redlock.ErrNotObtained, "%q: a single lock on a key is excluded", keys)
 		require.NoError(t, m.Extend(bg(), 10*time.Second), keys)
 		require.NoError(t, m.Unlock(bg()), keys)
+		a.WaitIdle() // the release on every node, not only a majority (see clusterPermits)
 		for _, k := range keys {
 			requireInSlotOn(t, clients, k, redlock.ClusterFenceKey(k))
 		}
