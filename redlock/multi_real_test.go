@@ -344,7 +344,11 @@ func TestRealDoAllKeepsEveryKeyAndCancelsOnLoss(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, err)
+	// The job ran through; DoAll's release may have had answers come late
+	// (a loaded run: three of five nodes past 200ms). Its calls still run:
+	// the rival asks once they have.
+	releasedOrLate(t, err, "DoAll's release")
+	c.WaitIdle()
 	l, err := rival.TryLockAll(bg(), keys, ttl)
 	require.NoError(t, err, "both keys released after the job")
 	releasedOrLate(t, l.Unlock(bg()), "l's Unlock")
