@@ -266,8 +266,11 @@ func TestRealMutualExclusion(t *testing.T) {
 func TestRealExtendBeforeAndAfterExpiry(t *testing.T) {
 	parallel(t)
 	servers, pools := realNodes(t, 5)
-	c := newClient(t, pools, redlock.WithNodeTimeout(100*time.Millisecond))
-	l, err := c.TryLock(bg(), "res", 300*time.Millisecond)
+	// 250ms and TTLs of 2s and 1s: the Extend before expiry needs three of
+	// the five nodes within the node timeout and the validity, and at 100ms
+	// (a 300ms TTL) four missed it on a loaded machine.
+	c := newClient(t, pools, redlock.WithNodeTimeout(250*time.Millisecond))
+	l, err := c.TryLock(bg(), "res", 2*time.Second)
 	require.NoError(t, err)
 	before := l.Until()
 	require.NoError(t, l.Extend(bg(), 5*time.Second))
@@ -275,7 +278,7 @@ func TestRealExtendBeforeAndAfterExpiry(t *testing.T) {
 	c.WaitIdle()
 	assert.Equal(t, 5, realHolders(t, servers, "res", l.Token()))
 
-	short, err := c.TryLock(bg(), "short", 100*time.Millisecond)
+	short, err := c.TryLock(bg(), "short", time.Second)
 	require.NoError(t, err)
 	time.Sleep(time.Until(short.Until()) + 150*time.Millisecond) // past validity and TTL
 	require.ErrorIs(t, short.Extend(bg(), 5*time.Second), redlock.ErrNotHeld)
