@@ -38,6 +38,44 @@ func advanceUntilDone(t *testing.T, clk *clock.Fake, done <-chan struct{}, step 
 	return time.Time{}
 }
 
+// advanceUntilLostBy is advanceUntilDone for a test whose bound is an
+// instant, latest, by which the keeper must have declared the loss: the
+// clock moves in steps up to latest and no further, and is held there
+// until done is closed, for at most nodeCallBound in real time. A test
+// that moved the clock on until done was closed measured its own delay
+// too: on a loaded machine its loop advanced several steps between the
+// keeper's timer firing and the keeper running (a loss 12ms past the
+// bound of margin_test.go, in a make test beside a second run of the
+// package). Held at latest, the clock cannot move past the bound while
+// the keeper waits for the CPU; a keeper that declares the loss only
+// later never does, and the test fails. The node calls' own moves of the
+// clock (a fault's Before hook) still move it. It returns the fake time
+// at which done was seen closed.
+func advanceUntilLostBy(t *testing.T, clk *clock.Fake, done <-chan struct{}, step time.Duration, latest time.Time) time.Time {
+	t.Helper()
+	for clk.Now().Before(latest) {
+		select {
+		case <-done:
+			return clk.Now()
+		default:
+		}
+		select {
+		case <-done:
+			return clk.Now()
+		case <-clk.BlockUntil(1):
+			clk.Advance(min(step, latest.Sub(clk.Now())))
+		}
+	}
+	select {
+	case <-done:
+		return clk.Now()
+	case <-time.After(nodeCallBound):
+		t.Fatalf("the lock was not declared lost by %v: the fake clock was held there (now %v) for %v",
+			latest, clk.Now(), nodeCallBound)
+		return time.Time{}
+	}
+}
+
 // waitHolders waits until n nodes hold l: the keeper is running, so
 // WaitIdle cannot be used.
 func waitHolders(t *testing.T, fn *fakeNodes, l *redlock.Lock, n int) {

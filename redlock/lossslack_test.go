@@ -33,7 +33,7 @@ func TestLossDeclaredByTheMarginWhenTimersFireLate(t *testing.T) {
 
 	<-clk.BlockUntil(1)
 	clk.Advance(300 * time.Microsecond)
-	lostAt := advanceUntilDone(t, clk, l.Done(), time.Millisecond)
+	lostAt := advanceUntilLostBy(t, clk, l.Done(), time.Millisecond, until.Add(-margin))
 
 	assert.False(t, lostAt.After(until.Add(-margin)),
 		"lost %v before the end of validity; the margin is %v", until.Sub(lostAt), margin)

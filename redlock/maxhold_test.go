@@ -26,7 +26,7 @@ func TestMaxHoldStopsTheKeeperAtTheCap(t *testing.T) {
 	waitHolders(t, fn, l, 3)
 	capAt, margin := t0.Add(maxHold), 2*time.Second
 
-	lostAt := advanceUntilDone(t, clk, l.Done(), 10*time.Millisecond)
+	lostAt := advanceUntilLostBy(t, clk, l.Done(), 10*time.Millisecond, capAt.Add(-margin))
 
 	assert.False(t, lostAt.After(capAt.Add(-margin)), "lost %v before the cap; the margin is %v", capAt.Sub(lostAt), margin)
 	assert.True(t, lostAt.After(capAt.Add(-margin-300*time.Millisecond)), "lost %v before the cap", capAt.Sub(lostAt))
