@@ -57,7 +57,10 @@ func TestRealPermitsNeverAboveLimit(t *testing.T) {
 				}
 				time.Sleep(2 * time.Millisecond) // hold it a little, so that holders overlap
 				inside.Add(-1)
-				assert.NoError(t, p.Unlock(bg()))
+				// A release refused only for late answers (a node past
+				// the 1s node timeout, seen in a loaded run) lands all the
+				// same: the leftovers are counted after WaitIdle below.
+				releasedOrLate(t, p.Unlock(bg()), "a permit's Unlock")
 			}
 		}()
 	}
