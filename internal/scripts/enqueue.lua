@@ -19,8 +19,8 @@
 -- and a key taken sets the marker.
 -- Returns {1} when this call set the key; {2, seq} when the key already
 -- holds the waiter's token (granted after the waiter's round seq, 0 if
--- unknown); {0, ticket, pttl} when queued, ticket being the holder's if the
--- queue gave it the lock ('' otherwise) and pttl the key's remaining time to
+-- unknown); {0, holder, pttl} when queued, holder being "ticket token" of
+-- the holder if the queue gave it the lock ('' otherwise) and pttl the key's remaining time to
 -- live in ms (0 when the key is free), or {0, '', pttl, 1} when the key is
 -- free but in its lock-delay for pttl ms more; {3} when the waiter has left the
 -- queue (release.lua) and this round arrived late: it is not queued again;
@@ -86,7 +86,7 @@ if v then
   local h = redis.call('HGET', KEYS[4], '.')
   if h then
     local tk, _, tok = string.match(h, '^(%S+) (%S+) (%S+)$')
-    if tok == v then holder = tk end
+    if tok == v then holder = tk .. ' ' .. tok end
   end
 end
 return {0, holder, pttl}

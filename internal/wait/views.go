@@ -3,6 +3,7 @@ package wait
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redlockgo/redlock/internal/fanout"
@@ -123,11 +124,28 @@ func (w *Waiter) earlierHeld() int {
 		if v.granted || v.holder == "" || v.queued <= w.grantMark {
 			continue
 		}
-		if t, err := strconv.ParseFloat(v.holder, 64); err == nil && t < float64(w.ticket) {
+		if w.after(v.holder) {
 			n++
 		}
 	}
 	return n
+}
+
+// after reports whether we come after holder ("ticket token") in the
+// queues. Tickets are arrival times in microseconds, and two waiters can
+// draw the same one (eight Clients of one process, waiting at once on a
+// loaded machine): the queues, sorted sets, order equal tickets by token,
+// bytewise, and so does this. Without the tie broken, two waiters with one
+// ticket split 2-2 beside a silent fifth node each saw the other as no
+// earlier, neither gave way, and every wait on the key lasted its TTL.
+func (w *Waiter) after(holder string) bool {
+	ticket, token, _ := strings.Cut(holder, " ")
+	t, err := strconv.ParseFloat(ticket, 64)
+	if err != nil {
+		return false
+	}
+	mine := float64(w.ticket)
+	return t < mine || (t == mine && token != "" && token < w.token)
 }
 
 // failing counts the nodes that cannot grant us anything for now: their

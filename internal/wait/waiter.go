@@ -172,8 +172,8 @@ type Reply struct {
 	Code int64 // scripts.Enqueue*
 	// GrantSeq is the round a grant followed (code EnqueueGranted).
 	GrantSeq int
-	// Holder is the ticket of the waiter the queue gave the key to, when
-	// queued behind it.
+	// Holder is "ticket token" of the waiter the queue gave the key to,
+	// when queued behind it (a bare ticket is read too).
 	Holder string
 	// HolderTTL is the key's time to live when queued (0: free or unknown),
 	// or what is left of its lock-delay when Delayed.

@@ -202,6 +202,55 @@ func TestWaiterYieldsToAnEarlierTicketHoldingAMajority(t *testing.T) {
 	})
 }
 
+// Two waiters can draw one ticket (arrival times in microseconds). The
+// queues order them by token, and so do the waiters: the one whose token
+// sorts later gives way when the other holds too many nodes, and the other
+// does not. Before, neither counted the other as earlier; split 2-2
+// beside a blackholed fifth node (a loaded run of the spec suite), both
+// waited for the keys' TTL.
+func TestWaiterWithTheSameTicketYieldsByToken(t *testing.T) {
+	for _, tc := range []struct {
+		holder string // the other waiter's token
+		yields bool
+	}{
+		{"a", true},   // "a" < "me": the holder is earlier
+		{"zz", false}, // "zz" > "me": we are earlier
+	} {
+		t.Run(tc.holder, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeQueue{}
+				w := newTestWaiter(f, Exponential(time.Millisecond, 10*time.Millisecond))
+				ctx, cancel := context.WithCancel(t.Context())
+				out := start(w, ctx, time.Millisecond, true)
+				synctest.Wait()
+				holder := fmt.Sprintf("%d %s", w.Ticket(), tc.holder) // our ticket, its token
+				first := f.take()
+				answer(w, first[0], scripts.EnqueueSet, 0, "") // node 0 was free: ours
+				answer(w, first[1], scripts.EnqueueQueued, 0, holder)
+				answer(w, first[2], scripts.EnqueueQueued, 0, holder)
+				// The check asks nodes 1 and 2 again: both held by the other.
+				time.Sleep(w.check)
+				synctest.Wait()
+				for _, r := range f.take() {
+					answer(w, r, scripts.EnqueueQueued, 0, holder)
+				}
+				synctest.Wait()
+				gave := len(f.given) == 1 && len(f.given[0]) == 1 && f.given[0][0] == 0
+				if tc.yields && !gave {
+					t.Fatalf("holder %q, the same ticket, an earlier token: gave back %v, want node 0", holder, f.given)
+				}
+				if !tc.yields && len(f.given) != 0 {
+					t.Fatalf("holder %q, the same ticket, a later token: gave back %v, want nothing", holder, f.given)
+				}
+				cancel()
+				if r := <-out; r.err != context.Canceled {
+					t.Fatalf("got %v", r.err)
+				}
+			})
+		})
+	}
+}
+
 func TestWaiterFollowsTheStrategyAndStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeQueue{}
