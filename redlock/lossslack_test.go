@@ -46,8 +46,8 @@ func TestLossDeclaredByTheMarginWhenTimersFireLate(t *testing.T) {
 // requireLossCause requires a loss's error to carry the nodes' cause,
 // or, when the last extension was still on its way at the loss point,
 // ErrPending on every node: the fake clock moves 1ms a step as fast as
-// the test loops, so a loaded machine can pass the loss point before the
-// goroutines of an attempt whose nodes answer at once have run (seen once
+// the test loops, so on a loaded machine it can reach the loss point before
+// the goroutines of an attempt whose nodes answer at once have run (seen once
 // in a loaded make test). Either way the loss names each node; that the
 // cause of a refused attempt reaches Err is checked with a 1s node timeout
 // in TestAutoExtendLossWhenNodesStopAnswering.

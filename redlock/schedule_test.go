@@ -47,8 +47,10 @@ import (
 // 100ms TTL test under its own load, and 12 failed miniredis calls and
 // hand-offs within a node timeout of 1s beside other builds). At -cpu 1,2
 // on a quiet two-core machine the parallel parts of both passes took 74s
-// with 8, 57s with 10 and 64s with 12 (the tests' time in their slots
-// rose by a quarter from 10 to 12: they slowed each other down), so 10.
+// with 8, 57s with 10 and 64s with 12, one run each (the tests' time in
+// their slots rose by a quarter from 10 to 12: they slowed each other
+// down), so 10. The whole package took 114-129s in five runs with 10,
+// 133-137s in two with 8.
 // The default, GOMAXPROCS, would run two at a time here. Those with a
 // bound of 1s while nodes are silent run in parallel: they held it under
 // load averages of 8-16 from other builds.

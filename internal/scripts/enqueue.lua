@@ -20,10 +20,11 @@
 -- Returns {1} when this call set the key; {2, seq} when the key already
 -- holds the waiter's token (granted after the waiter's round seq, 0 if
 -- unknown); {0, holder, pttl} when queued, holder being "ticket token" of
--- the holder if the queue gave it the lock ('' otherwise) and pttl the key's remaining time to
--- live in ms (0 when the key is free), or {0, '', pttl, 1} when the key is
--- free but in its lock-delay for pttl ms more; {3} when the waiter has left the
--- queue (release.lua) and this round arrived late: it is not queued again;
+-- the holder if the queue gave it the lock ('' otherwise) and pttl the
+-- key's remaining time to live in ms (0 when the key is free), or
+-- {0, '', pttl, 1} when the key is free but in its lock-delay for pttl ms
+-- more; {3} when the waiter has left the queue (release.lua) and this
+-- round arrived late: it is not queued again;
 -- {-1, kind} when the key holds another kind of lock (kind.lua).
 local other = other_kind(KEYS[1], 'string')
 if other then
