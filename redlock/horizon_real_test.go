@@ -363,18 +363,27 @@ func awaitPools(t *testing.T, pools []pool.Pool) {
 //     the key from all five nodes is refused while W's lock is valid.
 func TestRealWaiterGrantsAcrossARestart(t *testing.T) {
 	parallel(t)
+	// hold is the holder's lease and ttl W's TTL (and how long W waits).
+	// Within the settle time, the holder's lease is shorter than W's: the
+	// ceilings the hand-off raises to W's TTL are what keep node 0 out.
+	// Past it, the horizon plays no part, and both are long enough to
+	// outlast the setup (the wait for node 0's grant, its restart and the
+	// spread): with a 2s lease the holder's lock expired before its Unlock
+	// beside two CPU hogs, and the hand-off never came.
 	for _, tc := range []struct {
-		name   string
-		spread time.Duration
-	}{{"spread past the settle time", 700 * time.Millisecond}, {"within the settle time", 0}} {
+		name      string
+		spread    time.Duration
+		hold, ttl time.Duration
+	}{
+		{"spread past the settle time", 700 * time.Millisecond, 5 * time.Second, 6 * time.Second},
+		{"within the settle time", 0, 2 * time.Second, 3 * time.Second},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			const ttl = 3 * time.Second
+			ttl := tc.ttl
 			servers, pools := realNodes(t, 5)
 			h := newClient(t, pools, redlock.WithNodeTimeout(200*time.Millisecond))
-			// The holder's lease is shorter than W's: the ceilings the
-			// hand-off raises to W's TTL are what keep node 0 out.
-			lh, err := h.TryLock(bg(), "k", 2*time.Second)
+			lh, err := h.TryLock(bg(), "k", tc.hold)
 			require.NoError(t, err)
 			h.WaitIdle()
 			for _, s := range []*redistest.Server{servers[0], servers[3], servers[4]} {
@@ -389,7 +398,10 @@ func TestRealWaiterGrantsAcrossARestart(t *testing.T) {
 				err error
 			}
 			got := make(chan outcome, 1)
-			ctx, cancel := context.WithTimeout(bg(), 3*time.Second)
+			// W's wait is cut 1s after the hand-off (W decides within a
+			// round of its 200ms node timeout: the rest is room for a
+			// loaded machine), or by the outer bound should the test stall.
+			ctx, cancel := context.WithTimeout(bg(), tc.hold+ttl)
 			defer cancel()
 			go func() {
 				l, err := w.Lock(ctx, "k", ttl, redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
@@ -405,6 +417,7 @@ func TestRealWaiterGrantsAcrossARestart(t *testing.T) {
 			// The holder held only nodes 1 and 2 by now: its Unlock hands
 			// them to the waiter and reports the others.
 			require.ErrorIs(t, lh.Unlock(bg()), redlock.ErrNotReleased)
+			time.AfterFunc(time.Second, cancel)
 
 			o := <-got
 			if tc.spread > 0 {
@@ -413,6 +426,11 @@ func TestRealWaiterGrantsAcrossARestart(t *testing.T) {
 						realHolders(t, servers[:3], "k", o.l.Token()))
 				}
 				require.ErrorIs(t, o.err, redlock.ErrNotObtained)
+				// The hand-off reached W: it held nodes 1 and 2 when its
+				// wait ended, and did not count node 0.
+				var qe *redlock.QuorumError
+				require.ErrorAs(t, o.err, &qe)
+				require.Equal(t, 2, qe.Agreed, "W's grants when its wait ended: %v", o.err)
 				return
 			}
 			if o.err != nil {
