@@ -363,7 +363,7 @@ func awaitPools(t *testing.T, pools []pool.Pool) {
 //     the key from all five nodes is refused while W's lock is valid.
 func TestRealWaiterGrantsAcrossARestart(t *testing.T) {
 	parallel(t)
-	// hold is the holder's lease and ttl W's TTL (and how long W waits).
+	// hold is the holder's lease and ttl W's TTL.
 	// Within the settle time, the holder's lease is shorter than W's: the
 	// ceilings the hand-off raises to W's TTL are what keep node 0 out.
 	// Past it, the horizon plays no part, and both are long enough to
