@@ -308,7 +308,10 @@ func TestRealSixteenContendersAllGetTheLock(t *testing.T) {
 				mu.Unlock()
 				time.Sleep(time.Millisecond)
 				held.Unlock()
-				assert.NoError(t, l.Unlock(bg()))
+				// A release past the node timeout leaves the key to
+				// expire (10s): the next contender waits for it, well
+				// within its 60s.
+				releasedOrLate(t, l.Unlock(bg()), "a contender's Unlock")
 			}
 		}()
 	}
