@@ -16,19 +16,42 @@ import (
 	"github.com/redlockgo/redlock/redlock"
 )
 
+// Between a wait's start and the release, the sharded tests check where
+// the waiter subscribed and queued (two waits of up to 10s each, and INFO
+// on every master): with a full rebuild beside the package that took over
+// the 5s of a faultTTL lease and of waitFor. So the holder's lease
+// (shardedHold) and the waiter's context (shardedWait) outlast both waits,
+// and the waiter's retries (shardedRetry: 30s to 60s) come after its
+// context ended: only a wake-up lets it in.
+const (
+	shardedHold = 40 * time.Second
+	shardedWait = 25 * time.Second
+)
+
+var shardedRetry = redlock.WithRetry(redlock.ConstantBackoff(time.Minute))
+
+// holdFor takes key for shardedHold, retrying for up to 10s: the holder is
+// setup, and a first TryLock missed the node timeout on every node
+// with a full rebuild beside the package.
+func holdFor(holder *redlock.Client, key string) (*redlock.Lock, error) {
+	ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+	defer cancel()
+	return holder.Lock(ctx, key, shardedHold)
+}
+
 // shardedWakes checks, on Redis 7 clusters, that a waiter in another Client
-// (whose own rounds come every 30s) is handed the lock, and a blocked
+// (whose own rounds come every 30s to 60s) is handed the lock, and a blocked
 // LockAll is woken, within a second of the release, through sharded pub/sub:
 // the waiter's Client subscribed with SSUBSCRIBE on the master that owns the
 // key's slot, and only there; the release published with SPUBLISH on that
 // shard, and no master of any cluster ran a PUBLISH or sent a published
 // message over the cluster bus (CLUSTER INFO).
 func shardedWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool, key string) {
+	slow := shardedRetry
 	holder := defaultClient(t, pools)
 	waiter := defaultClient(t, pools)
 	require.Eventually(t, func() bool { return waiter.ShardedNodes() == len(pools) }, 10*time.Second,
 		5*time.Millisecond, "the waiter's listeners found sharded pub/sub on every cluster")
-	slow := redlock.WithRetry(redlock.ConstantBackoff(30 * time.Second))
 	calls := map[string]func(ctx context.Context) (*redlock.Lock, error){
 		"Lock": func(ctx context.Context) (*redlock.Lock, error) { return waiter.Lock(ctx, key, faultTTL, slow) },
 		"LockAll": func(ctx context.Context) (*redlock.Lock, error) {
@@ -36,10 +59,10 @@ func shardedWakes(t *testing.T, clusters []*redistest.Cluster, pools []pool.Pool
 		},
 	}
 	for name, call := range calls {
-		l, err := holder.TryLock(bg(), key, faultTTL)
+		l, err := holdFor(holder, key)
 		require.NoError(t, err, name)
 		holder.WaitIdle()
-		got := waitFor(call)
+		got := waitForUpTo(shardedWait, call)
 		requireShardSubscribed(t, clusters, key)
 		if name == "Lock" {
 			requireClusterQueued(t, clusters, key, l.Token())
@@ -180,13 +203,13 @@ func TestRealClusterWithoutShardedPubSub(t *testing.T) {
 	warm(t, pools)
 	holder := defaultClient(t, pools)
 	waiter := defaultClient(t, pools)
-	slow := redlock.WithRetry(redlock.ConstantBackoff(30 * time.Second))
+	slow := shardedRetry
 	for i := range 3 {
 		key := "plain:" + strconv.Itoa(i)
-		l, err := holder.TryLock(bg(), key, faultTTL)
+		l, err := holdFor(holder, key)
 		require.NoError(t, err)
 		holder.WaitIdle()
-		got := waitFor(func(ctx context.Context) (*redlock.Lock, error) { return waiter.Lock(ctx, key, faultTTL, slow) })
+		got := waitForUpTo(shardedWait, func(ctx context.Context) (*redlock.Lock, error) { return waiter.Lock(ctx, key, faultTTL, slow) })
 		requireClusterQueued(t, clusters, key, l.Token())
 		before := publishes(t, clusters)
 		released := time.Now()

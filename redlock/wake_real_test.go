@@ -78,11 +78,18 @@ func requireWatching(t *testing.T, nodes []*redis.Client, key string, n int) {
 }
 
 // waitFor runs get in a goroutine and reports its lock, error and time.
+// Its context ends after 5s: past the bound, well short of the first retry
+// (15s at least, slowRetry).
 func waitFor(get func(ctx context.Context) (*redlock.Lock, error)) <-chan outcome {
+	return waitForUpTo(5*time.Second, get)
+}
+
+// waitForUpTo is waitFor with a context that ends after d, for a test
+// whose setup between the wait's start and the release takes longer.
+func waitForUpTo(d time.Duration, get func(ctx context.Context) (*redlock.Lock, error)) <-chan outcome {
 	got := make(chan outcome, 1)
 	go func() {
-		// Past the bound, well short of the first retry (15s at least).
-		ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(bg(), d)
 		defer cancel()
 		l, err := get(ctx)
 		got <- outcome{l, err, time.Now()}
