@@ -64,9 +64,6 @@ func TestRealRestartedNodeReturnsAtItsHorizon(t *testing.T) {
 	rewarm(t, pools[:1])
 
 	watch, returned := returns()
-	// newClient's node timeout (1s) for B too: B's probes of node 0 read
-	// its peers' ceilings and declare it within B's node timeout, and a
-	// probe that gives up waits for B's next vote.
 	b := newClient(t, pools, watch)
 	// B's traffic meets node 0: its yes does not count, and B probes its
 	// horizon. Meanwhile nobody gets the held key.
