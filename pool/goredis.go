@@ -34,9 +34,11 @@ import (
 // Close, having nothing to release, returns nil.
 //
 // The Pool is not an Identifier: the connections are the caller's client's,
-// and the adapter does not see them open, so the lock's restart quarantine
-// cannot judge the node (the lock's Client says so when it is built). Use
-// FromURL for a node the quarantine must cover.
+// and the adapter does not see them open. The lock's restart quarantine
+// covers its node all the same (redlock.WithQuarantine): the lock's Client
+// reads the server's run in the same round trip as each of its scripts.
+// It cannot read CONFIG that way, so after a restart the node sits out the
+// quarantine even if it persists every write; FromURL reads it.
 func New(client redis.UniversalClient) Pool {
 	return newGoRedis(client, false)
 }

@@ -10,8 +10,8 @@
 //
 //	pools, err := pool.FromURLs("redis://127.0.0.1:6379", "redis://127.0.0.1:6380", "redis://127.0.0.1:6381")
 //
-// [New] adapts a go-redis v9 client of yours instead (its restarts are not
-// checked: see redlock.WithQuarantine). Every Pool handed to one
+// [New] adapts a go-redis v9 client of yours instead (its restarts are
+// checked too: see redlock.WithQuarantine). Every Pool handed to one
 // redlock.Client must reach a different, independent Redis master: two pools
 // on the same server, or on a primary and its replica, break the majority
 // argument. A Redis Cluster of masters is one such node.

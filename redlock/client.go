@@ -106,7 +106,6 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	c.noted = c.note
 	c.warns = newNodeWarnings(pools)
 	c.warnFewNodes()
-	c.warnUnchecked()
 	if !c.nodes.HealthReadsAny() {
 		c.judge = c.judgeVote // else decide binds a judge to each decision's key
 	}

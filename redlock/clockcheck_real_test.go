@@ -77,6 +77,9 @@ type timeReads struct {
 	reads chan struct{}
 }
 
+// Identity forwards the node's, as fakeTimePool's does.
+func (p *timeReads) Identity() (pool.Identity, bool) { return identityOf(p.Pool) }
+
 func (p *timeReads) Eval(ctx context.Context, s *pool.Script, keys []string, args ...any) (any, error) {
 	v, err := p.Pool.Eval(ctx, s, keys, args...)
 	if s == scripts.Time && err == nil {

@@ -24,6 +24,10 @@ type fakeTimePool struct {
 	rate  float64
 }
 
+// Identity forwards the node's: the clock check's TIME script must reach
+// Eval as it is, not read through INFO as a Pool that tells nothing is.
+func (p *fakeTimePool) Identity() (pool.Identity, bool) { return identityOf(p.Pool) }
+
 func (p *fakeTimePool) Eval(ctx context.Context, s *pool.Script, keys []string, args ...any) (any, error) {
 	if s != scripts.Time {
 		return p.Pool.Eval(ctx, s, keys, args...)

@@ -99,9 +99,34 @@ func newFakeNodes(t testing.TB, n int) *fakeNodes {
 		f := pooltest.Wrap(p)
 		fn.servers = append(fn.servers, s)
 		fn.faults = append(fn.faults, f)
-		fn.pools = append(fn.pools, f)
+		fn.pools = append(fn.pools, fakePool{f, len(fn.pools), time.Now()})
 	}
 	return fn
+}
+
+// fakePool is a fake node's Pool. It tells the lock its node's identity
+// (pool.Identifier) as that of a node that keeps its data, which a
+// miniredis server does while it runs: miniredis answers no INFO server,
+// and a Pool that tells nothing has its identity read through INFO in its
+// scripts, which would report the node unverifiable.
+type fakePool struct {
+	*pooltest.Faulty
+	n       int
+	started time.Time
+}
+
+// Identity implements pool.Identifier.
+func (f fakePool) Identity() (pool.Identity, bool) {
+	return pool.Identity{RunID: fmt.Sprintf("fake-%d", f.n), Started: f.started, Persistence: pool.PersistenceAlways, Learned: f.started}, true
+}
+
+// identityOf forwards pool.Identifier for a test's wrapper of p: what p
+// tells, when it is an Identifier.
+func identityOf(p pool.Pool) (pool.Identity, bool) {
+	if idr, ok := p.(pool.Identifier); ok {
+		return idr.Identity()
+	}
+	return pool.Identity{}, false
 }
 
 // holders counts the nodes where key holds value.

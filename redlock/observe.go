@@ -126,10 +126,7 @@ func WithObserver(o Observer) Option {
 //     extension or release.
 //   - Error: a lock kept alive was lost.
 //
-// New also logs, at Warn, one line per node whose restarts the quarantine
-// cannot check ("redlock: node restarts not checked", with the node's
-// index and address: its Pool is no pool.Identifier; see WithQuarantine),
-// and one line when there are fewer than three nodes ("redlock: fewer than
+// New also logs, at Warn, one line when there are fewer than three nodes ("redlock: fewer than
 // three nodes tolerate no node failure"). A node that counts again before
 // its quarantine's end (a NodeReturned event) is logged at Info, with its
 // address and its run's age then.

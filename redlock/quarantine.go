@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/redlockgo/redlock/internal/node"
@@ -39,19 +38,20 @@ const DefaultQuarantine = MaxTTL + time.Duration(float64(MaxTTL)*DefaultDriftFac
 // node whose peers cannot be read, sits out the whole quarantine
 // (docs/safety.md, "A restarted node's return").
 //
-// The check needs pools that tell their node's identity (pool.Identifier:
-// pool.FromURL, pool.FromURLs and rueidispool.FromURL do). A node counts at
-// once when it persists every write (appendonly yes, appendfsync always),
-// or when it carries the fresh-start declaration (pool.FreshStartKey) for
-// its current run. A node whose uptime cannot be read (INFO hidden)
-// counts, and is reported once per run (a NodeUnverified event); one whose
-// persistence cannot be read (CONFIG hidden) is treated as not persisting
-// every write. A Pool that is not a pool.Identifier (pool.New or
-// rueidispool.New over a client of yours, a wrapper) is outside the check:
-// its node counts, New logs one Warn line for it to each WithLogger logger
-// ("redlock: node restarts not checked", with its address), and Status
-// shows it (NodeStatus.Unverified). A Redis Cluster node has the check
-// below instead.
+// The check applies to every standalone node, whatever its Pool. A Pool
+// that tells its server's identity (pool.Identifier: pool.FromURL,
+// pool.FromURLs, rueidispool.FromURL) is judged on what it learned at its
+// latest connection; any other (pool.New or rueidispool.New over a client
+// of yours, a Pool you wrote) is called through scripts that read the
+// server's run, uptime and fresh-start declaration in the same round trip
+// as the vote, so that every answer arrives with the run that gave it.
+// Scripts cannot read CONFIG: such a node is taken not to persist every
+// write. A node counts at once when it persists every write (appendonly
+// yes, appendfsync always), or when it carries the fresh-start declaration
+// (pool.FreshStartKey) for its current run. A node whose uptime cannot be
+// read (INFO hidden) counts, and is reported once per run (a NodeUnverified
+// event, NodeStatus.Unverified); one whose persistence cannot be read
+// (CONFIG hidden) is treated as not persisting every write.
 //
 // A node that is a Redis Cluster (pool.Cluster) is judged per key, by the
 // master that serves the key's slot: after its yes, one script on that
@@ -134,21 +134,4 @@ func (c *Client) reportNode(ctx context.Context, i int, r node.Report, err error
 		return
 	}
 	c.emit(ctx, Event{Kind: kind, Addr: c.nodes.Addr(i), Err: &NodeError{Node: i, Addr: c.nodes.Addr(i), Err: err}})
-}
-
-// warnUnchecked logs, to each WithLogger logger, one Warn line per node
-// the quarantine is on for but cannot check (node.Set.Unchecked): a
-// restart that loses its locks would go unnoticed, and nothing else says
-// so until it happens.
-func (c *Client) warnUnchecked() {
-	for i := range c.nodes.Len() {
-		if !c.nodes.Unchecked(i) {
-			continue
-		}
-		for _, l := range c.cfg.loggers {
-			l.LogAttrs(context.Background(), slog.LevelWarn, "redlock: node restarts not checked",
-				slog.Int("node", i), slog.String("addr", c.nodes.Addr(i)),
-				slog.String("reason", "its Pool does not tell its server's identity (not a pool.Identifier), so the restart quarantine cannot apply; the node counts"))
-		}
-	}
 }

@@ -67,10 +67,9 @@ type NodeStatus struct {
 	// error), nil when it answered.
 	Err error
 	// Unverified reports that the restart quarantine (WithQuarantine) is
-	// on but cannot age the node, which therefore counts: its Pool does
-	// not tell its server's identity (not a pool.Identifier), or the
-	// server hides its uptime (INFO refused). A restart of the node that
-	// lost its locks goes unnoticed. Always false with the quarantine off.
+	// on but cannot age the node, which therefore counts: the server hides
+	// its uptime (INFO refused). A restart of the node that lost its locks
+	// goes unnoticed. Always false with the quarantine off.
 	Unverified bool
 	// Quarantined is how much longer the restart quarantine
 	// (WithQuarantine) keeps the node out of every majority, judged on

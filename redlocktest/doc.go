@@ -39,10 +39,10 @@
 // caller's options, so that a loaded test machine rarely times out an
 // in-memory call (DefaultNodeTimeout says when one did); a lock kept alive
 // then needs a TTL from about 1.6s (2s is a good short one). Pass another
-// WithNodeTimeout to override it. The restart quarantine
-// (redlock.WithQuarantine) does not apply: the Pools are not
-// pool.Identifier (they are pool.New adapters), and a node restarted by
-// Start keeps its data, as a node persisting every write does.
+// WithNodeTimeout to override it. A node restarted by Start keeps its
+// data, as a node persisting every write does, and its Pool says so
+// (pool.Identifier): the restart quarantine (redlock.WithQuarantine) lets
+// it count at once, as it would such a node on Redis.
 //
 // # testing/synctest
 //

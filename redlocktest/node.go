@@ -3,6 +3,7 @@ package redlocktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -52,9 +53,35 @@ func newNode(addr string) *node {
 		DisableIdentity:          true,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	})
-	nd.pool = pool.New(nd.client)
+	nd.pool = newKitPool(pool.New(nd.client))
 	return nd
 }
+
+// kitPool is a node's Pool: pool.New's, which tells the lock its server's
+// identity (pool.Identifier) as a node that persists every write, since a
+// kit node keeps its data across Stop and Start. So the lock's restart
+// quarantine judges it as it judges such a node on Redis, and never finds
+// it unverifiable.
+type kitPool struct {
+	pool.Pool
+	pool.Notifier
+	pool.Commander
+	id pool.Identity
+}
+
+// kitRuns numbers the kit's nodes, for their run ids.
+var kitRuns atomic.Uint64
+
+func newKitPool(p pool.Pool) *kitPool {
+	n, _ := p.(pool.Notifier)
+	c, _ := p.(pool.Commander)
+	run := fmt.Sprintf("redlocktest-run-%024d", kitRuns.Add(1))
+	return &kitPool{Pool: p, Notifier: n, Commander: c,
+		id: pool.Identity{RunID: run, Started: time.Now(), Persistence: pool.PersistenceAlways, Learned: time.Now()}}
+}
+
+// Identity implements pool.Identifier.
+func (k *kitPool) Identity() (pool.Identity, bool) { return k.id, true }
 
 // dial opens an in-memory connection to the server; while the node is down,
 // one that refuses (see refused).

@@ -159,31 +159,10 @@ func (s *Set) HealthReads(i int) bool { return s.reads[i] }
 // the key it is given (HealthReads).
 func (s *Set) HealthReadsAny() bool { return slices.Contains(s.reads, true) }
 
-// Unchecked reports whether the restart quarantine is on but has no check
-// on node i, decided when the Set was built: its Pool does not tell its
-// server's identity (no pool.Identifier) and the node is no Redis Cluster
-// (whose shard check reads the master's uptime itself). A restart of such
-// a node that lost its locks goes unnoticed: the node counts.
-func (s *Set) Unchecked(i int) bool {
-	if s.cfg.Quarantine <= 0 {
-		return false
-	}
-	for _, c := range s.checks[i] {
-		switch c.(type) {
-		case *quarantine, *shardCheck:
-			return false
-		}
-	}
-	return true
-}
-
 // Unverified reports whether the restart quarantine is on but cannot age
-// node i now: the node is Unchecked, or the identity its Pool learned last
-// has no uptime (INFO hidden). It does no I/O.
+// node i now: the identity its Pool learned last has no uptime (INFO
+// hidden). It does no I/O.
 func (s *Set) Unverified(i int) bool {
-	if s.Unchecked(i) {
-		return true
-	}
 	for _, c := range s.checks[i] {
 		if q, ok := c.(*quarantine); ok {
 			id, known := q.id.Identity()

@@ -70,10 +70,12 @@ type Set struct {
 }
 
 // New builds the Set of pools: each node's naming from whether its Pool is
-// a Redis Cluster (pool.Cluster), and its health checks from cfg and what
-// its Pool can tell (a restart quarantine needs a pool.Identifier; a
-// Redis Cluster node under the quarantine gets the shard check). It does no I/O;
-// StartClocks starts the clock readings.
+// a Redis Cluster (pool.Cluster), and its health checks from cfg. Under the
+// restart quarantine a standalone node is checked on the identity its Pool
+// tells (pool.Identifier) or, for a Pool that tells none, on the identity
+// every script of the Set's reads in the same round trip (witness.go); a
+// Redis Cluster node gets the shard check. It does no I/O; StartClocks
+// starts the clock readings.
 func New(pools []pool.Pool, cfg Config) *Set {
 	n := len(pools)
 	s := &Set{
@@ -97,7 +99,12 @@ func New(pools []pool.Pool, cfg Config) *Set {
 			s.names[i] = Cluster{}
 		}
 		s.sameAs[i] = slices.Index(s.names, s.names[i])
-		if idr, ok := p.(pool.Identifier); ok && cfg.Quarantine > 0 {
+		idr, ok := p.(pool.Identifier)
+		if !ok && cfg.Quarantine > 0 && s.names[i] == Names(Standalone{}) {
+			w := newWitnessed(p) // every call tells the run that answered
+			s.pools[i], idr, ok = w, w, true
+		}
+		if ok && cfg.Quarantine > 0 {
 			s.checks[i] = append(s.checks[i], &quarantine{id: idr, set: s})
 		}
 		if s.clocks != nil {

@@ -5,7 +5,8 @@
 // credentials, TLS and ACL logins, the lock algorithm end to end, the
 // node's identity that the lock's restart quarantine reads (pool.Identifier:
 // learned on each new connection, new after a restart by the time the first
-// answer from the new run arrives), and, for
+// answer from the new run arrives), the quarantine itself over the Pool
+// (RunRestart runs it alone), and, for
 // an adapter that implements the optional pool.Notifier, release
 // notifications: delivery, Unsubscribe, Close, and resubscription after the
 // node restarts.
@@ -73,6 +74,7 @@ func Run(t *testing.T, newPool NewPool) {
 	t.Run("MalformedURLs", s.testMalformedURLs)
 	t.Run("Notifier", s.testNotifier)
 	t.Run("Identity", s.testIdentity)
+	t.Run("Restart", s.testRestart)
 }
 
 type suite struct {

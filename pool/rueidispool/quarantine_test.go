@@ -1,9 +1,8 @@
 package rueidispool_test
 
 import (
-	"bytes"
+	"crypto/tls"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/pool/conformance"
 	"github.com/redlockgo/redlock/pool/rueidispool"
 	"github.com/redlockgo/redlock/redlock"
 )
@@ -104,32 +104,13 @@ func TestRealQuarantineOverRueidis(t *testing.T) {
 	}
 }
 
-// TestNewPoolIsReported checks that a Pool made by New, which cannot tell
-// its node's identity, is not skipped by the quarantine in silence: New of
-// the lock's Client warns, naming the node, and Status marks it.
-func TestNewPoolIsReported(t *testing.T) {
-	srv := redistest.Start(t, redistest.NoPersistence)
-	p := rueidispool.New(newClient(t, srv.Addr()))
-	_, ok := p.(pool.Identifier)
-	require.False(t, ok, "New does not see its client's connections open")
-
-	var buf bytes.Buffer // written at New only, on this goroutine
-	c := quarantineClient(t, []pool.Pool{p}, redlock.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	require.Len(t, lines, 2, "%q", buf.String())
-	assert.Contains(t, lines[0], `level=WARN msg="redlock: fewer than three nodes tolerate no node failure"`, "one node")
-	assert.Contains(t, lines[1], `level=WARN msg="redlock: node restarts not checked" node=0 addr=`+srv.Addr())
-	st, err := c.Status(bg(), "k")
-	require.NoError(t, err)
-	assert.True(t, st.Nodes[0].Unverified)
-
-	from, err := rueidispool.FromURL(srv.URL())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = from.Close() })
-	buf.Reset()
-	c = quarantineClient(t, []pool.Pool{from}, redlock.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
-	assert.NotContains(t, buf.String(), "node restarts not checked", "FromURL's Pool is checked")
-	st, err = c.Status(bg(), "k")
-	require.NoError(t, err)
-	assert.False(t, st.Nodes[0].Unverified)
+// TestNewPoolIsQuarantined runs the adapter suite's restart case over
+// Pools made by New over rueidis clients of the caller's, which tell the
+// lock nothing of their servers (no pool.Identifier): the quarantine
+// covers them all the same.
+func TestNewPoolIsQuarantined(t *testing.T) {
+	conformance.RunRestart(t, func(rawURL string, _ *tls.Config) (pool.Pool, error) {
+		srv, _ := strings.CutPrefix(rawURL, "redis://")
+		return rueidispool.New(newClient(t, srv)), nil
+	})
 }

@@ -69,9 +69,11 @@ import (
 // called.
 //
 // The Pool is not a pool.Identifier: the client's connections open where
-// the adapter does not see them, so the lock's restart quarantine cannot
-// judge the node (the lock's Client says so when it is built). Use FromURL
-// for a node the quarantine must cover.
+// the adapter does not see them. The lock's restart quarantine covers its
+// node all the same: the lock's Client reads the server's run in the same
+// round trip as each of its scripts (redlock.WithQuarantine). It cannot
+// read CONFIG that way, so after a restart the node sits out the
+// quarantine even if it persists every write; FromURL reads it.
 //
 // A nil client, or a nil pointer of a type that implements rueidis.Client,
 // yields a Pool whose SetNX, Eval and Listen fail with an error that says
