@@ -40,20 +40,28 @@ type Declaration struct {
 // time, before any client takes a lock; a Pool that connected before
 // learns of the declaration at its next connection.
 //
-// It refuses, and declares no node, when any node holds a key of this
-// library: a lock, readers, permits, a companion or marker, or an earlier
-// run's declaration. Locks on any node mean the deployment is not new,
-// and a node of it that came back empty is a restart, which the quarantine
-// must judge. It scans each node's keys (SCAN) and looks for names that
-// keyspace rules reserve (companions such as K:fence and fence{K},
-// "redlock:" markers, "election:" keys) and for values a lock writes under
-// the caller's key (a token string, a permit hash). The error joins one
-// *NodeError per node that holds such keys, wrapping ErrNotFresh and
-// naming up to three, or per node that could not be read or written. A
-// node whose Pool is not a pool.Commander is refused too.
+// It refuses, and declares no node, while any node, declared or not,
+// carries evidence of a lease that may still be valid, or holds a key of
+// this library. On a standalone node that evidence is its live lease
+// ceiling (redlock:ceiling), which every grant and extension of every
+// kind raises and which outlives each lease: it also tells of the leases
+// that nodes which restarted empty forgot (nodes_fresh_lease.go). And it
+// scans each node's keys (SCAN) for names that keyspace rules reserve
+// (companions such as K:fence and fence{K}, "redlock:" markers, an
+// earlier run's declaration, "election:" keys) and for keys with a TTL
+// holding what a lock of any kind writes under the caller's key (a token,
+// a multi-lock's or an owner's value, the readers' marker, a permit in any
+// slot): locks on any node mean the deployment is not new, and a node of
+// it that came back empty is a restart, which the quarantine must judge.
+// The error joins one *NodeError per node that carries such evidence,
+// wrapping ErrNotFresh and saying when its ceiling and up to three of its
+// keys expire (retry after the ceilings have), or per node that could not
+// be read or written. A node whose Pool is not a pool.Commander is
+// refused too.
 //
 // On a Redis Cluster node (a pool.Masters, as FromURL's redis+cluster
-// pools are) each shard master is read and declared alone: SCAN there,
+// pools are), whose masters keep no lease ceiling, each shard master is
+// read and declared alone: SCAN there,
 // and redlock:fresh-start{n} set to that master's run_id, n the shard's
 // tag (WithQuarantine). A shard whose marker names this reign (a Client
 // looked at the shard during this run, and the quarantine refused it) is
@@ -193,8 +201,9 @@ func declare(ctx context.Context, p pool.Pool, plan []Declaration) error {
 	})
 }
 
-// freshRun returns the run_id of p's server when it holds no key of this
-// library but a declaration of that same run, or why not. On a cluster's
+// freshRun returns the run_id of p's server when it carries no live lease
+// ceiling and holds no key of this library but a declaration of that same
+// run, or why not (both, when both refuse it). On a cluster's
 // shard master, tag is the shard's tag and replid its reign's replication
 // id: its declaration and a marker of this reign are no obstacle.
 func freshRun(ctx context.Context, p pool.Pool, tag, replid string) (string, error) {
@@ -216,12 +225,20 @@ func freshRun(ctx context.Context, p pool.Pool, tag, replid string) (string, err
 	if runID == "" {
 		return "", errors.New("INFO server has no run_id")
 	}
+	var lease error
+	if tag == "" {
+		// A cluster's shard master keeps no ceiling: its keys tell.
+		lease = liveCeiling(do)
+	}
 	found, total, err := libraryKeys(ctx, p, cmd, runID, tag, replid)
 	if err != nil {
-		return "", err
+		return "", errors.Join(lease, err)
 	}
 	if total > 0 {
-		return "", fmt.Errorf("%w: %d, such as %s: a restart, not a new node", ErrNotFresh, total, strings.Join(found, ", "))
+		err = fmt.Errorf("%w: %d of the library's keys, such as %s: a restart, not a new node", ErrNotFresh, total, strings.Join(found, ", "))
+	}
+	if err := errors.Join(lease, err); err != nil {
+		return "", err
 	}
 	return runID, nil
 }
@@ -244,7 +261,7 @@ func libraryKeys(ctx context.Context, p pool.Pool, cmd pool.Commander, runID, ta
 	total := 0
 	note := func(k string) {
 		if total++; len(found) < 3 {
-			found = append(found, strconv.Quote(k))
+			found = append(found, strconv.Quote(k)+keyExpiry(ctx, cmd, k))
 		}
 	}
 	cursor := "0"
@@ -271,8 +288,8 @@ func libraryKeys(ctx context.Context, p pool.Pool, cmd pool.Commander, runID, ta
 					note(k) // an earlier reign's: the shard was used before this run
 				}
 			case k == keyspace.Ceiling:
-				// The lease ceiling tells nothing of an earlier run: a lease
-				// of one would be a key of its own, found here.
+				// Read on its own (liveCeiling): evidence of a lease while
+				// it lives, whatever the node's other keys.
 			case keyspace.Check(k) != nil:
 				note(k)
 			default:

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -68,7 +69,7 @@ func TestRealCheckNodesAndDeclareFresh(t *testing.T) {
 
 	// The Client agrees.
 	c := newClient(t, pools, redlock.WithNodeTimeout(time.Second))
-	_, err = c.TryLock(bg(), "first-day", time.Minute)
+	_, err = c.TryLock(bg(), "first-day", time.Second)
 	require.ErrorIs(t, err, redlock.ErrNodeQuarantined)
 	assert.True(t, redlock.IsUnavailable(err))
 	// The refused attempt's cleanup runs after its decision: once it has
@@ -89,6 +90,17 @@ func TestRealCheckNodesAndDeclareFresh(t *testing.T) {
 	assert.True(t, r.OK())
 	assert.Equal(t, 3, r.Counting)
 
+	// The refused attempt raised the nodes' lease ceilings (for three TTLs,
+	// acquire.lua), and DeclareFresh refuses while one lives: for all it
+	// can tell, a lease the ceiling covers may still be valid.
+	redistest.WaitFor(t, 30*time.Second, "the refused attempt's lease ceilings to expire", func() (bool, string) {
+		for i, s := range servers {
+			if ttl := s.Client(t).PTTL(bg(), "redlock:ceiling").Val(); ttl != -2*time.Nanosecond {
+				return false, fmt.Sprintf("node %d's ceiling expires in %v", i, ttl)
+			}
+		}
+		return true, ""
+	})
 	decl, err := redlock.DeclareFresh(bg(), pools)
 	require.NoError(t, err)
 	require.Len(t, decl, 3)
@@ -136,19 +148,29 @@ func nodeErrorsIn(err error) []*redlock.NodeError {
 	return nil
 }
 
-// DeclareFresh finds the library's keys by name and by value, and ignores
-// the application's.
+// DeclareFresh finds the library's keys by name and by value (a lease's
+// value of every kind, with its TTL), and ignores the application's.
 func TestRealDeclareFreshFindsLibraryKeys(t *testing.T) {
 	parallel(t)
 	servers := redistest.StartNUndeclared(t, 3, redistest.NoPersistence)
 	pools := openPools(t, servers)
 	c := servers[2].Client(t)
+	permits := func(k, slot string) error {
+		if err := c.HSet(bg(), k, slot, rand.Text()+" 99").Err(); err != nil {
+			return err
+		}
+		return c.PExpire(bg(), k, time.Minute).Err()
+	}
 	for _, tc := range []struct {
 		name, key string
 		set       func(key string) error
 	}{
 		{"lock", "job", func(k string) error { return c.Set(bg(), k, rand.Text(), time.Minute).Err() }},
-		{"permits", "pool", func(k string) error { return c.HSet(bg(), k, "0", rand.Text()+" 99").Err() }},
+		{"permits", "pool", func(k string) error { return permits(k, "0") }},
+		{"a permit in another slot", "pool", func(k string) error { return permits(k, "3") }},
+		{"multi-lock", "batch", func(k string) error { return c.Set(bg(), k, "m:"+rand.Text(), time.Minute).Err() }},
+		{"owner", "job", func(k string) error { return c.Set(bg(), k, "o:worker-1", time.Minute).Err() }},
+		{"readers marker", "doc", func(k string) error { return c.Set(bg(), k, "r:readers", time.Minute).Err() }},
 		{"readers", "doc:readers", func(k string) error { return c.ZAdd(bg(), k, redis.Z{Score: 1, Member: rand.Text()}).Err() }},
 		{"fence", "job:fence", func(k string) error { return c.Set(bg(), k, "3", 0).Err() }},
 		{"cluster companion", "fence{job}", func(k string) error { return c.Set(bg(), k, "3", 0).Err() }},
@@ -183,6 +205,7 @@ func TestRealDeclareFreshFindsLibraryKeys(t *testing.T) {
 	}
 	require.NoError(t, c.FlushAll(bg()).Err())
 	require.NoError(t, c.Set(bg(), "session:1", "hello", 0).Err())
+	require.NoError(t, c.Set(bg(), "cached", rand.Text(), 0).Err()) // a token's shape, no TTL: no lease's
 	_, err := redlock.DeclareFresh(bg(), pools)
 	require.NoError(t, err, "the application's keys are no obstacle")
 }

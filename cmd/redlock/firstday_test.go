@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,7 +43,9 @@ func TestFirstDay(t *testing.T) {
 	urls := urlsOf(servers, "")
 	key := keyFor(t)
 
-	p := run(t, "run", "--nodes", urls, "--key", key, "--", "echo", "ran")
+	// A short TTL: the refused attempt raises the nodes' lease ceilings for
+	// three of them (acquire.lua), and declare-fresh waits for that below.
+	p := run(t, "run", "--nodes", urls, "--key", key, "--ttl", "100ms", "--", "echo", "ran")
 	require.Equal(t, exitUnavailable, p.code, "stderr: %s", p.stderr)
 	assert.Empty(t, p.stdout.String(), "the command ran without the lock")
 	assert.Contains(t, p.stderr.String(), "node quarantined after a restart")
@@ -73,6 +77,16 @@ func TestFirstDay(t *testing.T) {
 	assert.Contains(t, out, "summary: 0 of 3 nodes count now, 2 needed")
 	assert.Contains(t, stderr, "configure appendonly yes + appendfsync always, or run `redlock nodes declare-fresh` on a new deployment")
 
+	// declare-fresh refuses while a ceiling lives: for all it can tell, a
+	// lease the ceiling covers may still be valid.
+	redistest.WaitFor(t, 10*time.Second, "the refused attempt's lease ceilings to expire", func() (bool, string) {
+		for i, s := range servers {
+			if n := s.Client(t).Exists(context.Background(), "redlock:ceiling").Val(); n != 0 {
+				return false, fmt.Sprintf("node %d keeps its ceiling", i)
+			}
+		}
+		return true, ""
+	})
 	code, out, stderr = nodesCmd(t, "declare-fresh", "--nodes", urls)
 	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", out, stderr)
 	for _, s := range servers {
@@ -86,13 +100,14 @@ func TestFirstDay(t *testing.T) {
 	assert.Contains(t, out, "partial, declared fresh")
 	assert.Contains(t, out, "summary: 3 of 3 nodes count now, 2 needed")
 
+	// Declared again: the declaration of the same run is no obstacle. (Not
+	// after the run below: its lease ceilings refuse it while they live.)
+	code, _, stderr = nodesCmd(t, "declare-fresh", "--nodes", urls)
+	require.Equal(t, exitOK, code, "stderr: %s", stderr)
+
 	p = run(t, "run", "--nodes", urls, "--key", key, "--", "echo", "ran")
 	require.Equal(t, 0, p.code, "stderr: %s", p.stderr)
 	assert.Equal(t, "ran\n", p.stdout.String())
-
-	// Declared again: the declaration of the same run is no obstacle.
-	code, _, stderr = nodesCmd(t, "declare-fresh", "--nodes", urls)
-	require.Equal(t, exitOK, code, "stderr: %s", stderr)
 }
 
 // nodes declare-fresh refuses a deployment one of whose nodes holds a key
@@ -114,7 +129,7 @@ func TestNodesDeclareFreshRefusesLibraryKeys(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			require.NoError(t, c.FlushAll(ctx).Err())
 			require.NoError(t, c.Set(ctx, "user:42", "hello", 0).Err())
-			require.NoError(t, c.Set(ctx, tt.key, tt.value, 0).Err())
+			require.NoError(t, c.Set(ctx, tt.key, tt.value, time.Minute).Err())
 			code, out, stderr := nodesCmd(t, "declare-fresh", "--nodes", urls)
 			require.Equal(t, exitFailure, code, "stdout: %s\nstderr: %s", out, stderr)
 			assert.Empty(t, out)
@@ -129,9 +144,10 @@ func TestNodesDeclareFreshRefusesLibraryKeys(t *testing.T) {
 			}
 		})
 	}
-	// A permit hash, by its first slot.
+	// A permit hash, by any of its slots.
 	require.NoError(t, c.FlushAll(ctx).Err())
-	require.NoError(t, c.HSet(ctx, "pool-slots", "0", rand.Text()+" 123").Err())
+	require.NoError(t, c.HSet(ctx, "pool-slots", "2", rand.Text()+" 123").Err())
+	require.NoError(t, c.PExpire(ctx, "pool-slots", time.Minute).Err())
 	code, _, stderr := nodesCmd(t, "declare-fresh", "--nodes", urls)
 	require.Equal(t, exitFailure, code, "stderr: %s", stderr)
 	assert.Contains(t, stderr, `"pool-slots"`)
@@ -186,5 +202,32 @@ func TestCredentialsRefused(t *testing.T) {
 			require.Equal(t, exitUnavailable, code, "stderr: %s", stderr)
 			assert.Contains(t, stderr, tt.code)
 		})
+	}
+}
+
+// nodes declare-fresh refuses while any node carries evidence of a lease
+// that may be valid (issue 58): a multi-lock held on all five nodes, nodes
+// 0-2 restarted empty. Nodes 3 and 4 keep the multi-lock's keys and their
+// lease ceilings; the refusal names them, says when each ceiling expires,
+// and declares no node.
+func TestNodesDeclareFreshRefusesWhileALeaseMayLive(t *testing.T) {
+	t.Parallel()
+	tn := startNodes(t, 5)
+	l, err := tn.client(t).TryLockAll(context.Background(), []string{"a", "b"}, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{l.Token(), l.Token(), l.Token(), l.Token(), l.Token()}, tn.values(t, "a"))
+	for _, s := range tn.servers[:3] {
+		s.Restart(t)
+	}
+
+	code, out, stderr := nodesCmd(t, "declare-fresh", "--nodes", tn.urls)
+	require.Equal(t, exitFailure, code, "stdout: %s\nstderr: %s", out, stderr)
+	assert.Empty(t, out)
+	for _, s := range tn.servers[3:] {
+		assert.Regexp(t, `node \d \(`+s.Addr()+`\): .*live redlock:ceiling \(leases of up to 1m0s\).* expires in `, stderr)
+	}
+	assert.Contains(t, stderr, "retry once every ceiling named has expired")
+	for i, s := range tn.servers[:3] {
+		assert.Zero(t, s.Client(t).Exists(context.Background(), pool.FreshStartKey).Val(), "node %d declared", i)
 	}
 }

@@ -29,8 +29,11 @@ lock judges each key's shard master at each vote. It only reads.
 
 declare-fresh declares each node of a NEW deployment fresh: SET
 redlock:fresh-start <run_id>, the node's current run, so that the quarantine
-counts it at once. It first scans every node, and declares none when any
-holds a key of the library's: a lock (a string holding a token), permits,
+counts it at once. It first reads every node, and declares none when any
+carries a live lease ceiling (redlock:ceiling: a lease the node granted may
+still be valid, there or on a node that restarted since; the refusal says
+when it expires) or holds a key of the library's: a lock of any kind (a
+token, a multi-lock's, an owner's, the readers' marker, permits),
 readers, a companion (K:fence, K:queue, ... and fence{K}, ... on a cluster),
 a "redlock:" marker (an earlier run's declaration included), or an
 election's key. Locks on any node mean the deployment is not new, and a node
@@ -48,7 +51,8 @@ Flags:
 Exit codes:
   0    check: a majority of the nodes counts now; declare-fresh: every
        node declared
-  1    declare-fresh: refused, a node holds the library's keys
+  1    declare-fresh: refused, a node holds the library's keys or a live
+       lease ceiling
   2    bad flags, or a bad URL
   69   check: no majority counts now (down, refusing the credentials,
        quarantined); declare-fresh: a node could not be read or written
@@ -259,8 +263,9 @@ func declareFresh(ctx context.Context, stdout, stderr io.Writer, pools []pool.Po
 		fmt.Fprintf(stderr, "  %s\n", strings.TrimPrefix(c.Error(), "redlock: "))
 	}
 	if errors.Is(err, redlock.ErrNotFresh) {
-		fmt.Fprintln(stderr, "redlock nodes declare-fresh: this deployment holds locks, so it is not new: "+
-			"a node that came back empty restarted, and the quarantine must judge it (docs/safety.md)")
+		fmt.Fprintln(stderr, "redlock nodes declare-fresh: this deployment holds locks, or a lease that may still be valid, so it is not new: "+
+			"a node that came back empty restarted, and the quarantine must judge it (docs/safety.md); "+
+			"where only lease ceilings (redlock:ceiling) refused it, retry once every ceiling named has expired")
 		return exitFailure
 	}
 	unavailableHint(stderr, "redlock nodes declare-fresh", causes...)
