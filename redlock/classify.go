@@ -23,7 +23,9 @@ import "errors"
 //     answer within the node timeout or before the caller's deadline
 //     (ErrNodeTimeout), a connection or command error (a refused password
 //     included), or a yes that did not count for the node's health
-//     (ErrNodeQuarantined, ErrNodeClock);
+//     (ErrNodeQuarantined, ErrNodeClock), and any answer, a refusal
+//     included, of a node that is another node's server under another
+//     address (ErrNodeSameServer);
 //   - a node with ErrPending counts for neither: it had not answered when
 //     the attempt decided (its answers had put the majority out of reach,
 //     or, once a node said the key is held, the short grace given to the
@@ -83,6 +85,8 @@ func refusalTally(err error) (holders, failed, spare int) {
 	}
 	for _, n := range qe.Nodes {
 		switch {
+		case errors.Is(n.Err, ErrNodeSameServer): // its refusal too: the server counts once
+			failed++
 		case isHeldCause(n.Err):
 			holders++
 		case errors.Is(n.Err, ErrPending): // unknown: neither

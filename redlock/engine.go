@@ -8,6 +8,7 @@ import (
 
 	"github.com/redlockgo/redlock/internal/fanout"
 	"github.com/redlockgo/redlock/internal/lease"
+	"github.com/redlockgo/redlock/internal/node"
 	"github.com/redlockgo/redlock/internal/wait"
 )
 
@@ -193,7 +194,13 @@ func (c *Client) refused(res, votes fanout.Result, agreed int, takes []lease.Tak
 		// Only a node that answered no is read: a straggler still writes
 		// its take.
 		if errors.Is(n.Err, ErrTaken) && takes[n.Node].Held != "" {
-			n.Err = fmt.Errorf("%w: key %q", ErrTaken, takes[n.Node].Held)
+			held := fmt.Errorf("%w: key %q", ErrTaken, takes[n.Node].Held)
+			var same *node.SameServerError
+			if errors.As(n.Err, &same) {
+				same.Answer = held // a refusal that does not count (node.Set.Refused)
+			} else {
+				n.Err = held
+			}
 		}
 	}
 	return qe

@@ -58,6 +58,13 @@ var (
 	// clock was seen running fast or jumping forward beyond the drift
 	// allowance (WithClockCheck): it may expire keys early.
 	ErrNodeClock = node.ErrClock
+	// ErrNodeSameServer is the per-node cause when a node said yes but
+	// another node of the Client is the same Redis server under another
+	// address (127.0.0.1 and localhost, a DNS name and its IP, a proxy):
+	// both pools learned the same run_id. A server's yes must count once,
+	// so neither node counts while both lead to it; the error names both
+	// addresses and the run. A NodeSameServer event reports it.
+	ErrNodeSameServer = node.ErrSameServer
 	// ErrLockDelay is the per-node cause when a node refused a key whose
 	// last holder's lock expired without a release less than the lock-delay
 	// ago (WithLockDelay). The node set nothing; the NodeError names the
@@ -241,7 +248,9 @@ func withContext(err error, ctxErr error) error {
 // NodeError per node that did not vote yes, in node order. A plain no is
 // reported as ErrTaken for a lock and as ErrNotHeld otherwise; a node with
 // no vote (a straggler) as ErrNodeTimeout when the decision came at the node
-// timeout, else as ErrPending.
+// timeout, else as ErrPending. A lock's refusal from a node that another
+// node is known to be the server of is an ErrNodeSameServer carrying it
+// (node.Set.Refused): one server is not two holders.
 func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *QuorumError {
 	qe := &QuorumError{Op: op, Agreed: res.Yes, Needed: c.nodes.Quorum(), Total: c.nodes.Len(), sentinel: sentinel}
 	causes := make([]error, c.nodes.Len())
@@ -265,6 +274,9 @@ func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *Quor
 		}
 	}
 	for i, cause := range causes {
+		if op == "lock" && isHeldCause(cause) {
+			cause = c.nodes.Refused(i, cause) // a server under two addresses is not two holders
+		}
 		if cause != nil {
 			qe.Nodes = append(qe.Nodes, &NodeError{Node: i, Addr: c.nodes.Pool(i).Addr(), Err: cause})
 		}

@@ -84,8 +84,13 @@ type NodeCheck struct {
 	// out of every majority, by the rule the Client applies
 	// (WithQuarantine), 0 when it counts.
 	Quarantined time.Duration
-	// Counts reports that the node's yes counts now: it answered and is
-	// not quarantined.
+	// SameServer lists the other nodes that are this node's server under
+	// another address (the same run_id, read anew here): a Client counts
+	// none of them (ErrNodeSameServer). nil for a Cluster node and its
+	// masters.
+	SameServer []int
+	// Counts reports that the node's yes counts now: it answered, is not
+	// quarantined and no other node is its server.
 	Counts bool
 }
 
@@ -102,7 +107,9 @@ type NodeCheck struct {
 // at once, and for a Client at its Pool's next connection. Reading them
 // needs a pool.Commander (FromURL's pools are); a Pool that is not one is
 // only asked the time, and counts, as the quarantine counts a node it
-// cannot age.
+// cannot age. Nodes whose servers report the same run_id are one server
+// under several addresses: none of them counts (NodeCheck.SameServer), as
+// a Client counts none of them (ErrNodeSameServer).
 func CheckNodes(ctx context.Context, pools []pool.Pool, opts ...Option) (NodesReport, error) {
 	if ctx == nil {
 		return NodesReport{}, errors.New("redlock: nil context")
@@ -124,6 +131,7 @@ func CheckNodes(ctx context.Context, pools []pool.Pool, opts ...Option) (NodesRe
 	eachPool(pools, func(i int, p pool.Pool) {
 		r.Nodes[i] = checkNode(ctx, i, p, timeout, r.Quarantine)
 	})
+	sameServers(r.Nodes)
 	for _, n := range r.Nodes {
 		if n.Counts {
 			r.Counting++

@@ -52,10 +52,17 @@ const (
 	// by each Client that learns it; Duration is the run's age when it
 	// counted again, Addr the node's, Err nil.
 	NodeReturned
+	// NodeSameServer: a node is the same Redis server as another node of
+	// the Client, under another address (both pools learned the same
+	// run_id), so neither counts (ErrNodeSameServer). Reported once per
+	// run of the node; Err is a *NodeError wrapping ErrNodeSameServer that
+	// names both addresses and the run, Addr the node's, Key is empty.
+	NodeSameServer
 )
 
 var kindNames = [...]string{"", "acquired", "not_obtained", "extended", "extend_failed", "lost", "released", "release_failed",
-	"node_quarantined", "node_unverified", "node_clock_fault", "node_returned"}
+	"node_quarantined", "node_unverified", "node_clock_fault", "node_returned",
+	"node_same_server"}
 
 // String returns the kind in snake case, as used in logs and metric labels.
 func (k EventKind) String() string {
@@ -82,8 +89,8 @@ type Event struct {
 	// Fence is the lock's fencing token, 0 without WithFencing.
 	Fence uint64
 	// Addr is the node's address for the events about one node
-	// (NodeQuarantined, NodeUnverified, NodeClockFault, NodeReturned), ""
-	// for the others.
+	// (NodeQuarantined, NodeUnverified, NodeClockFault, NodeReturned,
+	// NodeSameServer), "" for the others.
 	Addr string
 	// Err is the operation's error, with per-node detail (*QuorumError,
 	// *NodeError) for the failures; nil for successes.
@@ -129,7 +136,9 @@ func WithObserver(o Observer) Option {
 // New also logs, at Warn, one line when there are fewer than three nodes ("redlock: fewer than
 // three nodes tolerate no node failure"). A node that counts again before
 // its quarantine's end (a NodeReturned event) is logged at Info, with its
-// address and its run's age then.
+// address and its run's age then; a node that is another node's server
+// under another address (a NodeSameServer event) at Warn, once per run,
+// with both addresses.
 //
 // A degraded Client is visible before it is down: after an operation that
 // succeeded, each node that is out (NodeStates: silent, failing,
@@ -190,7 +199,7 @@ func logLevel(e Event) slog.Level {
 			return slog.LevelWarn
 		}
 		return slog.LevelDebug
-	case ExtendFailed, ReleaseFailed, NodeQuarantined, NodeUnverified, NodeClockFault:
+	case ExtendFailed, ReleaseFailed, NodeQuarantined, NodeUnverified, NodeClockFault, NodeSameServer:
 		return slog.LevelWarn
 	case Lost:
 		return slog.LevelError
@@ -216,6 +225,8 @@ func nodesFailed(err error) bool {
 	callerEnded := qe.ctxErr != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	for _, n := range qe.Nodes {
 		switch {
+		case errors.Is(n.Err, ErrNodeSameServer):
+			return true
 		case errors.Is(n.Err, ErrTaken), errors.Is(n.Err, ErrPending), errors.Is(n.Err, context.Canceled):
 		case callerEnded && errors.Is(n.Err, ErrNodeTimeout):
 		default:

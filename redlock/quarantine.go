@@ -126,6 +126,8 @@ func (c *Client) reportNode(ctx context.Context, i int, r node.Report, err error
 		kind = NodeUnverified
 	case node.ClockFault:
 		kind = NodeClockFault
+	case node.SameServer:
+		kind = NodeSameServer
 	case node.Returned:
 		var back *node.ReturnedError
 		if errors.As(err, &back) {

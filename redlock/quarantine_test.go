@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -12,17 +13,24 @@ import (
 	"github.com/redlockgo/redlock/redlock"
 )
 
-// knownPool is a Pool that tells the identity a test sets.
+// knownPool is a Pool that tells the identity a test sets, its run_id
+// made its own (run "new" of node 1 is "new@1"): each fake node is a
+// server of its own, which a Client checks (ErrNodeSameServer).
 type knownPool struct {
 	pool.Pool
-	mu sync.Mutex
-	id pool.Identity
+	node int
+	mu   sync.Mutex
+	id   pool.Identity
 }
 
 func (p *knownPool) Identity() (pool.Identity, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.id, true
+	id := p.id
+	if id.RunID != "" {
+		id.RunID += "@" + strconv.Itoa(p.node)
+	}
+	return id, true
 }
 
 func (p *knownPool) set(id pool.Identity) {
@@ -37,7 +45,7 @@ func knownNodes(t *testing.T, n int, now time.Time) []*knownPool {
 	fn := newFakeNodes(t, n)
 	out := make([]*knownPool, n)
 	for i, p := range fn.pools {
-		out[i] = &knownPool{Pool: p, id: pool.Identity{RunID: "old", Started: now.Add(-48 * time.Hour), Persistence: pool.PersistencePartial}}
+		out[i] = &knownPool{Pool: p, node: i, id: pool.Identity{RunID: "old", Started: now.Add(-48 * time.Hour), Persistence: pool.PersistencePartial}}
 	}
 	return out
 }

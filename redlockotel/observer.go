@@ -133,14 +133,15 @@ func New(opts ...Option) (*Observer, error) {
 
 // Observe records e: it updates the metrics and ends a span for it. It
 // implements redlock.Observer. Events about a node rather than a lock
-// (NodeQuarantined, NodeUnverified, NodeClockFault: once per node run, not
-// per operation) are not recorded; redlock.WithLogger logs them.
+// (NodeQuarantined, NodeUnverified, NodeClockFault, NodeSameServer: once
+// per node run, not per operation) are not recorded; redlock.WithLogger
+// logs them.
 func (o *Observer) Observe(ctx context.Context, e redlock.Event) {
 	if o == nil {
 		return
 	}
 	switch e.Kind {
-	case redlock.NodeQuarantined, redlock.NodeUnverified, redlock.NodeClockFault:
+	case redlock.NodeQuarantined, redlock.NodeUnverified, redlock.NodeClockFault, redlock.NodeSameServer:
 		return
 	}
 	why := ""

@@ -24,6 +24,9 @@ const (
 	// the quarantine's end, its horizon passed (horizon.go); the error is
 	// a *ReturnedError.
 	Returned
+	// SameServer: a run of the node is another node's too, under another
+	// address (sameserver.go); the error is a *SameServerError.
+	SameServer
 )
 
 // Reporter hands a report about node i to the Client's observers. It must
@@ -129,10 +132,11 @@ func (s *Set) Quarantined(i int) time.Duration {
 }
 
 // Health returns why node i must not count now for key, the lock key of
-// the decision its answer is part of (a quarantine, a clock fault, a
-// shard's failover), or nil when it counts. It runs the node's checks,
-// chosen when the Set was built: none when the checks are off or do not
-// apply to the node; the restart quarantine on a node whose Pool tells its
+// the decision its answer is part of (another node is the same server, a
+// quarantine, a clock fault, a shard's failover), or nil when it counts.
+// It runs the node's checks, chosen when the Set was built: none when the
+// checks do not apply to the node; the same-server check (sameserver.go)
+// and, when it is on, the restart quarantine on a node whose Pool tells its
 // identity; the shard check on a Redis Cluster node under the quarantine.
 // Only the shard check does I/O (HealthReads): one script on the master of
 // key's slot, bounded by ctx, and only once the checks without I/O let the

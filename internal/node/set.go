@@ -70,12 +70,13 @@ type Set struct {
 }
 
 // New builds the Set of pools: each node's naming from whether its Pool is
-// a Redis Cluster (pool.Cluster), and its health checks from cfg. Under the
-// restart quarantine a standalone node is checked on the identity its Pool
-// tells (pool.Identifier) or, for a Pool that tells none, on the identity
-// every script of the Set's reads in the same round trip (witness.go); a
-// Redis Cluster node gets the shard check. It does no I/O; StartClocks
-// starts the clock readings.
+// a Redis Cluster (pool.Cluster), and its health checks from cfg. Every
+// standalone node tells its server's identity: through its Pool
+// (pool.Identifier) or, for a Pool that tells none, through every script
+// of the Set's, which reads it in the same round trip (witness.go). An
+// identified node gets the same-server check, and the restart quarantine
+// when it is on; a Redis Cluster node under the quarantine gets the shard
+// check. It does no I/O; StartClocks starts the clock readings.
 func New(pools []pool.Pool, cfg Config) *Set {
 	n := len(pools)
 	s := &Set{
@@ -93,6 +94,7 @@ func New(pools []pool.Pool, cfg Config) *Set {
 		s.clocks = newClockWatch(n, cfg.DriftFactor, cfg.ClockHold)
 	}
 	s.horizon.init(n)
+	same := newServers(n)
 	for i, p := range s.pools {
 		s.names[i] = Names(Standalone{})
 		if cp, ok := p.(pool.Cluster); ok && cp.IsCluster() {
@@ -100,9 +102,12 @@ func New(pools []pool.Pool, cfg Config) *Set {
 		}
 		s.sameAs[i] = slices.Index(s.names, s.names[i])
 		idr, ok := p.(pool.Identifier)
-		if !ok && cfg.Quarantine > 0 && s.names[i] == Names(Standalone{}) {
+		if !ok && s.names[i] == Names(Standalone{}) {
 			w := newWitnessed(p) // every call tells the run that answered
 			s.pools[i], idr, ok = w, w, true
+		}
+		if ok {
+			s.checks[i] = append(s.checks[i], same.watch(s, i, idr)) // first: a misconfiguration outranks a node's state
 		}
 		if ok && cfg.Quarantine > 0 {
 			s.checks[i] = append(s.checks[i], &quarantine{id: idr, set: s})
