@@ -250,9 +250,10 @@ func explain(err error) string {
 
 // isRefusal reports whether a node's cause is one the library decided on
 // an answer, not the key's holder: a node that must not count (restart
-// quarantine, clock check), a key of another kind, a lock-delay.
+// quarantine, clock check, another node's server), a key of another kind,
+// a lock-delay.
 func isRefusal(err error) bool {
-	for _, e := range []error{redlock.ErrNodeQuarantined, redlock.ErrNodeClock, redlock.ErrWrongKind, redlock.ErrLockDelay} {
+	for _, e := range []error{redlock.ErrNodeQuarantined, redlock.ErrNodeClock, redlock.ErrNodeSameServer, redlock.ErrWrongKind, redlock.ErrLockDelay} {
 		if errors.Is(err, e) {
 			return true
 		}

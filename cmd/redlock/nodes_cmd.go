@@ -24,7 +24,9 @@ rule the lock applies: a node younger than the quarantine counts only if it
 persists every write or carries the fresh-start declaration for its current
 run), its maxmemory-policy (anything but noeviction may evict a lock), and
 its clock's offset from the local clock (TIME, to within half a round
-trip). Of a Redis Cluster node it shows only the answer and the clock: the
+trip). Nodes whose servers report the same run_id are one server under
+several addresses: none of them counts (the lock counts none of them
+either). Of a Redis Cluster node it shows only the answer and the clock: the
 lock judges each key's shard master at each vote. It only reads.
 
 declare-fresh declares each node of a NEW deployment fresh: SET
@@ -55,7 +57,7 @@ Exit codes:
        lease ceiling
   2    bad flags, or a bad URL
   69   check: no majority counts now (down, refusing the credentials,
-       quarantined); declare-fresh: a node could not be read or written
+       quarantined, one server under several addresses); declare-fresh: a node could not be read or written
 `
 
 // nodesOptions are the flags of nodes check and nodes declare-fresh.
@@ -128,12 +130,15 @@ func showCheck(stdout, stderr io.Writer, r redlock.NodesReport) int {
 	fmt.Fprintln(tw, "NODE\tADDRESS\tANSWERS\tVERSION\tPERSISTENCE\tUPTIME\tQUARANTINE\tMAXMEMORY-POLICY\tCLOCK")
 	var notes []string
 	var errs []error
-	quarantined := 0
+	quarantined, same := 0, 0
 	for _, n := range r.Nodes {
-		notes = append(notes, checkRow(tw, n)...)
-		if n.Err != nil {
+		notes = append(notes, checkRow(tw, n, r.Nodes)...)
+		switch {
+		case n.Err != nil:
 			errs = append(errs, n.Err)
-		} else if n.Quarantined > 0 || (n.Cluster && !n.Counts) {
+		case len(n.SameServer) > 0:
+			same++
+		case n.Quarantined > 0 || (n.Cluster && !n.Counts):
 			quarantined++
 		}
 	}
@@ -148,6 +153,9 @@ func showCheck(stdout, stderr io.Writer, r redlock.NodesReport) int {
 	switch {
 	case loginCode(errs...) != "":
 		fmt.Fprintf(stderr, "redlock nodes check: no majority counts: %s\n", loginHint(loginCode(errs...)))
+	case same > 0:
+		fmt.Fprintln(stderr, "redlock nodes check: no majority counts: some addresses lead to one server, "+
+			"which counts for none of them: give each node a server of its own")
 	case quarantined > 0:
 		fmt.Fprintln(stderr, "redlock nodes check: no majority counts: configure appendonly yes + appendfsync always, "+
 			"or run `redlock nodes declare-fresh` on a new deployment, or wait out the quarantine")
@@ -158,8 +166,9 @@ func showCheck(stdout, stderr io.Writer, r redlock.NodesReport) int {
 }
 
 // checkRow writes node n's row of the table to tw, and returns the lines
-// to print below it: why it does not count, what needs care.
-func checkRow(tw io.Writer, n redlock.NodeCheck) []string {
+// to print below it: why it does not count, what needs care. all is every
+// node, for the addresses of those that are n's server.
+func checkRow(tw io.Writer, n redlock.NodeCheck, all []redlock.NodeCheck) []string {
 	var notes []string
 	note := func(format string, args ...any) {
 		notes = append(notes, fmt.Sprintf("node %d (%s): ", n.Node, n.Addr)+fmt.Sprintf(format, args...))
@@ -178,6 +187,10 @@ func checkRow(tw io.Writer, n redlock.NodeCheck) []string {
 	}
 	quar := "counts"
 	switch {
+	case len(n.SameServer) > 0:
+		quar = "same server"
+		note("the same server as %s (run_id %s): a server counts once, so none of them counts; give each node a server of its own",
+			sameAs(n.SameServer, all), n.RunID)
 	case n.Quarantined > 0:
 		quar = "out " + n.Quarantined.Truncate(time.Second).String()
 		note("quarantined for %v more: up %v, persistence %s, no fresh-start declaration for run %s",
@@ -285,6 +298,15 @@ func uptimeOf(n redlock.NodeCheck) string {
 		return "-"
 	}
 	return n.Uptime.String()
+}
+
+// sameAs names the nodes of all listed in same: "node 0 (127.0.0.1:6379)".
+func sameAs(same []int, all []redlock.NodeCheck) string {
+	names := make([]string, len(same))
+	for k, j := range same {
+		names[k] = fmt.Sprintf("node %d (%s)", j, all[j].Addr)
+	}
+	return strings.Join(names, ", ")
 }
 
 func dash(s string) string {
