@@ -54,8 +54,12 @@ type lifecycle struct {
 // nil interface value, or a nil adapter whose Addr panics); no two pools have the same Addr (the same pool given
 // twice included); every option is valid; and the drift factor leaves some
 // validity to a TTL of at most MaxTTL. It calls nothing on a pool but Addr,
-// and cannot tell two addresses of one server apart: that the pools are
-// independent masters is the caller's to ensure.
+// so it cannot tell two addresses of one server apart yet: the Client does,
+// at every vote, among the pools that tell their server's identity
+// (pool.Identifier): a node whose server another node also reaches (the same
+// run_id) counts for nothing, with ErrNodeSameServer naming both addresses.
+// That the pools are independent masters (no replicas) is the caller's to
+// ensure.
 //
 // A Client over one or two pools tolerates no node failure: its majority
 // is every node, so one node down, silent or quarantined stops every
