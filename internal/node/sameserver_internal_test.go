@@ -100,3 +100,22 @@ func TestSameServerIgnoresHiddenRuns(t *testing.T) {
 	}
 	assert.Empty(t, *reports)
 }
+
+// The check on a healthy node's yes: one identity read per node, no
+// allocation.
+func BenchmarkHealthFiveServers(b *testing.B) {
+	ps := make([]pool.Pool, 5)
+	for i := range ps {
+		p := &idPool{addr: "127.0.0.1:700" + string(rune('1'+i))}
+		p.learn("run-" + string(rune('a'+i)))
+		ps[i] = p
+	}
+	s := New(ps, Config{Clock: clock.Real{}, Report: func(context.Context, int, Report, error) {}})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Health(ctx, 0, "k"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
