@@ -90,9 +90,12 @@ func (l *Lock) setUntil(t time.Time) {
 	l.mu.Unlock()
 }
 
-// Extend resets the lock's TTL to ttl on every node that still holds our
-// token, and recomputes Until() from the start of the call. It succeeds only
-// at a majority and only before Until(); it never re-creates an expired lock.
+// Extend sets the lock's TTL to ttl on every node that still holds our
+// token, or keeps the TTL the key has there when that is longer, and
+// recomputes Until() from the start of the call and ttl. It succeeds only
+// at a majority and only before Until(); it never re-creates an expired
+// lock, and never shortens one: another handle of the same token (Resume)
+// may count on the longer TTL.
 //
 // On failure Until() is left unchanged (or moved earlier, if ttl was shorter
 // than what remained) and the error wraps ErrNotHeld when the lock is known

@@ -94,7 +94,8 @@ func TestExtendShorterTTLFailureMovesUntilEarlier(t *testing.T) {
 	require.NoError(t, err)
 	fn.faults[0].Fail(errDown)
 	fn.faults[1].Fail(errDown)
-	// Node 2 accepts a 1s TTL: its copy now expires long before the old Until.
+	// Node 2 accepts a 1s TTL (it keeps its longer one: an extension never
+	// shortens a key); Until, from the shorter TTL, only moves earlier.
 	require.Error(t, l.Extend(bg(), time.Second))
 	assert.True(t, l.Until().Before(clk.Now().Add(time.Second)))
 }

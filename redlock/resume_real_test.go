@@ -155,3 +155,82 @@ func TestRealResumeOnAnotherKind(t *testing.T) {
 	assert.NotErrorIs(t, err, redlock.ErrNotExtended)
 	releasedOrLate(t, r.Unlock(bg()), "r's Unlock")
 }
+
+// A Resume, and every extension through either handle of a token, never
+// shortens the key's TTL below what the other handle counts on (on
+// cfb0d9a, Resume(key, token, 1s) set a kept 30s lock's keys to 1s, and a
+// third Client took the key with 28s of the first handle's validity left):
+// the extension keeps the longer of its TTL and the key's. In every mode an
+// exclusive lock is resumed in: plain, fenced, under a lock-delay (whose
+// holder marker must outlive the key by the delay). The checks read the
+// nodes' TTLs once every node answered (WaitIdle), so no timing decides.
+func TestRealResumeNeverShortensTheHoldersLease(t *testing.T) {
+	parallel(t)
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration // the Clients' WithLockDelay
+		lopts []redlock.LockOption
+	}{
+		{name: "plain"},
+		{name: "fenced", lopts: []redlock.LockOption{redlock.WithFencing()}},
+		{name: "lock-delay", delay: 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			servers, pools := realNodes(t, 3)
+			var copts []redlock.Option
+			if tc.delay > 0 {
+				copts = append(copts, redlock.WithLockDelay(tc.delay))
+			}
+			a := newPatientClient(t, pools, copts...)
+			b := newPatientClient(t, pools, copts...)
+			key := "resume-lease-" + tc.name
+			held := retryUnanswered(t, a, "the holder's lock", 3, func() (*redlock.Lock, error) {
+				return a.TryLock(bg(), key, 30*time.Second, tc.lopts...)
+			})
+			a.WaitIdle()
+
+			short, err := b.Resume(bg(), key, held.Token(), time.Second, tc.lopts...)
+			require.NoError(t, err)
+			b.WaitIdle()
+			leaseOutlives(t, servers, key, held, tc.delay)
+			require.NoError(t, short.Extend(bg(), time.Second), "the resumed handle extends")
+			b.WaitIdle()
+			leaseOutlives(t, servers, key, held, tc.delay)
+
+			// The other way round: the first handle's shorter extension
+			// keeps the resumed handle's longer lease.
+			long, err := b.Resume(bg(), key, held.Token(), time.Minute, tc.lopts...)
+			require.NoError(t, err)
+			b.WaitIdle()
+			require.NoError(t, held.Extend(bg(), 30*time.Second))
+			a.WaitIdle()
+			leaseOutlives(t, servers, key, long, tc.delay)
+			leaseOutlives(t, servers, key, held, tc.delay)
+
+			_, err = newClient(t, pools, copts...).TryLock(bg(), key, time.Second)
+			require.ErrorIs(t, err, redlock.ErrNotObtained, "one hold, still valid")
+			releasedOrLate(t, long.Unlock(bg()), "the resumed Lock's Unlock")
+		})
+	}
+}
+
+// leaseOutlives checks that key outlives l's validity on every node, and
+// under a lock-delay (delay > 0) that its holder marker outlives it by the
+// delay: l's holder counts on no more than the nodes keep.
+func leaseOutlives(t *testing.T, servers []*redistest.Server, key string, l *redlock.Lock, delay time.Duration) {
+	t.Helper()
+	for _, s := range servers {
+		c := s.Client(t)
+		// left is read before the node's TTL, which counts down from a
+		// later instant: TTL >= left means the key ends no earlier.
+		left := time.Until(l.Until())
+		ttl, err := c.PTTL(bg(), key).Result()
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, ttl, left, "the key's TTL on %s against the holder's validity", s.Addr())
+		if delay > 0 {
+			marker, err := c.PTTL(bg(), key+":held").Result()
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, marker, left+delay, "the holder marker's TTL on %s", s.Addr())
+		}
+	}
+}
