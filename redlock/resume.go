@@ -37,8 +37,12 @@ import (
 // lock's is refused: a multi-lock's at once, with ErrWrongKind and no node
 // called; on a key that holds permits or a key of the application's, the
 // node that refused names it with ErrWrongKind (as TryLock's does); on a
-// key held by readers, ErrNotHeld. Both Locks, the original and the
-// resumed one, act on the same hold: whichever unlocks first releases it.
+// key held by readers, ErrNotHeld. The nodes extend only a value that has
+// an exclusive lock's form (what Lock.Token returns), checked in the same
+// script step that reads it: the readers' marker ("r:readers") or a value
+// of the application's, given as the token, is refused with ErrNotHeld and
+// left untouched. Both Locks, the original and the resumed one, act on
+// the same hold: whichever unlocks first releases it.
 //
 // Readers, permits, multi-locks and an owner's holds (WithOwner) cannot be
 // resumed yet: a reader's, a permit's and an owner's hold is one lease

@@ -234,3 +234,41 @@ func leaseOutlives(t *testing.T, servers []*redistest.Server, key string, l *red
 		}
 	}
 }
+
+// Resume takes only a key whose value is an exclusive lock's token, checked
+// by the script that extends, in the step that reads the value: never the
+// readers' marker (on 4e8930b, Resume(key, "r:readers") on a key held by a
+// reader succeeded, its Unlock deleted the marker, and a writer took the
+// key with 30s of the reader's lease left), nor a value of the
+// application's, whose key it would have given a TTL.
+func TestRealResumeRefusesAReadersMarker(t *testing.T) {
+	parallel(t)
+	servers, pools := realNodes(t, 3)
+	c := newClient(t, pools)
+	reader := retryUnanswered(t, c, "the reader's lease", 3, func() (*redlock.Lock, error) {
+		return c.TryRLock(bg(), "resume-readers", 30*time.Second)
+	})
+	c.WaitIdle()
+
+	b := newClient(t, pools)
+	_, err := b.Resume(bg(), "resume-readers", "r:readers", time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotHeld)
+	b.WaitIdle()
+	assert.Equal(t, 3, realHolders(t, servers, "resume-readers", "r:readers"), "the readers' marker is untouched")
+	leaseOutlives(t, servers, "resume-readers", reader, 0)
+	_, err = b.TryLock(bg(), "resume-readers", time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained, "no writer beside the reader")
+	releasedOrLate(t, reader.Unlock(bg()), "the reader's Unlock")
+
+	for _, s := range servers {
+		require.NoError(t, s.Client(t).Set(bg(), "resume-app", "not a token", 0).Err())
+	}
+	_, err = b.Resume(bg(), "resume-app", "not a token", time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotHeld)
+	b.WaitIdle()
+	for _, s := range servers {
+		ttl, err := s.Client(t).PTTL(bg(), "resume-app").Result()
+		require.NoError(t, err)
+		assert.Equal(t, time.Duration(-1), ttl, "the application's key keeps no TTL on %s", s.Addr())
+	}
+}
