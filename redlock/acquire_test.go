@@ -96,12 +96,14 @@ func TestSlowNodeDoesNotDelayDecision(t *testing.T) {
 	fn := newFakeNodes(t, 5)
 	release := fn.faults[4].Hold() // node 4 answers only when we say so
 	defer release()
-	c := newClient(t, fn.pools, redlock.WithNodeTimeout(time.Hour))
+	c := newClient(t, fn.pools, redlock.WithNodeTimeout(redlock.NodeTimeoutLimit))
 
-	// If TryLock waited for node 4 it would never return: the gate is shut
-	// and the node timeout is an hour.
+	// If TryLock waited for node 4 it would return only at the node
+	// timeout (the gate stays shut until then), the longest one allowed,
+	// with that much less validity.
 	l, err := c.TryLock(bg(), "k", time.Minute)
 	require.NoError(t, err)
+	assert.Greater(t, time.Until(l.Until()), time.Minute-redlock.NodeTimeoutLimit, "decided at the majority, not at the node timeout")
 	require.NoError(t, l.Unlock(bg()))
 
 	// The straggler's SET lands after Unlock: the Client releases it.
@@ -115,7 +117,7 @@ func TestStragglerOfFailedAttemptIsReleased(t *testing.T) {
 	fn.faults[0].Fail(errDown)
 	fn.faults[1].Fail(errDown)
 	release := fn.faults[2].Hold()
-	c := newClient(t, fn.pools, redlock.WithNodeTimeout(time.Hour))
+	c := newClient(t, fn.pools, redlock.WithNodeTimeout(redlock.NodeTimeoutLimit))
 
 	_, err := c.TryLock(bg(), "k", time.Minute)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)

@@ -101,7 +101,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		ClockHold:   clockHold(cfg),
 		DriftFactor: cfg.driftFactor,
 		Timeout:     c.nodeTimeout(0),
-		Settle:      max(c.nodeTimeout(0), MaxNodeTimeout),
+		Settle:      NodeTimeoutLimit, // any Client's votes, not only this one's (WithNodeTimeout)
 		Clock:       cfg.clock,
 		Report:      c.reportNode,
 		Refusal:     isHeldCause, // the key is held: the node answered

@@ -48,7 +48,7 @@ func TestFenceIsMaxOfMajorityPlusOne(t *testing.T) {
 func TestFenceNeverLowersACounter(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	require.NoError(t, fn.servers[2].Set("k:fence", "99"))
-	c := newClient(t, fn.pools, redlock.WithNodeTimeout(time.Hour))
+	c := newClient(t, fn.pools, redlock.WithNodeTimeout(redlock.NodeTimeoutLimit))
 	// Node 2 answers phase 1 late: the fence is chosen from nodes 0 and 1,
 	// then phase 2 reaches node 2, whose counter is higher.
 	release := fn.faults[2].Hold()
@@ -89,7 +89,7 @@ func TestFencesStrictlyIncreaseUnderRandomMinorityFailures(t *testing.T) {
 
 func TestFenceWithStraggler(t *testing.T) {
 	fn := newFakeNodes(t, 5)
-	c := newClient(t, fn.pools, redlock.WithNodeTimeout(time.Hour))
+	c := newClient(t, fn.pools, redlock.WithNodeTimeout(redlock.NodeTimeoutLimit))
 	first, err := c.TryLock(bg(), "k", time.Minute, redlock.WithFencing())
 	require.NoError(t, err)
 	require.NoError(t, first.Unlock(bg()))

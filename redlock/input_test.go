@@ -38,6 +38,10 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"same pool twice", []pool.Pool{fn.pools[0], fn.pools[1], fn.pools[0]}, nil, "pools 0 and 2 have the same address " + fn.pools[0].Addr()},
 		{"same address twice", []pool.Pool{fn.pools[1], valuePool{Pool: fn.pools[1]}}, nil, "pools 0 and 1 have the same address"},
 		{"zero node timeout", fn.pools, []redlock.Option{redlock.WithNodeTimeout(0)}, "node timeout"},
+		// The bound every Client keeps to, which a restarted node's
+		// return waits out: said, with what to do.
+		{"node timeout above the limit", fn.pools, []redlock.Option{redlock.WithNodeTimeout(redlock.NodeTimeoutLimit + time.Millisecond)},
+			"node timeout 5.001s is above NodeTimeoutLimit (5s), the longest a counted vote may take, which a restarted node's return waits out (docs/safety.md): use at most 5s"},
 		{"negative drift", fn.pools, []redlock.Option{redlock.WithDriftFactor(-1)}, "drift factor"},
 		{"NaN drift", fn.pools, []redlock.Option{redlock.WithDriftFactor(math.NaN())}, "drift factor"},
 		{"nil clock", fn.pools, []redlock.Option{redlock.WithClock(nil)}, "nil clock"},

@@ -177,14 +177,14 @@ func newPatientClient(t testing.TB, pools []pool.Pool, opts ...redlock.Option) *
 
 // newFakeTimeClient returns a Client on clk over in-process nodes, closed
 // when t ends. On a fake clock the node timeout bounds only the real wait
-// for a node's answer, never a lock's validity, so it is long (10s): a first
-// call on fresh miniredis nodes, stalled by a loaded machine (a go test
-// ./... still compiling beside it), once took over the 1s of newClient on
-// all three nodes at once. It suits only a test whose locks are not kept
+// for a node's answer, never a lock's validity, so it is the longest
+// allowed (NodeTimeoutLimit, 5s): a first call on fresh miniredis nodes,
+// stalled by a loaded machine (a go test ./... still compiling beside it),
+// once took over the 1s of newClient on all three nodes at once. It suits only a test whose locks are not kept
 // (a keeper's schedule and loss margin follow the node timeout).
 func newFakeTimeClient(t testing.TB, pools []pool.Pool, clk *clock.Fake, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
-	return newClient(t, pools, append([]redlock.Option{redlock.WithClock(clk), redlock.WithNodeTimeout(10 * time.Second)}, opts...)...)
+	return newClient(t, pools, append([]redlock.Option{redlock.WithClock(clk), redlock.WithNodeTimeout(redlock.NodeTimeoutLimit)}, opts...)...)
 }
 
 // fakeClock returns a fake clock at a fixed instant.

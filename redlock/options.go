@@ -20,6 +20,17 @@ const (
 	// a short one makes a loaded client time out, and go-redis then drops
 	// the connection, which makes the next call slower still.
 	MaxNodeTimeout = 500 * time.Millisecond
+	// NodeTimeoutLimit is the longest node timeout any Client accepts
+	// (WithNodeTimeout; the CLI's --node-timeout and --timeout). A vote
+	// counts only if it answered within its call's node timeout, so no grant
+	// a lock counts stays in flight longer than this, for any Client of
+	// the nodes: a restarted node's return waits it out before it reads its
+	// peers' lease ceilings (docs/safety.md, "A restarted node's return").
+	// 5s is above the 3s the test suites need on a loaded two-core machine,
+	// ten times the default cap, and no longer than the ceilings of the
+	// usual TTLs, which that return waits for anyway; a node slower than it
+	// is better counted as failed.
+	NodeTimeoutLimit = 5 * time.Second
 	// MaxTTL is the longest TTL a lock accepts. A holder that dies keeps
 	// others out for its whole TTL, and a longer one is more often a unit
 	// mistake than an intent: keep long work alive with WithAutoExtend.
@@ -57,7 +68,10 @@ func (c *config) fail(format string, args ...any) {
 // TTL as the algorithm requires, so that a dead node cannot eat the lock's
 // validity. Status, which concerns no TTL, uses MaxNodeTimeout by default.
 // A d above about a third of a TTL leaves no time to extend that lock: see
-// WithAutoExtend.
+// WithAutoExtend. d must be positive and at most NodeTimeoutLimit, which
+// every Client of the nodes must keep to: a restarted node counts again
+// once the votes of every Client can have landed, and a longer d would
+// count votes that land after (New reports it).
 //
 // d is when a call decides without a node: a node that has not answered
 // within d counts as failed (ErrNodeTimeout), and validity is counted from
@@ -73,6 +87,10 @@ func WithNodeTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
 			c.fail("node timeout must be positive, got %v", d)
+			return
+		}
+		if d > NodeTimeoutLimit {
+			c.fail("node timeout %v is above NodeTimeoutLimit (%v), the longest a counted vote may take, which a restarted node's return waits out (docs/safety.md): use at most %v; a node slower than that counts as failed", d, NodeTimeoutLimit, NodeTimeoutLimit)
 			return
 		}
 		c.nodeTimeout = d

@@ -30,7 +30,10 @@ import (
 // restarted was decided by votes that answered within its attempt's node
 // timeout of its start, which was before r's grant: so by Settle after the
 // restart every vote L counted has landed (a waiter's grants are no
-// exception: Won confirms them with an extension, redlock/queue.go). L was
+// exception: Won confirms them with an extension, redlock/queue.go). L
+// may be any Client's, so Settle is the longest node timeout any Client
+// accepts (redlock.NodeTimeoutLimit), not the reader's own: a ceiling read
+// sooner may come before a slower Client's grant lands on the peer. L was
 // granted by a majority M; a node of M other than r that counts at the
 // read either kept its data since it granted L, so its ceiling is at least
 // L's TTL and alive while L may be valid, or restarted since and was
