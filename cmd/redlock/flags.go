@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redlockgo/redlock/redlock"
 )
 
 // newFlagSet returns a FlagSet for a subcommand that prints nothing itself:
@@ -66,6 +68,14 @@ func flagMessage(err error) string {
 func usageError(stderr io.Writer, cmd string, format string, args ...any) int {
 	fmt.Fprintf(stderr, "redlock %s: %s\nRun \"redlock help %s\" for usage.\n", cmd, fmt.Sprintf(format, args...), cmd)
 	return exitUsage
+}
+
+// nodeTimeoutTooLong is the usage error of a per-node timeout flag set
+// above redlock.NodeTimeoutLimit, which every Client of the nodes keeps to
+// (a restarted node's return waits it out; redlock.New refuses more).
+func nodeTimeoutTooLong(flag string, d time.Duration) string {
+	return fmt.Sprintf("%s must be at most %v, the longest node timeout any client may use (redlock.NodeTimeoutLimit), got %v: give %v or less; a node slower than that counts as failed",
+		flag, redlock.NodeTimeoutLimit, d, redlock.NodeTimeoutLimit)
 }
 
 // durationFlag is a duration flag whose errors say what to write, and which

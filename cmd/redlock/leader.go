@@ -23,7 +23,7 @@ Flags:
                     rediss://host:port (TLS), or a bare host:port
                     (default: $REDLOCK_NODES)
   --election NAME   the election's name
-  --timeout D       how long to wait for each node (default 1s)
+  --timeout D       how long to wait for each node, at most 5s (default 1s)
 
 Exit codes:
   0    a leader: its value and term are printed
@@ -56,6 +56,8 @@ func leaderMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return usageError(stderr, "leader", "--election is required")
 	case timeout.d <= 0:
 		return usageError(stderr, "leader", "--timeout must be positive, got %v", timeout.d)
+	case timeout.d > redlock.NodeTimeoutLimit:
+		return usageError(stderr, "leader", "%s", nodeTimeoutTooLong("--timeout", timeout.d))
 	}
 	urls, err := nodes.fromEnv()
 	if err != nil {

@@ -46,7 +46,8 @@ Flags:
   --nodes URLS      comma-separated node URLs: redis://host:port,
                     rediss://host:port (TLS), or a bare host:port
                     (default: $REDLOCK_NODES)
-  --timeout D       how long to wait for each command to a node (default 1s)
+  --timeout D       how long to wait for each command to a node, at most 5s
+                    (default 1s)
   --quarantine D    check: the quarantine the lock's clients use
                     (redlock run --quarantine; default 24h14m24s)
 
@@ -99,6 +100,8 @@ func nodesMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return usageError(stderr, "nodes", "unexpected argument %q", fs.Arg(0))
 	case o.timeout.d <= 0:
 		return usageError(stderr, "nodes", "--timeout must be positive, got %v", o.timeout.d)
+	case o.timeout.d > redlock.NodeTimeoutLimit:
+		return usageError(stderr, "nodes", "%s", nodeTimeoutTooLong("--timeout", o.timeout.d))
 	case o.quarantine.d < 0:
 		return usageError(stderr, "nodes", "--quarantine must not be negative, got %v", o.quarantine.d)
 	}

@@ -50,7 +50,7 @@ Flags:
                       TTL/20 with the default node timeout: 500ms for a 10s
                       TTL). A grace longer than the margin lets COMMAND
                       outlive the lock.
-  --node-timeout D    bound on each call to one node
+  --node-timeout D    bound on each call to one node, at most 5s
                       (default: min(TTL/20, 500ms))
   --quarantine D      how long a node that restarted without persisting
                       every write stays out of the majority: the longest TTL
@@ -231,6 +231,8 @@ func (r *runner) parse(args []string) (urls []string, code int, ok bool) {
 		return nil, usageError(r.stderr, "run", "--grace must not be negative, got %v", r.grace), false
 	case f.nodeTimeout.set && r.nodeTimeout <= 0:
 		return nil, usageError(r.stderr, "run", "--node-timeout must be positive, got %v", r.nodeTimeout), false
+	case r.nodeTimeout > redlock.NodeTimeoutLimit:
+		return nil, usageError(r.stderr, "run", "%s", nodeTimeoutTooLong("--node-timeout", r.nodeTimeout)), false
 	case f.quarantine.d < 0:
 		return nil, usageError(r.stderr, "run", "--quarantine must not be negative, got %v", f.quarantine.d), false
 	case f.maxHold.d < 0:

@@ -27,7 +27,7 @@ Flags:
                  rediss://host:port (TLS), or a bare host:port
                  (default: $REDLOCK_NODES)
   --key KEY      the lock's key
-  --timeout D    how long to wait for each node (default 1s)
+  --timeout D    how long to wait for each node, at most 5s (default 1s)
   --json         print one JSON object instead of the table: the key, the
                  verdict and summary, and one entry per node (docs/cli.md)
 
@@ -80,6 +80,8 @@ func statusMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return usageError(stderr, "status", "--key is required")
 	case timeout.d <= 0:
 		return usageError(stderr, "status", "--timeout must be positive, got %v", timeout.d)
+	case timeout.d > redlock.NodeTimeoutLimit:
+		return usageError(stderr, "status", "%s", nodeTimeoutTooLong("--timeout", timeout.d))
 	}
 	urls, err := nodes.fromEnv()
 	if err != nil {

@@ -32,6 +32,14 @@ func TestBadUsage(t *testing.T) {
 		{"bad duration", nil, []string{"run", "--nodes", nodes, "--key", "k", "--ttl", "soon", "--", "true"}, `redlock run: bad --ttl "soon": not a duration`},
 		{"duration without unit", nil, []string{"run", "--nodes", nodes, "--key", "k", "--ttl", "3", "--", "true"}, `redlock run: bad --ttl "3": a duration needs a unit, as in 3s or 3ms`},
 		{"zero node timeout", nil, []string{"run", "--nodes", nodes, "--key", "k", "--node-timeout", "0", "--", "true"}, "--node-timeout must be positive"},
+		// Every command that makes a Client keeps to the library's bound
+		// on node timeouts, and says it and what to give.
+		{"node timeout above the limit", nil, []string{"run", "--nodes", nodes, "--key", "k", "--node-timeout", "5001ms", "--", "true"},
+			"redlock run: --node-timeout must be at most 5s, the longest node timeout any client may use (redlock.NodeTimeoutLimit), got 5.001s: give 5s or less"},
+		{"status timeout above the limit", nil, []string{"status", "--nodes", nodes, "--key", "k", "--timeout", "6s"}, "redlock status: --timeout must be at most 5s"},
+		{"leader timeout above the limit", nil, []string{"leader", "--nodes", nodes, "--election", "e", "--timeout", "6s"}, "redlock leader: --timeout must be at most 5s"},
+		{"nodes check timeout above the limit", nil, []string{"nodes", "check", "--nodes", nodes, "--timeout", "6s"}, "redlock nodes: --timeout must be at most 5s"},
+		{"nodes declare-fresh timeout above the limit", nil, []string{"nodes", "declare-fresh", "--nodes", nodes, "--timeout", "6s"}, "redlock nodes: --timeout must be at most 5s"},
 		{"zero ttl", nil, []string{"run", "--nodes", nodes, "--key", "k", "--ttl", "0", "--", "true"}, "--ttl must be at least 10ms, got 0s"},
 		{"ttl too short", nil, []string{"run", "--nodes", nodes, "--key", "k", "--ttl", "1ms", "--", "true"}, "--ttl must be at least 10ms"},
 		{"negative wait", nil, []string{"run", "--nodes", nodes, "--key", "k", "--wait", "-1s", "--", "true"}, "--wait must not be negative"},
