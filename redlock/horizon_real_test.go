@@ -34,15 +34,17 @@ func returns() (redlock.Option, <-chan redlock.Event) {
 
 // Five unpersisted nodes, a 3s lock held (kept alive), node 0 restarted
 // empty. A Client that reaches every node finds node 0 quarantined and
-// reads its peers' ceilings (3s): node 0 counts again within 3s + drift +
-// 2s of its restart, and the Client declares it (B, or A's keeper). A Client created after
+// reads its peers' ceilings (3s) once the settle time (NodeTimeoutLimit, 5s)
+// has passed: node 0 counts again within the later of the two, its drift
+// and 2s of its restart, and the Client declares it (B, or A's keeper). A Client created after
 // that over the same Pools, with two of the other four nodes stopped,
 // takes a new lock, which needs node 0; the held key is granted to nobody
 // while A holds it.
 func TestRealRestartedNodeReturnsAtItsHorizon(t *testing.T) {
 	parallel(t)
 	const ttl = 3 * time.Second
-	bound := ttl + ttl/100 + 2*time.Millisecond + 2*time.Second
+	settle := redlock.NodeTimeoutLimit + redlock.NodeTimeoutLimit/100 + 2*time.Millisecond
+	bound := max(ttl+ttl/100+2*time.Millisecond, settle) + 2*time.Second
 	servers, pools := realNodes(t, 5)
 	// 250ms, not less: node 0 forgets A's lock, so each extension needs
 	// three of the other four nodes within the node timeout, and the 3s TTL
@@ -334,13 +336,15 @@ func TestRealHorizonKeepsALockOnABareMajority(t *testing.T) {
 	}
 	require.Greater(t, tries, 10, "B tried throughout A's validity")
 	// Node 0 returns at its horizon: its restart (before A's lease ended)
-	// plus the ceiling (ttl), its drift allowance and a margin. A probe
+	// plus the ceiling (ttl), its drift allowance and a margin, or plus the
+	// settle time (NodeTimeoutLimit) and its drift if later. A probe
 	// that gave up (a read or the declaration past B's node timeout, as on
 	// a loaded machine) is made again only at a vote that finds node 0
 	// out, once a second at most: so B goes on voting until node 0 is
 	// back, for the horizon's bound after A's lease and one more ttl of
 	// probes.
-	horizon := ttl + ttl/100 + 2*time.Millisecond + 250*time.Millisecond // the ceiling, its drift allowance, the margin
+	horizon := max(ttl+ttl/100+2*time.Millisecond+250*time.Millisecond, // the ceiling, its drift allowance, the margin
+		redlock.NodeTimeoutLimit+redlock.NodeTimeoutLimit/100+2*time.Millisecond) // or the settle time and its drift
 	deadline := la.Until().Add(horizon + ttl)
 	for votes := 0; ; votes++ {
 		select {
