@@ -34,9 +34,12 @@
  * 34 puts it, this is unsafe: an acquisition in flight across the restart
  * can complete after the read with R's forgotten yes.  The rule that checks
  * safe adds a decision window: every acquisition and extension is decided
- * within WIN ticks of its start, and a read counts only from HZDELAY =
- * WIN + DRIFT ticks of R's uptime on.  Every lease in the model has the same
- * TTL, so a live ceiling's value is TTL and only its lifetime (crem) is kept.
+ * within its client's window of its start, A's WIN ticks and B's WIN1 (at
+ * most WIN: WIN is the longest window any client may use, the library's
+ * NodeTimeoutLimit), and a read counts only from HZDELAY = WIN + DRIFT ticks
+ * of R's uptime on, whichever client reads (issue 58: not the reader's own
+ * window).  Every lease in the model has the same TTL, so a live ceiling's
+ * value is TTL and only its lifetime (crem) is kept.
  *
  * Processes.  Clock; one Link per (client, node) pair, which delivers that
  * client's requests to that node (the node's command runs atomically on
@@ -102,10 +105,20 @@
 #endif
 #ifndef WIN
 #define WIN 0               /* decision window, ticks: an acquisition or extension is
-                             * decided within WIN ticks of its start; 0: no window */
+                             * decided within WIN ticks of its start; 0: no window.
+                             * The longest any client may use; A uses it */
+#endif
+#ifndef WIN1
+#define WIN1 WIN            /* B's decision window, at most WIN */
+#endif
+#ifndef SETTLE_OWN
+#define SETTLE_OWN 0        /* broken: a read waits for the reader's own window (B's, WIN1),
+                             * not the longest any client may use (issue 58) */
 #endif
 #ifndef HZDELAY             /* CEIL: uptime a restarted node needs before a horizon read */
-#if WIN
+#if WIN && SETTLE_OWN
+#define HZDELAY (WIN1 + DRIFT)
+#elif WIN
 #define HZDELAY (WIN + DRIFT)
 #else
 #define HZDELAY 0
@@ -145,6 +158,9 @@
 #endif
 #if PROBE && defined(SYMM)
 #error "PROBE: no SYMM (qfull is not sorted with the nodes)"
+#endif
+#if WIN1 > WIN || (WIN && WIN1 == 0)
+#error "WIN1, B's decision window, must be at least 1 and at most WIN, the longest any client may use"
 #endif
 #if CEIL_MINORITY
 #define QREAD 1             /* other nodes whose ceilings a horizon needs */
@@ -236,13 +252,14 @@ byte k;                     /* loop index, used only inside atomic steps, left 0
 #define COUNT(arr, x, v) ((arr[(x)*N+0] == v) + (arr[(x)*N+1] == v) + (arr[(x)*N+2] == v) \
                         + (arr[(x)*N+3] == v) + (arr[(x)*N+4] == v))
 #endif
-/* WIN > 0: an acquisition or an extension is decided within WIN ticks of its
- * start, or not at all (it has timed out); v is the validity it would give,
- * which started at TTL - DRIFT and loses a tick per tick. */
+/* WIN > 0: an acquisition or an extension of client x is decided within
+ * its window (A's WIN, B's WIN1) of its start, or not at all (it has timed
+ * out); v is the validity it would give, which started at TTL - DRIFT and
+ * loses a tick per tick. */
 #if WIN
-#define INWIN(v)   ((v) > TTL - DRIFT - WIN)
+#define INWIN(x, v) ((v) > TTL - DRIFT - ((x) == 0 -> WIN : WIN1))
 #else
-#define INWIN(v)   1
+#define INWIN(x, v) 1
 #endif
 /* CEIL: a horizon read counts only once the restarted node's uptime (on its
  * own clock) is HZDELAY or more. */
@@ -307,7 +324,7 @@ inline success(x) {
 /* phase 1 outcome: a majority granted, or a majority refused */
 inline decide1(x) {
   if
-  :: YES(x) >= MAJ && vrem[x] > 0 && INWIN(vrem[x]) ->
+  :: YES(x) >= MAJ && vrem[x] > 0 && INWIN(x, vrem[x]) ->
 #if FENCE == 1
      /* t = max over the granting quorum + 1; write it back on that quorum */
      ct[x]++;
@@ -325,7 +342,7 @@ inline decide1(x) {
 #else
      success(x)
 #endif
-  :: YES(x) >= MAJ && !(vrem[x] > 0 && INWIN(vrem[x])) -> fail(x)   /* validity used up, or too late */
+  :: YES(x) >= MAJ && !(vrem[x] > 0 && INWIN(x, vrem[x])) -> fail(x)   /* validity used up, or too late */
   :: NO(x) > N - MAJ -> fail(x)
   :: else
   fi
@@ -347,7 +364,7 @@ inline decideExt(x) {
   if
   :: YES(x) >= MAJ ->
      if
-     :: vrem[x] > 0 && INWIN(evr[x]) ->
+     :: vrem[x] > 0 && INWIN(x, evr[x]) ->
         vrem[x] = evr[x];
         printf("%c: EXTENDED, validity left %d tick(s)\n", NAME(x), vrem[x]);
         assert(!(HOLDS(x) && HOLDS(1-x)))
