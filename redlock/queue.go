@@ -105,8 +105,9 @@ func (q *queueing) Won(ctx context.Context, w *wait.Waiter, until time.Time) err
 // when less than half the TTL is left, or when the grants may span more
 // than the settle time of a restarted node's horizon (internal/node,
 // horizon.go). A restarted node's peers read their lease ceilings for it
-// at the earliest MaxNodeTimeout after its restart, which covers a lease
-// whose counted grants all landed within that time of each other. A grant
+// at the earliest NodeTimeoutLimit after its restart, which covers a lease
+// whose counted grants all landed within that time of each other; the
+// check takes MaxNodeTimeout, shorter, which confirms more than it must. A grant
 // lands after the send of the round it names, and before its answer
 // arrives (now, at the latest): the oldest counted round (until less the
 // validity of a TTL) bounds them.
