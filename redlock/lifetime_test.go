@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -50,8 +51,9 @@ func advanceUntilDone(t *testing.T, clk *clock.Fake, done <-chan struct{}, step 
 // the keeper waits for the CPU; a keeper that declares the loss only
 // later never does, and the test fails. The node calls' own moves of the
 // clock (a fault's Before hook) still move it. It returns the fake time
-// at which done was seen closed.
-func advanceUntilLostBy(t *testing.T, clk *clock.Fake, done <-chan struct{}, step time.Duration, latest time.Time) time.Time {
+// at which done was seen closed. The servers in age, if any, are moved on
+// (miniredis FastForward) as the clock is, so that their keys age with it.
+func advanceUntilLostBy(t *testing.T, clk *clock.Fake, done <-chan struct{}, step time.Duration, latest time.Time, age ...*miniredis.Miniredis) time.Time {
 	t.Helper()
 	for clk.Now().Before(latest) {
 		select {
@@ -63,7 +65,11 @@ func advanceUntilLostBy(t *testing.T, clk *clock.Fake, done <-chan struct{}, ste
 		case <-done:
 			return clk.Now()
 		case <-clk.BlockUntil(1):
-			clk.Advance(min(step, latest.Sub(clk.Now())))
+			d := min(step, latest.Sub(clk.Now()))
+			for _, s := range age {
+				s.FastForward(d)
+			}
+			clk.Advance(d)
 		}
 	}
 	select {

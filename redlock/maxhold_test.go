@@ -26,7 +26,10 @@ func TestMaxHoldStopsTheKeeperAtTheCap(t *testing.T) {
 	waitHolders(t, fn, l, 3)
 	capAt, margin := t0.Add(maxHold), 2*time.Second
 
-	lostAt := advanceUntilLostBy(t, clk, l.Done(), 10*time.Millisecond, capAt.Add(-margin))
+	// The nodes age their keys with the fake clock: an extension keeps the
+	// longer of its TTL and what the key has left, so what a node keeps
+	// depends on the time that passed on it.
+	lostAt := advanceUntilLostBy(t, clk, l.Done(), 10*time.Millisecond, capAt.Add(-margin), fn.servers...)
 
 	assert.False(t, lostAt.After(capAt.Add(-margin)), "lost %v before the cap; the margin is %v", capAt.Sub(lostAt), margin)
 	assert.True(t, lostAt.After(capAt.Add(-margin-300*time.Millisecond)), "lost %v before the cap", capAt.Sub(lostAt))
@@ -47,12 +50,15 @@ func TestMaxHoldStopsTheKeeperAtTheCap(t *testing.T) {
 	for _, e := range exts[:len(exts)-1] {
 		assert.False(t, e.Start.Add(keptTTL).After(capAt), "a full extension at %v outlives the cap", e.Start.Sub(t0))
 	}
-	last := exts[len(exts)-1].Start
-	cut := 0 // nodes the last extension reached; the others keep an earlier full one
-	for _, s := range fn.servers {
-		if ttl := s.TTL("k"); ttl < keptTTL { // miniredis keeps the TTL as set
-			assert.False(t, last.Add(ttl).After(capAt), "the key outlives the cap by %v", last.Add(ttl).Sub(capAt))
-			assert.True(t, last.Add(ttl).After(capAt.Add(-time.Millisecond)), "the key ends %v before the cap", capAt.Sub(last.Add(ttl)))
+	// A node keeps what an extension asked from when it ran it, which the
+	// fake clock may have passed by up to the node timeout (1s) while the
+	// call was on its way: the keys of a majority end by the cap, give or
+	// take that; a node the last extension did not reach keeps an earlier
+	// full one, which ends before the cap.
+	cut := 0
+	for _, srv := range fn.servers {
+		end := clk.Now().Add(srv.TTL("k")) // the nodes aged with the clock
+		if !end.After(capAt.Add(time.Second)) && !end.Before(capAt.Add(-time.Millisecond)) {
 			cut++
 		}
 	}
