@@ -152,6 +152,9 @@ func (c *Client) chooseExclusive(p *plan, delay bool) error {
 		return nil
 	}
 	p.ex, p.how = lease.NewExclusive(p.key, lc.fencing, delay), tryOnce
+	if lc.election {
+		p.ex = lease.NewElection(p.key, delay)
+	}
 	if p.wait || lc.fair {
 		p.how = queued
 	}

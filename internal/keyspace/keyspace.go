@@ -236,3 +236,72 @@ func ShardFreshStart(tag string) string { return FreshStart + "{" + tag + "}" }
 // Reign returns the record of the reign of the master of the Redis Cluster
 // shard whose slot tag is tag (shardwatch's reign.lua builds the same name).
 func Reign(tag string) string { return reign + "{" + tag + "}" }
+
+// Lasting reports whether name is one of the keys the library writes
+// without a TTL, because each must outlive every lock: a fence counter
+// (an election's term counter is its key's fence counter), which must
+// never go back, and a fresh-start declaration of a node or shard, which
+// names a run and is void once the node restarts. Every other key the
+// library writes has a TTL, set by the script that writes it (the ceiling
+// and a shard master's reign record too). The audits of the real-Redis
+// tests and of the chaos run (redistest.Untimed) hold every node to it.
+func Lasting(name string) bool {
+	return strings.HasSuffix(name, ":"+fence) || strings.HasPrefix(name, fence+"{") ||
+		name == FreshStart || strings.HasPrefix(name, FreshStart+"{")
+}
+
+// Shape returns name with the caller's part replaced, for a report that
+// counts keys by kind: "K" for a lock key, "K:queue:entries" or
+// "queue:entries{K}" for a companion, "election:NAME" for an election's key
+// (and "election:NAME:leader" for its record), markers as they are with a
+// shard's tag replaced by "n".
+func Shape(name string) string {
+	for _, m := range []string{FreshStart, reign} {
+		if strings.HasPrefix(name, m+"{") {
+			return m + "{n}"
+		}
+	}
+	if name == FreshStart || name == Ceiling {
+		return name
+	}
+	base, form := name, "%s"
+	if s := longestSuffix(name); s != "" {
+		base, form = strings.TrimSuffix(name, s), "%s"+s
+	} else if p := longestPrefix(name); p != "" {
+		rest := strings.TrimPrefix(name, p)
+		end := "}"
+		for _, w := range []string{watch, holds} {
+			if strings.HasSuffix(rest, "}"+w) {
+				end = "}" + w
+			}
+		}
+		base, form = strings.TrimSuffix(rest, end), p+"%s"+end
+	}
+	if strings.HasPrefix(base, ElectionPrefix) {
+		return fmt.Sprintf(form, ElectionPrefix+"NAME")
+	}
+	return fmt.Sprintf(form, "K")
+}
+
+// longestSuffix returns the longest of Suffixes that name ends with, or "".
+func longestSuffix(name string) string {
+	best := ""
+	for _, s := range Suffixes {
+		if strings.HasSuffix(name, s) && len(s) > len(best) {
+			best = s
+		}
+	}
+	return best
+}
+
+// longestPrefix returns the longest of Prefixes that name begins with, or
+// "".
+func longestPrefix(name string) string {
+	best := ""
+	for _, p := range Prefixes {
+		if strings.HasPrefix(name, p) && len(p) > len(best) {
+			best = p
+		}
+	}
+	return best
+}

@@ -135,3 +135,53 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// Lasting holds exactly the fence counters (an election's term counter
+// among them) and the fresh-start declarations: every other name the
+// library writes must carry a TTL.
+func TestLastingIsFenceCountersAndDeclarations(t *testing.T) {
+	t.Parallel()
+	for _, b := range bases {
+		for _, n := range []keyspace.Naming{keyspace.Standalone{}, keyspace.Cluster{}} {
+			assert.True(t, keyspace.Lasting(n.Fence(b)), "fence counter %q", n.Fence(b))
+			for _, c := range []string{n.Readers(b), n.Held(b), n.Watch(b), n.Holds(b), n.Leader(b)} {
+				assert.False(t, keyspace.Lasting(c), "companion %q", c)
+			}
+			for _, c := range n.Queue(b) {
+				assert.False(t, keyspace.Lasting(c), "queue key %q", c)
+			}
+		}
+	}
+	assert.True(t, keyspace.Lasting(keyspace.FreshStart))
+	assert.True(t, keyspace.Lasting(keyspace.ShardFreshStart("7")))
+	assert.False(t, keyspace.Lasting(keyspace.Ceiling))
+	assert.False(t, keyspace.Lasting(keyspace.Reign("7")))
+}
+
+// Shape names a key's kind, whatever the caller's part: the companions of
+// every base have the shape of the same companion of "K" (of
+// "election:NAME" for an election's key).
+func TestShapeHidesTheCallersPart(t *testing.T) {
+	t.Parallel()
+	for _, b := range bases {
+		want := "K"
+		if strings.HasPrefix(b, keyspace.ElectionPrefix) {
+			want = "election:NAME"
+		}
+		if strings.Contains(b, "}") && !strings.HasPrefix(b, "{") && !strings.HasPrefix(b, keyspace.ElectionPrefix+"{") {
+			continue // a cluster companion of a key without a tag but with '}' carries a slot tag
+		}
+		assert.Equal(t, want, keyspace.Shape(b), "key %q", b)
+		s, c := keyspace.Standalone{}, keyspace.Cluster{}
+		assert.Equal(t, want+":queue:entries", keyspace.Shape(s.Queue(b)[3]), "key %q", b)
+		assert.Equal(t, want+":leader", keyspace.Shape(s.Leader(b)), "key %q", b)
+		assert.Equal(t, want+":queue:watch", keyspace.Shape(s.Watch(b)), "key %q", b)
+		if _, tagged := keyslot.Tag(b); !tagged {
+			assert.Equal(t, "fence{"+want+"}", keyspace.Shape(c.Fence(b)), "key %q", b)
+			assert.Equal(t, "queue{"+want+"}:holds", keyspace.Shape(c.Holds(b)), "key %q", b)
+		}
+	}
+	assert.Equal(t, "redlock:fresh-start{n}", keyspace.Shape(keyspace.ShardFreshStart("7")))
+	assert.Equal(t, "redlock:reign{n}", keyspace.Shape(keyspace.Reign("7")))
+	assert.Equal(t, keyspace.Ceiling, keyspace.Shape(keyspace.Ceiling))
+}

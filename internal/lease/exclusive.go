@@ -19,8 +19,9 @@ func NewToken() string { return rand.Text() }
 // the lock starts. Its methods take a pointer, so that handing it on as a
 // Kind allocates nothing when the value lives in the lock.
 type Exclusive struct {
-	key  string
-	mode setMode
+	key      string
+	mode     setMode
+	election bool // an election's key: its leader record follows its TTL
 }
 
 // setMode is how an exclusive lock sets its key.
@@ -42,6 +43,16 @@ func NewExclusive(key string, fencing, delay bool) Exclusive {
 		return Exclusive{key: key, mode: delayedSet}
 	}
 	return Exclusive{key: key, mode: plainSet}
+}
+
+// NewElection returns the kind of an election's lock on its key (fenced:
+// the term is the fence): as NewExclusive, and each extension carries the
+// election's leader record (leader_set.lua) to the key's new TTL, so that
+// the record lives as long as the leadership and no longer.
+func NewElection(key string, delay bool) Exclusive {
+	x := NewExclusive(key, true, delay)
+	x.election = true
+	return x
 }
 
 // Key returns the lock's key.
@@ -100,6 +111,9 @@ func (e *Env) setDelayed(ctx context.Context, i int, key, token string, ttl time
 // Extend implements Kind.
 func (x *Exclusive) Extend(ctx context.Context, e *Env, i int, token string, ttl time.Duration) (int64, error) {
 	keys := e.withHeld([]string{x.key}, i, x.key)
+	if x.election {
+		keys = append(keys, e.Nodes.Names(i).Leader(x.key))
+	}
 	r, err := e.Nodes.Pool(i).Eval(ctx, scripts.Extend, keys, e.withCeiling(e.withDelay([]any{token, ttl.Milliseconds()}), i)...)
 	return Int(r), err
 }

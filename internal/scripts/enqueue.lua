@@ -75,6 +75,11 @@ if v == false and ARGV[7] == '1' and delayed == 0 then
     redis.call('ZREM', KEYS[3], ARGV[1])
     redis.call('HDEL', KEYS[4], ARGV[1])
     redis.call('HSET', KEYS[4], '.', ARGV[3] .. ' ' .. ARGV[5] .. ' ' .. ARGV[1])
+    -- The HDEL above may have emptied (deleted) the entries: the grant's
+    -- record lives at least as long as the grant.
+    if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[2]) then
+      redis.call('PEXPIRE', KEYS[4], ARGV[2])
+    end
     return {1}
   end
 end

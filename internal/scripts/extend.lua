@@ -8,6 +8,8 @@
 -- TTL kept longer costs no safety, only the hold's end on this node.
 -- Under a lock-delay, KEYS[2] is the key's holder marker and ARGV[3] the
 -- delay in ms: the marker is set again to outlive the key by the delay.
+-- An election's key has one more KEY, after the marker if any: its leader
+-- record (leader_set.lua), whose TTL becomes the key's, where it exists.
 -- The key counts as the caller's only when its value is a token this library
 -- hands out for an exclusive lock (rand.Text: 26 characters of A-Z and 2-7,
 -- as lookslike.lua reads them): the readers' marker 'r:readers', a
@@ -26,8 +28,13 @@ if v == ARGV[1] and #v == 26 and string.match(v, '^[A-Z2-7]+$') then
   local ttl = math.max(tonumber(ARGV[2]), redis.call('PTTL', KEYS[1]))
   redis.call('PEXPIRE', KEYS[1], ttl)
   raise_ceiling(ttl)
-  if KEYS[2] then
+  local record = 2
+  if ARGV[3] then
     redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl + tonumber(ARGV[3]))
+    record = 3
+  end
+  if KEYS[record] then
+    redis.call('PEXPIRE', KEYS[record], ttl)
   end
   return 1
 end

@@ -43,6 +43,11 @@ local function handoff(key, q, leases, entries, marker, delay, mine, now)
         redis.call('SET', marker, id, 'PX', tonumber(ttl) + delay)
       end
       redis.call('HSET', entries, '.', head[2] .. ' ' .. seq .. ' ' .. id)
+      -- The HDEL above may have emptied (deleted) the entries: the grant's
+      -- record lives at least as long as the grant.
+      if redis.call('PTTL', entries) < tonumber(ttl) then
+        redis.call('PEXPIRE', entries, ttl)
+      end
       if not (mine and own(ch, mine)) then
         notify(ch, id .. ' ' .. seq)
       end
