@@ -90,8 +90,7 @@ func TestWakeUpMadeBeforeTheSubscriptionIsNotLost(t *testing.T) {
 				nodes := redlocktest.New(t, 3)
 				holder := nodes.Client()
 				open := make(chan struct{})
-				waiter, err := redlock.New(withHeldListeners(nodes.Pools(), open),
-					redlock.WithNodeTimeout(redlocktest.DefaultNodeTimeout))
+				waiter, err := redlock.New(withHeldListeners(nodes.Pools(), open)) // a kit Client's defaults
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -35,11 +35,15 @@
 //
 // # Client defaults
 //
-// Nodes.Client passes redlock.WithNodeTimeout(DefaultNodeTimeout) before the
-// caller's options, so that a loaded test machine rarely times out an
-// in-memory call (DefaultNodeTimeout says when one did); a lock kept alive
-// then needs a TTL from about 1.6s (2s is a good short one). Pass another
-// WithNodeTimeout to override it. A node restarted by Start keeps its
+// Nodes.Client gives the caller's options to redlock.New and nothing else:
+// a kit Client has the library's defaults (the node timeout of a lock is
+// its TTL/20, at most redlock.MaxNodeTimeout), so it accepts and refuses
+// the same TTLs and options as a Client over real nodes. An in-memory call
+// answers in microseconds; on the real clock a machine loaded far beyond
+// its cores can still stall one past a short lock's node timeout, which
+// the call reports as ErrNodeTimeout, as it would on Redis. Inside a
+// testing/synctest bubble no node timeout passes while a node has work to
+// do. A node restarted by Start keeps its
 // data, as a node persisting every write does, and its Pool says so
 // (pool.Identifier): the restart quarantine (redlock.WithQuarantine) lets
 // it count at once, as it would such a node on Redis.

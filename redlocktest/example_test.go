@@ -98,7 +98,8 @@ func Example_oncePerNight() {
 	asTest(func(t testing.TB) {
 		nodes := redlocktest.New(t, 3)
 		// Three replicas race for the same nodes at once; on a busy test
-		// machine an in-memory answer can come after the kit's 500ms, and a
+		// machine an in-memory answer can come after a 10s TTL's 500ms node
+		// timeout, and a
 		// replica refused for want of answers is not a replica that saw the
 		// lock held. A 10s TTL has room for a longer node timeout.
 		patient := redlock.WithNodeTimeout(2 * time.Second)

@@ -237,7 +237,7 @@ func TestNoGoroutineAfterCleanup(t *testing.T) {
 		// waiter, which await checks within liveness, far inside held's
 		// minute. An Unlock that timed out on some nodes is no failure of
 		// it: once, inside a loaded make test, three in-memory nodes did not
-		// answer within the kit's 500ms, while their releases ran on in the
+		// answer within a minute-long lock's 500ms node timeout, while their releases ran on in the
 		// background (redlock.WithNodeTimeout) and can still hand the lock
 		// over. An error without a timeout in it is.
 		if err := held.Unlock(ctx); errors.Is(err, redlock.ErrNodeTimeout) {
@@ -254,18 +254,18 @@ func TestNoGoroutineAfterCleanup(t *testing.T) {
 	})
 }
 
-// TestClientDefaults: the kit's node timeout admits a 2s TTL kept alive,
-// and the caller's WithNodeTimeout overrides it.
+// TestClientDefaults: a kit Client has the library's defaults, which admit
+// a 1s TTL kept alive, and the caller's WithNodeTimeout applies as given.
 func TestClientDefaults(t *testing.T) {
 	ctx := context.Background()
 	nodes := redlocktest.New(t, 3)
-	l, err := nodes.Client().TryLock(ctx, "k", 2*time.Second, redlock.WithAutoExtend(0))
+	l, err := nodes.Client().TryLock(ctx, "k", time.Second, redlock.WithAutoExtend(0))
 	if err != nil {
-		t.Fatalf("a 2s TTL with the default node timeout: %v", err)
+		t.Fatalf("a 1s TTL kept alive with the default node timeout: %v", err)
 	}
 	unlock(t, l)
-	_, err = nodes.Client(redlock.WithNodeTimeout(time.Second)).TryLock(ctx, "k", 2*time.Second, redlock.WithAutoExtend(0))
+	_, err = nodes.Client(redlock.WithNodeTimeout(500*time.Millisecond)).TryLock(ctx, "k", time.Second, redlock.WithAutoExtend(0))
 	if err == nil {
-		t.Fatal("a 2s TTL with a 1s node timeout was accepted: the option did not override the default")
+		t.Fatal("a 1s TTL kept alive with a 500ms node timeout was accepted: the option was not applied")
 	}
 }

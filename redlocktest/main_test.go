@@ -93,7 +93,7 @@ func unlock(t *testing.T, l *redlock.Lock) {
 // only for want of answers within the node timeout (ErrNotReleased with
 // ErrNodeTimeout), which it logs: on the real clock a loaded machine (two
 // CPU hogs, a load average of 11 to 14 on two cores) has kept two
-// in-memory nodes of three past DefaultNodeTimeout on an Unlock, and the
+// in-memory nodes of three past the node timeout on an Unlock, and the
 // release's node calls still run after it. In a bubble no node timeout
 // passes while a node has work to do. It may run in any goroutine.
 func released(t *testing.T, err error) error {

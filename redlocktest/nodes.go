@@ -3,28 +3,10 @@ package redlocktest
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
 )
-
-// DefaultNodeTimeout is the node timeout (redlock.WithNodeTimeout) of the
-// Clients that Nodes.Client returns, unless the caller's options set one.
-// It is the library's own cap (redlock.MaxNodeTimeout), what its default
-// gives any TTL from 10s: long enough that a test machine running -race
-// does not time out an in-memory call, short of heavy overload (once, in the
-// project's own suite, under two CPU hogs and a load average of 8 on two
-// cores, three nodes missed it on one Unlock). The shortest TTL a lock call
-// kept alive (WithAutoExtend, Do) then accepts is about 1.6s, but a test
-// that needs such a lock to survive should give it more: after each
-// extension the keeper waits a third of the TTL, then must get the next
-// one through before the loss margin (twice the node timeout) before the
-// validity ends. That is about 300ms with a 2s TTL and about 2.3s with
-// 5s; a stall of a loaded -race process can outlast the first. A test
-// suite on a machine that busy can pass a longer redlock.WithNodeTimeout
-// to Client, and keep locks alive with TTLs of over three times that.
-const DefaultNodeTimeout = 500 * time.Millisecond
 
 // Nodes is a set of independent in-process Redis nodes, owned by the
 // testing.TB given to New. Its methods are safe for concurrent use.
@@ -64,13 +46,13 @@ func (n *Nodes) Pools() []pool.Pool {
 
 // Client returns a redlock.Client over every node, closed at t's cleanup
 // (redlock.Client.Close: locks still held are left to their TTL). Its
-// options are redlock.WithNodeTimeout(DefaultNodeTimeout), then opts, so
-// opts may override the node timeout. Options that redlock.New refuses
-// fail the test with t.Fatalf. Each call returns a new Client, as another
-// process or replica of the same service would have.
+// options are opts alone, the library's defaults otherwise, so that it
+// accepts exactly the TTLs and options a Client over real nodes accepts.
+// Options that redlock.New refuses fail the test with t.Fatalf. Each call
+// returns a new Client, as another process or replica of the same service
+// would have.
 func (n *Nodes) Client(opts ...redlock.Option) *redlock.Client {
 	n.t.Helper()
-	opts = append([]redlock.Option{redlock.WithNodeTimeout(DefaultNodeTimeout)}, opts...)
 	c, err := redlock.New(n.Pools(), opts...)
 	if err != nil {
 		n.t.Fatalf("redlocktest: Client: %v", err)
