@@ -37,7 +37,7 @@ var snippetDocs = []string{"README.md", "docs/usage.md"}
 
 // Every Go snippet of snippetDocs compiles against the current API. A
 // snippet is an optional import block followed by statements; it becomes
-// the body of a function in a package that exists only in an overlay, next
+// the body of a function returning an error in a package that exists only in an overlay, next
 // to a prelude that declares what the snippets take as given (ctx, locks,
 // c, bill, serve, waitForWorkers). "{ ... }" stands for error handling.
 // Variables a snippet declares and leaves unused are fine: it is an excerpt.
@@ -133,7 +133,8 @@ var snippetImports = []struct{ path, use string }{
 }
 
 // snippetFile turns snippet i into a Go file: its imports, and its
-// statements as the body of a function.
+// statements as the body of a function that returns an error (the Quick
+// start's is examples/quickstart's, which returns its errors).
 func snippetFile(i int, s string) string {
 	imports := ""
 	if m := importBlock.FindStringSubmatch(s); m != nil {
@@ -147,6 +148,6 @@ func snippetFile(i int, s string) string {
 		}
 	}
 	s = strings.ReplaceAll(s, "{ ... }", "{ panic(err) }")
-	return fmt.Sprintf("package readmesnippets\n\nimport (\n%s)\n\n%s\nfunc snippet%02d() {\n%s}\n",
+	return fmt.Sprintf("package readmesnippets\n\nimport (\n%s)\n\n%s\nfunc snippet%02d() error {\n%s\treturn nil\n}\n",
 		imports, strings.Join(uses, ""), i, s)
 }
