@@ -134,7 +134,9 @@ func TestRealEveryKeyTheLibraryWritesHasATTL(t *testing.T) {
 	})
 
 	t.Run("permits", func(t *testing.T) {
-		handOff(func() (*redlock.Lock, error) { return a.TryAcquirePermit(bg(), "ttl:permits", 1, ttl, redlock.WithFencing()) },
+		handOff(func() (*redlock.Lock, error) {
+			return a.TryAcquirePermit(bg(), "ttl:permits", 1, ttl, redlock.WithFencing())
+		},
 			names.Watch("ttl:permits"),
 			func() (*redlock.Lock, error) { return b.AcquirePermit(bg(), "ttl:permits", 1, ttl) })
 	})
