@@ -143,7 +143,7 @@ func TestChaos(t *testing.T) {
 	}
 	switch res.ExitCode(expect) {
 	case chaos.ExitViolations:
-		t.Errorf("%d violations and %d lost updates (see VIOLATION above)", res.Violations(), res.LostUpdates)
+		t.Errorf("%d violations, %d lost updates and %d keys without a TTL (see VIOLATION above)", res.Violations(), res.LostUpdates, len(res.Untimed))
 	case chaos.ExitNoViolations:
 		t.Errorf("the negative control found no violation in %v in workloads %v: the checker is broken (or the run too short to see the hazard there)", res.Elapsed, res.Missed())
 	}

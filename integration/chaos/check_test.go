@@ -248,9 +248,13 @@ func TestResultVerdict(t *testing.T) {
 	overlap.Acquisitions = 10
 	lost := clean
 	lost.LostUpdates = 3
-	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=0 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=0 violations=0", clean.Summary())
-	assert.Equal(t, "acquisitions=10 faults=3 violations=1 lost_updates=0 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=2 violations=1", overlap.Summary())
-	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=3 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=0 violations=0", lost.Summary())
+	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=0 untimed_keys=0 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=0 violations=0", clean.Summary())
+	assert.Equal(t, "acquisitions=10 faults=3 violations=1 lost_updates=0 untimed_keys=0 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=2 violations=1", overlap.Summary())
+	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=3 untimed_keys=0 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=0 violations=0", lost.Summary())
+
+	untimed := clean
+	untimed.Untimed = []string{"node 0: k:queue:entries"}
+	assert.Equal(t, "acquisitions=10 faults=3 violations=0 lost_updates=0 untimed_keys=1 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=0 violations=0", untimed.Summary())
 
 	unsafe := func(r chaos.Result) chaos.Result { r.Config.Unsafe = true; return r }
 	for _, tc := range []struct {
@@ -267,6 +271,8 @@ func TestResultVerdict(t *testing.T) {
 		{"unsafe, nothing found", unsafe(clean), false, chaos.ExitNoViolations},
 		{"unsafe, nothing found, expected", unsafe(clean), true, chaos.ExitNoViolations},
 		{"safe, nothing found, expected", clean, true, chaos.ExitNoViolations},
+		{"safe, a key without a TTL", untimed, false, chaos.ExitViolations},
+		{"unsafe, found, expected, a key without a TTL", func() chaos.Result { r := unsafe(overlap); r.Untimed = untimed.Untimed; return r }(), true, chaos.ExitViolations},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, tc.r.ExitCode(tc.expect))

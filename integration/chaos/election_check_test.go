@@ -82,7 +82,7 @@ func TestResultElection(t *testing.T) {
 	cfg := chaos.Config{Unsafe: true, MultiEvery: -1, RWClients: -1, PermitClients: -1, ElectionClients: 3}
 	h := chaos.History{Holds: []chaos.Hold{hold("k", 1, 0, 10), hold("k", 2, 5, 20), leadership("e", 3, 0, 10, 1)}}
 	res := chaos.Result{Report: chaos.Check(h), Config: cfg}
-	assert.Equal(t, "acquisitions=3 faults=0 violations=1 lost_updates=0 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=2 violations=1 | "+
+	assert.Equal(t, "acquisitions=3 faults=0 violations=1 lost_updates=0 untimed_keys=0 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=2 violations=1 | "+
 		"election leaderships=1 violations=0", res.Summary())
 	require.Equal(t, []chaos.Workload{chaos.Election}, res.Missed())
 	assert.Equal(t, chaos.ExitNoViolations, res.ExitCode(true))

@@ -147,7 +147,7 @@ func TestResultVerdictPerWorkload(t *testing.T) {
 	assert.Empty(t, every.Missed())
 	assert.Equal(t, chaos.ExitOK, every.ExitCode(true))
 	assert.Equal(t, chaos.ExitViolations, every.ExitCode(false))
-	assert.Equal(t, "acquisitions=8 faults=0 violations=4 lost_updates=0 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=3 violations=2 | "+
+	assert.Equal(t, "acquisitions=8 faults=0 violations=4 lost_updates=0 untimed_keys=0 majority_amnesia_rounds=0 failover_rounds=0 | exclusive holds=3 violations=2 | "+
 		"multi holds=1 violations=1 | rw holds=2 violations=1 | permits holds=2 violations=1", every.Summary())
 
 	noPermits := result(all, chaos.Exclusive, chaos.Multi, chaos.RW)
@@ -175,7 +175,7 @@ func TestUnexercised(t *testing.T) {
 	counted := chaos.AmnesiaReport{Rounds: 2, QuarantineEnd: 14 * time.Second, HoldsAfter: every}
 
 	assert.Empty(t, run(safe, time.Minute, counted, every).Unexercised())
-	assert.Equal(t, "acquisitions=0 faults=0 violations=0 lost_updates=0 majority_amnesia_rounds=2 failover_rounds=0 | exclusive holds=5 violations=0 | "+
+	assert.Equal(t, "acquisitions=0 faults=0 violations=0 lost_updates=0 untimed_keys=0 majority_amnesia_rounds=2 failover_rounds=0 | exclusive holds=5 violations=0 | "+
 		"multi holds=1 violations=0 | rw holds=3 violations=0 | permits holds=2 violations=0", run(safe, time.Minute, counted, every).Summary())
 
 	none := run(safe, 20*time.Second, chaos.AmnesiaReport{Uncounted: 1, Skipped: 1}, every).Unexercised()

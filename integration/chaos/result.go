@@ -37,6 +37,10 @@ type Result struct {
 	// and is not in it.
 	SatOut  []time.Duration
 	Elapsed time.Duration
+	// Untimed lists the keys ("node i: key") that the lock nodes held
+	// without a TTL at the end of the run, beyond the ones the library keeps
+	// so on purpose (audit.go): any is a failure, whatever the run expected.
+	Untimed []string
 }
 
 // AmnesiaReport is what a run's amnesia rounds did: a majority of the
@@ -74,8 +78,8 @@ func (r Result) FaultCount() int {
 // played with its holds and the violations it is party to.
 func (r Result) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "acquisitions=%d faults=%d violations=%d lost_updates=%d majority_amnesia_rounds=%d failover_rounds=%d",
-		r.Acquisitions, r.FaultCount(), r.Violations(), r.LostUpdates, r.Amnesia.Rounds, r.Failover.Rounds)
+	fmt.Fprintf(&b, "acquisitions=%d faults=%d violations=%d lost_updates=%d untimed_keys=%d majority_amnesia_rounds=%d failover_rounds=%d",
+		r.Acquisitions, r.FaultCount(), r.Violations(), r.LostUpdates, len(r.Untimed), r.Amnesia.Rounds, r.Failover.Rounds)
 	if n := len(r.SatOut); n > 0 {
 		s := slices.Sorted(slices.Values(r.SatOut))
 		fmt.Fprintf(&b, " restarts_returned=%d sat_out_p50=%v sat_out_max=%v", n,
@@ -236,9 +240,12 @@ const (
 // expectViolations says that finding them is the point, in every workload
 // the run played (Missed is empty); finding none, or none in one of its
 // workloads, is ExitNoViolations whenever violations were expected or the
-// run was unsafe.
+// run was unsafe. Keys left without a TTL (Untimed) exit ExitViolations
+// in every run.
 func (r Result) ExitCode(expectViolations bool) int {
 	switch {
+	case len(r.Untimed) > 0:
+		return ExitViolations
 	case r.Found() && !expectViolations:
 		return ExitViolations
 	case r.Found() && len(r.Missed()) == 0:

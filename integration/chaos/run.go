@@ -15,6 +15,7 @@ import (
 
 	"github.com/redlockgo/redlock/examples/fencedstore"
 	"github.com/redlockgo/redlock/integration/cluster"
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -372,6 +373,16 @@ func Run(tb testing.TB, cfg Config) (Result, error) {
 		Failover: failover.report(start, hist.Holds), SatOut: nodeEvents.satOut(),
 		Failed: stats.failed.Load(), Skipped: stats.skipped.Load(), ReadErrors: stats.readErrs.Load(),
 		LongHolds: stats.long.Load(), LostLocks: stats.lost.Load(), MultiLocks: stats.multi.Load(), Elapsed: time.Since(start)}
+	res.Untimed, err = auditTTLs(nodes)
+	if err != nil {
+		return res, err
+	}
+	if len(res.Untimed) > 0 {
+		cfg.Logf("chaos: VIOLATION: %d keys without a TTL on the lock nodes, by shape: %s; first: %v",
+			len(res.Untimed), redistest.ByShape(untimedKeys(res.Untimed)), res.Untimed[:min(len(res.Untimed), maxListed)])
+	} else {
+		cfg.Logf("chaos: audit: no key without a TTL on the lock nodes but fence counters and fresh-start declarations")
+	}
 	res.log(cfg.Logf)
 	if top := stats.topReasons(5); len(top) > 0 {
 		cfg.Logf("chaos: why acquisition calls failed, commonest first: %s", strings.Join(top, "; "))
