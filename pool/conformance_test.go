@@ -3,11 +3,15 @@ package pool_test
 import (
 	"crypto/tls"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/pool/conformance"
+	"github.com/redlockgo/redlock/redlock"
 )
 
 // TestConformance runs the adapter suite over the go-redis adapter.
@@ -52,3 +56,26 @@ type closing struct {
 }
 
 func (c closing) Close() error { return c.rc.Close() }
+
+// TestYoungClusterMastersDoNotCountOverUsersClusterClient: a Pool made by
+// New over a *redis.ClusterClient of the caller's is judged by the shard
+// check as FromURL's cluster Pool is: on three clusters formed as
+// redis-cli forms them (no declaration, no persistence), whose masters
+// have just started and may have lost what an earlier run granted, no
+// acquisition counts a yes of theirs, and the refusal names the
+// quarantine.
+func TestYoungClusterMastersDoNotCountOverUsersClusterClient(t *testing.T) {
+	clusters := redistest.StartCLIClusters(t, 3, 3, 0, redistest.NoPersistence)
+	pools := make([]pool.Pool, len(clusters))
+	for i, c := range clusters {
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true, MaxRetries: -1})
+		t.Cleanup(func() { _ = cc.Close() })
+		pools[i] = pool.New(cc)
+	}
+	c, err := redlock.New(pools, redlock.WithNodeTimeout(3*time.Second), redlock.WithQuarantine(time.Hour))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = c.TryLock(t.Context(), "orders:42", 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained, "young masters counted")
+	require.ErrorIs(t, err, redlock.ErrNodeQuarantined)
+}
