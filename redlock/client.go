@@ -94,9 +94,14 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	if !ok {
 		return nil, fmt.Errorf("redlock: drift factor %v leaves no validity to any ttl up to %v", cfg.driftFactor, MaxTTL)
 	}
+	if cfg.longest() < lo {
+		return nil, fmt.Errorf("redlock: max ttl %v is shorter than the shortest ttl %v", cfg.longest(), lo)
+	}
 	c := &Client{cfg: cfg, minTTL: lo}
 	c.nodes = node.New(pools, node.Config{
 		Quarantine:  quarantineFor(cfg),
+		MaxTTL:      cfg.longest(),
+		BoundCap:    MaxTTL,
 		ClockEvery:  cfg.clockEvery,
 		ClockHold:   clockHold(cfg),
 		DriftFactor: cfg.driftFactor,
@@ -106,7 +111,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		Report:      c.reportNode,
 		Refusal:     isHeldCause, // the key is held: the node answered
 	})
-	c.env = lease.NewEnv(c.nodes, cfg.lockDelay, &c.waits.Grants)
+	c.env = lease.NewEnv(c.nodes, cfg.lockDelay, cfg.longest(), &c.waits.Grants)
 	c.noted = c.note
 	c.warns = newNodeWarnings(pools)
 	c.warnFewNodes()

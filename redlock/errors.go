@@ -275,13 +275,27 @@ func (c *Client) quorumError(op string, sentinel error, res fanout.Result) *Quor
 	}
 	for i, cause := range causes {
 		if op == "lock" && isHeldCause(cause) {
-			cause = c.nodes.Refused(i, cause) // a server under two addresses is not two holders
+			cause = c.notHolder(i, c.nodes.Refused(i, cause)) // a server under two addresses is not two holders; a quarantined copy is no holder
 		}
 		if cause != nil {
 			qe.Nodes = append(qe.Nodes, &NodeError{Node: i, Addr: c.nodes.Pool(i).Addr(), Err: cause})
 		}
 	}
 	return qe
+}
+
+// notHolder is the cause of node i, which refused an acquisition because
+// the key is held there (cause): a quarantined node's copy of a key holds
+// nobody's lock that counts, so it is reported as the quarantine
+// (ErrNodeQuarantined, a failed node, never a holder: IsContended), and
+// any other node's refusal as it is.
+func (c *Client) notHolder(i int, cause error) error {
+	left := c.nodes.Quarantined(i)
+	if left <= 0 {
+		return cause
+	}
+	return fmt.Errorf("%w: its copy of the key (%s) holds no lock that counts; counts in %v",
+		ErrNodeQuarantined, unprefixed(cause), left.Truncate(time.Second))
 }
 
 // ErrLockLost means a lock that was being kept alive can no longer be

@@ -290,6 +290,9 @@ func libraryKeys(ctx context.Context, p pool.Pool, cmd pool.Commander, runID, ta
 			case k == keyspace.Ceiling:
 				// Read on its own (liveCeiling): evidence of a lease while
 				// it lives, whatever the node's other keys.
+			case k == keyspace.MaxTTL:
+				// The recorded max TTL tells nothing of an earlier run: a
+				// lease of one would be a key of its own, found here.
 			case keyspace.Check(k) != nil:
 				note(k)
 			default:

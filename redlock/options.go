@@ -31,9 +31,10 @@ const (
 	// usual TTLs, which that return waits for anyway; a node slower than it
 	// is better counted as failed.
 	NodeTimeoutLimit = 5 * time.Second
-	// MaxTTL is the longest TTL a lock accepts. A holder that dies keeps
-	// others out for its whole TTL, and a longer one is more often a unit
-	// mistake than an intent: keep long work alive with WithAutoExtend.
+	// MaxTTL is the largest bound WithMaxTTL accepts: the longest TTL any
+	// Client may allow. A holder that dies keeps others out for its whole
+	// TTL, and a longer one is more often a unit mistake than an intent:
+	// keep long work alive with WithAutoExtend.
 	MaxTTL = 24 * time.Hour
 	// driftConstant is added to the drift for the granularity of Redis expiry.
 	driftConstant = node.DriftConstant
@@ -51,6 +52,7 @@ type config struct {
 	observers   []Observer
 	loggers     []*slog.Logger // WithLogger's, for what is logged but is no Event (quarantine.go)
 	quarantine  *time.Duration // nil: the default (quarantine.go)
+	maxTTL      time.Duration  // 0: DefaultMaxTTL (maxttl.go)
 	clockEvery  time.Duration  // 0: no clock check (clockcheck.go)
 	lockDelay   time.Duration  // 0: no lock-delay (lockdelay.go)
 	err         error
@@ -260,12 +262,13 @@ func minTTL(factor float64) (ttl time.Duration, ok bool) {
 	return ttl, ttl <= MaxTTL
 }
 
-// checkTTL refuses a TTL outside [c.minTTL, MaxTTL]. It counts whole
-// milliseconds, as Redis does: 2.9ms is 2ms, which the drift allowance
-// would leave without validity, so that the lock could never be obtained.
+// checkTTL refuses a TTL outside [c.minTTL, the Client's max TTL]. It
+// counts whole milliseconds, as Redis does: 2.9ms is 2ms, which the drift
+// allowance would leave without validity, so that the lock could never be
+// obtained.
 func (c *Client) checkTTL(ttl time.Duration) error {
-	if ttl.Truncate(time.Millisecond) < c.minTTL || ttl > MaxTTL {
-		return fmt.Errorf("redlock: ttl must be between %v and %v, got %v", c.minTTL, MaxTTL, ttl)
+	if ttl.Truncate(time.Millisecond) < c.minTTL {
+		return fmt.Errorf("redlock: ttl must be between %v and %v, got %v", c.minTTL, c.cfg.longest(), ttl)
 	}
-	return nil
+	return c.cfg.checkLongest(ttl)
 }

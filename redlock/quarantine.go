@@ -9,21 +9,23 @@ import (
 )
 
 // DefaultQuarantine is the quarantine of a Client with the default drift
-// factor: MaxTTL plus its drift allowance. A node that restarted without
-// its data may have forgotten a lock granted just before; that lock's
-// validity ends at most its TTL (plus the drift the holder allows for the
-// node's clock) after it was granted. Waiting the longest TTL any client
-// may ask for covers every lock, whatever the clients; a deployment whose
-// clients use shorter TTLs states its own bound with WithQuarantine.
-const DefaultQuarantine = MaxTTL + time.Duration(float64(MaxTTL)*DefaultDriftFactor) + driftConstant
+// factor and max TTL: DefaultMaxTTL plus its drift allowance, about 60.6s.
+// A node that restarted without its data may have forgotten a lock
+// granted just before; that lock's validity ends at most its TTL (plus the
+// drift the holder allows for the node's clock) after it was granted.
+// Waiting the longest TTL any client may ask for (WithMaxTTL, recorded on
+// the nodes) covers every lock, whatever the clients.
+const DefaultQuarantine = DefaultMaxTTL + time.Duration(float64(DefaultMaxTTL)*DefaultDriftFactor) + driftConstant
 
 // WithQuarantine sets how long a node that restarted without persisting
 // every write stays out of the majority: its yes does not count toward an
 // acquisition of any kind (TryLock and Lock, readers, permits, multi-locks,
 // a waiter's grant), an extension or a fence until its uptime reaches d. The
-// default is MaxTTL plus its drift allowance (DefaultQuarantine with the
-// default drift factor); set d to the longest TTL any client of these nodes
-// uses, plus its drift allowance. 0 disables the check.
+// default is the Client's max TTL plus its drift allowance (WithMaxTTL;
+// DefaultQuarantine with the defaults), lengthened to a larger max TTL
+// recorded on the nodes by another Client and its drift. A d shorter than
+// the max TTL is the caller's statement that no lock on these nodes lives
+// longer. 0 disables the check.
 //
 // A node that restarted alone counts again sooner: once its uptime passes
 // the longest lease its peers may share with it (the largest lease ceiling
@@ -99,22 +101,22 @@ func WithQuarantine(d time.Duration) Option {
 	}
 }
 
-// quarantineFor is the quarantine of a Client: the option's, or MaxTTL and
-// its drift allowance under the Client's drift factor.
+// quarantineFor is the quarantine of a Client: the option's, or its max
+// TTL and its drift allowance under the Client's drift factor.
 func quarantineFor(cfg config) time.Duration {
 	if cfg.quarantine != nil {
 		return *cfg.quarantine
 	}
-	return MaxTTL + driftOf(cfg.driftFactor, MaxTTL)
+	return cfg.longest() + driftOf(cfg.driftFactor, cfg.longest())
 }
 
 // clockHold is how long a node out for a clock fault stays out: the
-// quarantine, or MaxTTL and its drift when the quarantine is off.
+// quarantine, or the max TTL and its drift when the quarantine is off.
 func clockHold(cfg config) time.Duration {
 	if hold := quarantineFor(cfg); hold > 0 {
 		return hold
 	}
-	return MaxTTL + driftOf(cfg.driftFactor, MaxTTL)
+	return cfg.longest() + driftOf(cfg.driftFactor, cfg.longest())
 }
 
 // reportNode is the node layer's Reporter: what a node's health check

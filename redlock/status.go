@@ -26,17 +26,19 @@ type KeyStatus struct {
 	// "permits" (a semaphore), the Redis type of a key of the
 	// application's, or "" when it is free on every node that answered.
 	Kind string
-	// Held reports whether the key is held on a majority of the nodes: by
-	// one token for a lock, by at least one live reader or permit on each
-	// of them for readers and permits.
+	// Held reports whether the key is held on a majority of the nodes that
+	// count: by one token for a lock, by at least one live reader or
+	// permit on each of them for readers and permits. A node the restart
+	// quarantine keeps out (NodeStatus.Quarantined) holds nothing that
+	// counts: a copy of the key there is no holder.
 	Held bool
-	// Token is, for a lock, the value found on the most nodes (the holder's
-	// Lock.Token when Held); "" for readers and permits, which have a token
-	// each, and when the key is free on every node that answered.
+	// Token is, for a lock, the value found on the most nodes that count
+	// (the holder's Lock.Token when Held); "" for readers and permits,
+	// which have a token each, and when no such node holds the key.
 	Token string
-	// Holders counts the nodes where the key is held (by Token, for a
-	// lock); Needed is the majority, Total the number of nodes, Answered
-	// how many of them answered.
+	// Holders counts the nodes that count where the key is held (by
+	// Token, for a lock); Needed is the majority, Total the number of
+	// nodes, Answered how many of them answered.
 	Holders, Needed, Total, Answered int
 	// TTL is how long a majority of the nodes will still hold Token by
 	// their own clocks, unless it is extended or released: the Needed-th
@@ -191,7 +193,10 @@ func (st *KeyStatus) tally() {
 			}
 		}
 	}
-	holds := func(n NodeStatus) bool { return n.Err == nil && n.Kind == st.Kind && n.Leases > 0 }
+	// A quarantined node's copy holds no lock that counts: not a holder.
+	holds := func(n NodeStatus) bool {
+		return n.Err == nil && n.Quarantined == 0 && n.Kind == st.Kind && n.Leases > 0
+	}
 	if st.Kind == "lock" {
 		count := map[string]int{}
 		for _, n := range st.Nodes {
@@ -201,7 +206,9 @@ func (st *KeyStatus) tally() {
 				}
 			}
 		}
-		holds = func(n NodeStatus) bool { return n.Err == nil && n.Kind == "lock" && n.Token == st.Token }
+		holds = func(n NodeStatus) bool {
+			return n.Err == nil && n.Quarantined == 0 && n.Kind == "lock" && n.Token == st.Token
+		}
 	} else {
 		for _, n := range st.Nodes {
 			if holds(n) {

@@ -56,11 +56,17 @@ func (c *Client) try(ctx context.Context, p *plan) (*Lock, int, error) {
 func (c *Client) retry(ctx context.Context, p *plan) (*Lock, int, error) {
 	var l *Lock
 	var prev error // the error of the last attempt that ran to its decision
+	told := false  // the wait for the restart quarantine was logged (outlast.go)
 	attempts, err := c.waits.Retry(ctx, p.kind.Watched(), p.lc.retry, c.nodeTimeout(p.lc.ttl), func(ctx context.Context, w *wait.Watch, retry bool) (error, bool) {
 		var err error
 		l, err = c.attempt(ctx, p, w)
 		err, end := afterAttempt(ctx, err, prev, retry)
 		prev = err
+		if !end {
+			if q := c.outlasted(ctx, p.key, err, &told); q != nil {
+				return q, true
+			}
+		}
 		return err, end || errors.Is(err, ErrWrongKind)
 	})
 	return l, attempts, err
@@ -75,12 +81,21 @@ func (c *Client) queue(ctx context.Context, p *plan) (*Lock, int, error) {
 	if !p.wait {
 		delay, retry = 0, false
 	}
+	var err error
 	if !p.lc.fair && (!retry || !c.waits.Busy.Is(p.key, p.start)) {
-		l, err := c.attempt(ctx, p, nil)
-		if err, end := afterAttempt(ctx, err, nil, retry); end {
+		var l *Lock
+		l, err = c.attempt(ctx, p, nil)
+		var end bool
+		if err, end = afterAttempt(ctx, err, nil, retry); end {
 			return l, 1, err
 		}
 		c.waits.Busy.Mark(p.key, p.start)
+	}
+	if p.wait {
+		told := false
+		if q := c.outlasted(ctx, p.key, err, &told); q != nil {
+			return nil, 1, q // the nodes count after the deadline: waiting cannot succeed
+		}
 	}
 	l, retries, err := c.wait(ctx, p, delay, retry)
 	return l, 1 + retries, err

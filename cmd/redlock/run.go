@@ -17,8 +17,8 @@ import (
 )
 
 const runUsage = `Usage: redlock run [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D]
-                   [--node-timeout D] [--quarantine D] [--lock-delay D]
-                   [--max-hold D] [--conflict-exit-code N] -- COMMAND [ARG...]
+                   [--node-timeout D] [--max-ttl D] [--quarantine D]
+                   [--lock-delay D] [--max-hold D] [--conflict-exit-code N] -- COMMAND [ARG...]
 
 Takes the lock KEY on a majority of the nodes, runs COMMAND while keeping the
 lock alive, releases the lock when COMMAND exits, and exits with COMMAND's
@@ -52,10 +52,14 @@ Flags:
                       outlive the lock.
   --node-timeout D    bound on each call to one node, at most 5s
                       (default: min(TTL/20, 500ms))
+  --max-ttl D         the longest TTL any client of these nodes uses, at
+                      least --ttl; every client must give the same (the
+                      nodes record the largest, which lengthens a shorter
+                      client's quarantine) (default 1m0s)
   --quarantine D      how long a node that restarted without persisting
-                      every write stays out of the majority: the longest TTL
-                      any client of these nodes uses, plus 1%; 0 turns the
-                      check off (default: 24h14m24s, for any TTL)
+                      every write stays out of the majority; 0 turns the
+                      check off (default: --max-ttl plus 1%, 1m0.602s with
+                      the default --max-ttl)
   --lock-delay D      after a lock on KEY expired without a release (its
                       holder died), wait D more before taking it; every
                       client of KEY must use the same D (default 0: off)
@@ -116,6 +120,7 @@ type runner struct {
 	ttl, wait, grace time.Duration
 	nodeTimeout      time.Duration
 	quarantine       *time.Duration // nil: the library's default
+	maxTTL           time.Duration  // the longest TTL of the nodes' clients
 	lockDelay        time.Duration  // 0: off
 	maxHold          time.Duration  // 0: no limit
 	conflictCode     int            // the exit code when another owner holds the lock
@@ -141,7 +146,7 @@ func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer closeNodes(r.pools)
 	r.extended = make(chan struct{}, 1)
-	opts := []redlock.Option{redlock.WithNodeTimeout(r.nodeTimeout), redlock.WithObserver(r)}
+	opts := []redlock.Option{redlock.WithNodeTimeout(r.nodeTimeout), redlock.WithObserver(r), redlock.WithMaxTTL(r.maxTTL)}
 	if r.quarantine != nil {
 		opts = append(opts, redlock.WithQuarantine(*r.quarantine))
 	}
@@ -178,6 +183,7 @@ type runFlags struct {
 	nodes                          *urlList
 	ttl, wait, grace, nodeTimeout  *durationFlag
 	quarantine, lockDelay, maxHold *durationFlag
+	maxTTL                         *durationFlag
 	conflictCode                   *int
 }
 
@@ -189,6 +195,7 @@ func (r *runner) define(fs *flag.FlagSet) runFlags {
 	f.wait = durationVar(fs, "wait", 0, "how long to wait for the lock")
 	f.grace = durationVar(fs, "grace", 0, "time from SIGTERM to SIGKILL")
 	f.nodeTimeout = durationVar(fs, "node-timeout", 0, "bound on each call to one node")
+	f.maxTTL = durationVar(fs, "max-ttl", redlock.DefaultMaxTTL, "the longest TTL any client of these nodes uses")
 	f.quarantine = durationVar(fs, "quarantine", redlock.DefaultQuarantine, "how long a restarted node without persistence does not count")
 	f.lockDelay = durationVar(fs, "lock-delay", 0, "how long a key whose holder died stays free of new holders")
 	f.maxHold = durationVar(fs, "max-hold", 0, "how long the lock is held at most")
@@ -225,6 +232,11 @@ func (r *runner) parse(args []string) (urls []string, code int, ok bool) {
 		// Below this the drift allowance and the node calls leave
 		// little or no validity; the library would refuse a few ms.
 		return nil, usageError(r.stderr, "run", "--ttl must be at least %v, got %v", minTTL, r.ttl), false
+	case r.ttl > f.maxTTL.d && f.maxTTL.d >= minTTL:
+		return nil, usageError(r.stderr, "run", "--ttl %v is longer than --max-ttl %v: give --max-ttl %v or more, the same to every client of these nodes (the restart quarantine follows it)",
+			r.ttl, f.maxTTL.d, r.ttl), false
+	case f.maxTTL.d < minTTL || f.maxTTL.d > redlock.MaxTTL:
+		return nil, usageError(r.stderr, "run", "--max-ttl must be between %v and %v, got %v", minTTL, redlock.MaxTTL, f.maxTTL.d), false
 	case r.wait < 0:
 		return nil, usageError(r.stderr, "run", "--wait must not be negative, got %v", r.wait), false
 	case r.grace < 0:
@@ -247,7 +259,7 @@ func (r *runner) parse(args []string) (urls []string, code int, ok bool) {
 	if f.quarantine.set {
 		r.quarantine = &f.quarantine.d
 	}
-	r.lockDelay, r.maxHold, r.conflictCode = f.lockDelay.d, f.maxHold.d, *f.conflictCode
+	r.lockDelay, r.maxHold, r.conflictCode, r.maxTTL = f.lockDelay.d, f.maxHold.d, *f.conflictCode, f.maxTTL.d
 	if !f.nodeTimeout.set {
 		r.nodeTimeout = defaultNodeTimeout(r.ttl)
 	}

@@ -67,6 +67,12 @@ const (
 	// at least the TTL of every lease the node granted that may still be
 	// valid, alive at least as long as each.
 	Ceiling = "redlock:ceiling"
+	// MaxTTL is a standalone node's record of the longest TTL its clients
+	// may ask for (redlock.WithMaxTTL), in ms, with no TTL of its own:
+	// raised with the lease ceiling (scripts' ceiling.lua), never lowered,
+	// the largest winning. A Client whose own bound is smaller quarantines
+	// a restarted node for the recorded one (internal/node, bound.go).
+	MaxTTL = "redlock:max-ttl"
 )
 
 // Suffixes are the endings of the companions of the first naming (and, on a
@@ -86,8 +92,9 @@ var Prefixes = []string{
 
 // Markers are the beginnings of the library's markers (the fresh-start
 // declarations of a node and of a cluster shard, a shard master's reign, a
-// node's lease ceiling). Check refuses a key with any of them.
-var Markers = []string{FreshStart, reign, Ceiling}
+// node's lease ceiling, its recorded max TTL). Check refuses a key with any
+// of them.
+var Markers = []string{FreshStart, reign, Ceiling, MaxTTL}
 
 // ErrReserved is wrapped by Check's error for a key of the library's own.
 var ErrReserved = errors.New("the name is reserved")

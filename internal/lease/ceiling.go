@@ -84,7 +84,7 @@ func (e *Env) setNX(ctx context.Context, i int, key, token string, ttl time.Dura
 	}
 	sent, before := time.Now(), e.runOf(i)
 	v, err := e.Nodes.Pool(i).Eval(ctx, scripts.Acquire, []string{key},
-		token, ttl.Milliseconds(), ceilingKeep*ttl.Milliseconds(), keyspace.Ceiling)
+		token, ttl.Milliseconds(), ceilingKeep*ttl.Milliseconds(), e.MaxTTL.Milliseconds(), keyspace.Ceiling)
 	if err != nil {
 		return false, err
 	}

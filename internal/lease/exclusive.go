@@ -123,7 +123,7 @@ func (x *Exclusive) Extend(ctx context.Context, e *Env, i int, token string, ttl
 func (x *Exclusive) Releaser(e *Env, token string, keep any, wake bool) Release {
 	r := &exclusiveRelease{e: e, keys: e.QueueKeys(x.key)}
 	r.args = e.releaseArgs(r.buf[:0], token, keep, wake)
-	r.ceiled = append(r.args, keyspace.Ceiling) // in buf: no allocation of its own
+	r.ceiled = append(r.args, r.e.MaxTTL.Milliseconds(), keyspace.Ceiling) // in buf: no allocation of its own
 	return r
 }
 
@@ -132,8 +132,8 @@ type exclusiveRelease struct {
 	e      *Env
 	keys   [][]string // on each node
 	args   []any
-	ceiled []any  // args, and the ceiling: for a node that keeps one
-	buf    [6]any // the storage of both
+	ceiled []any  // args, the max TTL and the ceiling: for a node that keeps one
+	buf    [7]any // the storage of both
 }
 
 // Release reports whether the key held the token on node i; a waiter of

@@ -16,13 +16,14 @@ func (e *Env) withHeld(keys []string, i int, key string) []string {
 	return append(keys, e.Nodes.Names(i).Held(key))
 }
 
-// withCeiling returns args with node i's lease ceiling appended, last, for
-// a script that grants or extends a lease (scripts' ceiling.lua takes it
-// off); args as they are on a node that keeps none. The result never
-// shares args' backing array beyond its length.
+// withCeiling returns args with the Client's max TTL in ms and node i's
+// lease ceiling appended, last, for a script that grants or extends a
+// lease (scripts' ceiling.lua takes them off, raises the ceiling and
+// records the max TTL); args as they are on a node that keeps none. The
+// result never shares args' backing array beyond its length.
 func (e *Env) withCeiling(args []any, i int) []any {
 	if c := e.Nodes.Names(i).Ceiling(); c != "" {
-		return append(args[:len(args):len(args)], c)
+		return append(args[:len(args):len(args)], e.MaxTTL.Milliseconds(), c)
 	}
 	return args
 }

@@ -27,13 +27,16 @@ type Env struct {
 	// Grants is where a key a release handed to a waiter of this Client
 	// is delivered, and the channel such waiters listen on.
 	Grants Grants
+	// MaxTTL is the Client's longest TTL, recorded on each node that keeps
+	// a lease ceiling by the scripts that raise it (keys.go).
+	MaxTTL time.Duration
 
 	seen ceilings // what this Client knows of the nodes' lease ceilings (ceiling.go)
 }
 
 // NewEnv returns the Env of a Client's nodes.
-func NewEnv(nodes *node.Set, delay time.Duration, grants Grants) Env {
-	return Env{Nodes: nodes, Delay: delay, Grants: grants, seen: make(ceilings, nodes.Len())}
+func NewEnv(nodes *node.Set, delay, maxTTL time.Duration, grants Grants) Env {
+	return Env{Nodes: nodes, Delay: delay, MaxTTL: maxTTL, Grants: grants, seen: make(ceilings, nodes.Len())}
 }
 
 // Grants is a Client's side of the keys its releases hand to waiters

@@ -89,11 +89,20 @@ func (q *quarantine) check(ctx context.Context, i int, _ string) error {
 		return nil
 	}
 	now := q.set.cfg.Clock.Now()
-	left := QuarantineLeft(id, q.set.cfg.Quarantine, now)
-	if left == 0 || q.set.isAdmitted(i, id.RunID) {
+	if q.set.isAdmitted(i, id.RunID) {
 		return nil
 	}
+	left := QuarantineLeft(id, q.set.hold(), now)
+	if left == 0 {
+		if q.set.boundRead(i, id, now) {
+			return nil
+		}
+		q.set.readBound() // a longer bound recorded on the nodes would keep it out (bound.go)
+		return fmt.Errorf("%w: run %s started %v ago, persistence %s; counts once the longest TTL recorded on the nodes is read",
+			ErrQuarantined, id.RunID, now.Sub(id.Started).Truncate(time.Second), id.Persistence)
+	}
 	q.set.probe(i, id) // its horizon may end the quarantine sooner (horizon.go)
+	q.set.readBound()  // a longer bound recorded on the nodes makes it longer (bound.go)
 	err := fmt.Errorf("%w: run %s started %v ago, persistence %s; counts in %v",
 		ErrQuarantined, id.RunID, now.Sub(id.Started).Truncate(time.Second), id.Persistence, left.Truncate(time.Second))
 	q.last.report(ctx, q.set, i, Quarantined, id.RunID, err)
@@ -128,7 +137,7 @@ func (s *Set) Quarantined(i int) time.Duration {
 	if !known || s.isAdmitted(i, id.RunID) {
 		return 0
 	}
-	return QuarantineLeft(id, s.cfg.Quarantine, s.cfg.Clock.Now())
+	return QuarantineLeft(id, s.hold(), s.cfg.Clock.Now())
 }
 
 // Health returns why node i must not count now for key, the lock key of

@@ -88,7 +88,7 @@ func (s *Set) admit(i int, id pool.Identity) {
 	fresh := s.horizon.admitted[i] != id.RunID
 	s.horizon.admitted[i] = id.RunID
 	s.horizon.mu.Unlock()
-	if fresh && QuarantineLeft(id, s.cfg.Quarantine, s.cfg.Clock.Now()) > 0 {
+	if fresh && QuarantineLeft(id, s.hold(), s.cfg.Clock.Now()) > 0 {
 		s.cfg.Report(context.Background(), i, Returned, &ReturnedError{RunID: id.RunID, After: s.cfg.Clock.Now().Sub(id.Started)})
 	}
 }
@@ -244,7 +244,7 @@ func (s *Set) vouches(j int, rep horizonReply) bool {
 		return false
 	}
 	return rep.declared == rep.run || s.isAdmitted(j, rep.run) ||
-		QuarantineLeft(id, s.cfg.Quarantine, s.cfg.Clock.Now()) == 0
+		QuarantineLeft(id, s.hold(), s.cfg.Clock.Now()) == 0
 }
 
 // quarantineOf returns node i's restart quarantine check, nil when it has

@@ -31,6 +31,13 @@ type Config struct {
 	// every write, or a Redis Cluster shard master that took over or
 	// restarted, stays out (0: both checks are off).
 	Quarantine time.Duration
+	// MaxTTL is the Client's longest TTL, which its scripts record on the
+	// nodes; a larger recorded one lengthens the quarantine (bound.go).
+	MaxTTL time.Duration
+	// BoundCap is the longest TTL any Client may record: a node younger
+	// than it (and its drift allowance) counts only once the recorded
+	// bound was read after the Set first saw its run (0: no read).
+	BoundCap time.Duration
 	// ClockEvery is the interval of the clock readings (0: off).
 	ClockEvery time.Duration
 	// ClockHold is how long a node stays out after a clock fault.
@@ -67,6 +74,7 @@ type Set struct {
 	order   Order
 	clocks  *clockWatch // nil without the clock check
 	horizon horizons    // restarted nodes' return (horizon.go)
+	bound   bounds      // the max TTL recorded on the nodes (bound.go)
 }
 
 // New builds the Set of pools: each node's naming from whether its Pool is
@@ -95,6 +103,7 @@ func New(pools []pool.Pool, cfg Config) *Set {
 	}
 	s.horizon.init(n)
 	same := newServers(n)
+	s.bound.init(n)
 	for i, p := range s.pools {
 		s.names[i] = Names(Standalone{})
 		if cp, ok := p.(pool.Cluster); ok && cp.IsCluster() {
