@@ -71,14 +71,14 @@ func BenchmarkTryLockContended(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	held, err := c.TryLock(bg(), "bench", time.Hour)
+	held, err := c.TryLock(bg(), "bench", time.Minute)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer held.Unlock(bg())
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.TryLock(bg(), "bench", time.Hour); err == nil {
+		if _, err := c.TryLock(bg(), "bench", time.Minute); err == nil {
 			b.Fatal("obtained a held lock")
 		}
 	}

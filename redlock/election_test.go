@@ -28,6 +28,7 @@ func TestCampaignRejectsBadInput(t *testing.T) {
 		{"oversized value", "e", strings.Repeat("x", redlock.MaxLeaderValue+1), bg(), 10 * time.Second, "exceeds MaxLeaderValue"},
 		{"zero ttl", "e", "v", bg(), 0, "ttl"},
 		{"ttl above MaxTTL", "e", "v", bg(), redlock.MaxTTL + time.Millisecond, "ttl"},
+		{"ttl above the max TTL", "e", "v", bg(), redlock.DefaultMaxTTL + time.Millisecond, "WithMaxTTL(1m0.001s)"},
 		{"ttl too short to keep alive", "e", "v", bg(), 100 * time.Millisecond, "too short to auto-extend"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

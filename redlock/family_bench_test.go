@@ -21,7 +21,7 @@ func BenchmarkRLockUnlockShared(b *testing.B) {
 	benchLease(b, func(c *redlock.Client) (*redlock.Lock, error) {
 		return c.TryRLock(bg(), "bench", 10*time.Second)
 	}, func(c *redlock.Client) (*redlock.Lock, error) {
-		return c.TryRLock(bg(), "bench", time.Hour)
+		return c.TryRLock(bg(), "bench", time.Minute)
 	})
 }
 
@@ -29,7 +29,7 @@ func BenchmarkRLockUnlockShared(b *testing.B) {
 // 8 permits held by others.
 func BenchmarkPermitUnlock(b *testing.B) {
 	take := func(c *redlock.Client) (*redlock.Lock, error) {
-		return c.TryAcquirePermit(bg(), "bench", 8, time.Hour)
+		return c.TryAcquirePermit(bg(), "bench", 8, time.Minute)
 	}
 	held := make([]func(*redlock.Client) (*redlock.Lock, error), 7)
 	for i := range held {

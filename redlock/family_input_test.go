@@ -40,6 +40,7 @@ func TestRLockAndPermitRejectBadInput(t *testing.T) {
 		{name: "empty key", ctx: bg(), key: "", limit: 1, ttl: time.Second, want: "empty key"},
 		{name: "zero ttl", ctx: bg(), key: "k", limit: 1, ttl: 0, want: "ttl"},
 		{name: "ttl above MaxTTL", ctx: bg(), key: "k", limit: 1, ttl: redlock.MaxTTL + time.Second, want: "ttl"},
+		{name: "ttl above the max TTL", ctx: bg(), key: "k", limit: 1, ttl: redlock.DefaultMaxTTL + time.Second, want: "WithMaxTTL(1m1s)"},
 		{name: "nil retry", ctx: bg(), key: "k", limit: 1, ttl: time.Second, opts: []redlock.LockOption{redlock.WithRetry(nil)}, want: "nil retry"},
 		{name: "ttl too short to auto-extend", ctx: bg(), key: "k", limit: 1, ttl: 5 * time.Millisecond,
 			opts: []redlock.LockOption{redlock.WithAutoExtend(0)}, want: "too short to auto-extend"},

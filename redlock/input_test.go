@@ -72,14 +72,16 @@ func TestLockRejectsBadInput(t *testing.T) {
 		want string
 	}{
 		{"empty key", bg(), "", time.Second, nil, "empty key"},
-		{"zero ttl", bg(), "k", 0, nil, "ttl must be between 3ms and 24h0m0s, got 0s"},
-		{"negative ttl", bg(), "k", -time.Second, nil, "ttl must be between 3ms and 24h0m0s, got -1s"},
-		{"ttl eaten by drift", bg(), "k", 2 * time.Millisecond, nil, "ttl must be between 3ms and 24h0m0s, got 2ms"},
+		{"zero ttl", bg(), "k", 0, nil, "ttl must be between 3ms and 1m0s, got 0s"},
+		{"negative ttl", bg(), "k", -time.Second, nil, "ttl must be between 3ms and 1m0s, got -1s"},
+		{"ttl eaten by drift", bg(), "k", 2 * time.Millisecond, nil, "ttl must be between 3ms and 1m0s, got 2ms"},
 		// Redis keeps whole milliseconds: these are 2ms, which drift eats.
-		{"ttl 2.1ms", bg(), "k", 2100 * time.Microsecond, nil, "ttl must be between 3ms and 24h0m0s, got 2.1ms"},
-		{"ttl 2.99ms", bg(), "k", 2990 * time.Microsecond, nil, "ttl must be between 3ms and 24h0m0s, got 2.99ms"},
-		{"ttl above MaxTTL", bg(), "k", redlock.MaxTTL + time.Millisecond, nil, "ttl must be between 3ms and 24h0m0s, got 24h0m0.001s"},
-		{"largest duration", bg(), "k", math.MaxInt64, nil, "ttl must be between 3ms and 24h0m0s, got 2562047h47m16.854775807s"},
+		{"ttl 2.1ms", bg(), "k", 2100 * time.Microsecond, nil, "ttl must be between 3ms and 1m0s, got 2.1ms"},
+		{"ttl 2.99ms", bg(), "k", 2990 * time.Microsecond, nil, "ttl must be between 3ms and 1m0s, got 2.99ms"},
+		{"ttl above the max TTL", bg(), "k", redlock.DefaultMaxTTL + time.Millisecond, nil,
+			"ttl 1m0.001s is longer than this Client's max TTL 1m0s: give every Client of these nodes WithMaxTTL(1m0.001s) or more"},
+		{"ttl above MaxTTL", bg(), "k", redlock.MaxTTL + time.Millisecond, nil, "ttl 24h0m0.001s is longer than 24h0m0s, the longest any Client allows"},
+		{"largest duration", bg(), "k", math.MaxInt64, nil, "ttl 2562047h47m16.854775807s is longer than 24h0m0s"},
 		{"nil context", nilCtx, "k", time.Second, nil, "nil context"},
 		{"nil retry", bg(), "k", time.Second, []redlock.LockOption{redlock.WithRetry(nil)}, "nil retry"},
 	} {
@@ -109,15 +111,27 @@ func TestTTLRangeEnds(t *testing.T) {
 		_ = l.Unlock(bg()) // may have expired already
 	}
 	c.WaitIdle()
-	l, err := c.TryLock(bg(), "k", redlock.MaxTTL)
+	l, err := c.TryLock(bg(), "k", redlock.DefaultMaxTTL)
+	require.NoError(t, err)
+	require.NoError(t, l.Extend(bg(), redlock.DefaultMaxTTL))
+	require.ErrorContains(t, l.Extend(bg(), redlock.DefaultMaxTTL+time.Millisecond), "WithMaxTTL(1m0.001s)")
+	require.NoError(t, l.Unlock(bg()))
+
+	// WithMaxTTL raises the bound up to MaxTTL, no further.
+	long := newClient(t, fn.pools, redlock.WithMaxTTL(redlock.MaxTTL))
+	l, err = long.TryLock(bg(), "k", redlock.MaxTTL)
 	require.NoError(t, err)
 	require.NoError(t, l.Extend(bg(), redlock.MaxTTL))
 	require.NoError(t, l.Unlock(bg()))
+	for _, d := range []time.Duration{0, time.Millisecond - 1, redlock.MaxTTL + 1} {
+		_, err = redlock.New(fn.pools, redlock.WithMaxTTL(d))
+		require.ErrorContains(t, err, "max ttl must be between 1ms and 24h0m0s", "%v", d)
+	}
 
 	// A larger drift factor raises the minimum.
 	c2 := newClient(t, fn.pools, redlock.WithDriftFactor(0.5))
 	_, err = c2.TryLock(bg(), "k", 4*time.Millisecond)
-	require.ErrorContains(t, err, "ttl must be between 5ms and 24h0m0s, got 4ms")
+	require.ErrorContains(t, err, "ttl must be between 5ms and 1m0s, got 4ms")
 	_, err = redlock.New(fn.pools, redlock.WithDriftFactor(0.99999999))
 	require.ErrorContains(t, err, "leaves no validity to any ttl up to 24h0m0s")
 }
@@ -147,10 +161,10 @@ func TestExtendRejectsBadTTL(t *testing.T) {
 	c := newClient(t, fn.pools)
 	l, err := c.TryLock(bg(), "k", time.Minute)
 	require.NoError(t, err)
-	require.ErrorContains(t, l.Extend(bg(), 0), "ttl must be between 3ms and 24h0m0s, got 0s")
-	require.ErrorContains(t, l.Extend(bg(), time.Millisecond), "ttl must be between 3ms and 24h0m0s, got 1ms")
-	require.ErrorContains(t, l.Extend(bg(), 2500*time.Microsecond), "ttl must be between 3ms and 24h0m0s, got 2.5ms")
-	require.ErrorContains(t, l.Extend(bg(), math.MaxInt64), "ttl must be between")
+	require.ErrorContains(t, l.Extend(bg(), 0), "ttl must be between 3ms and 1m0s, got 0s")
+	require.ErrorContains(t, l.Extend(bg(), time.Millisecond), "ttl must be between 3ms and 1m0s, got 1ms")
+	require.ErrorContains(t, l.Extend(bg(), 2500*time.Microsecond), "ttl must be between 3ms and 1m0s, got 2.5ms")
+	require.ErrorContains(t, l.Extend(bg(), math.MaxInt64), "is longer than 24h0m0s")
 	var nilCtx context.Context
 	require.ErrorContains(t, l.Extend(nilCtx, time.Second), "nil context")
 }

@@ -67,7 +67,7 @@ func TestMistakeTimestampValueAndGetSet(t *testing.T) {
 	servers, pools := realNodes(t, 3)
 	a := newClient(t, pools)
 	b := newClient(t, pools)
-	la, err := a.TryLock(bg(), "res", time.Minute)
+	la, err := a.TryLock(bg(), "res", 30*time.Second)
 	require.NoError(t, err)
 	a.WaitIdle()
 	_, err = time.Parse(time.RFC3339, la.Token())
@@ -80,7 +80,7 @@ func TestMistakeTimestampValueAndGetSet(t *testing.T) {
 	}
 
 	for range 5 {
-		_, err := b.TryLock(bg(), "res", time.Hour)
+		_, err := b.TryLock(bg(), "res", time.Minute)
 		require.ErrorIs(t, err, redlock.ErrNotObtained)
 	}
 	b.WaitIdle()
@@ -120,7 +120,7 @@ func TestMistakeGetThenDel(t *testing.T) {
 	servers, pools := realNodes(t, 3)
 	rec, ops := recordingNodes(t, pools)
 	a := newClient(t, rec)
-	la, err := a.TryLock(bg(), "res", time.Minute)
+	la, err := a.TryLock(bg(), "res", 30*time.Second)
 	require.NoError(t, err)
 	a.WaitIdle()
 	ops()

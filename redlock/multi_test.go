@@ -35,7 +35,7 @@ func TestLockAllRejectsBadInput(t *testing.T) {
 		{"an election's key", bg(), []string{"election:x"}, time.Second, "reserved for elections"},
 		{"nil context", nilCtx, []string{"a"}, time.Second, "nil context"},
 		{"ttl too short", bg(), []string{"a"}, time.Millisecond, "ttl must be between"},
-		{"ttl too long", bg(), []string{"a"}, redlock.MaxTTL + time.Second, "ttl must be between"},
+		{"ttl too long", bg(), []string{"a"}, redlock.DefaultMaxTTL + time.Second, "WithMaxTTL(1m1s)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
