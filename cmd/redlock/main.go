@@ -27,8 +27,8 @@ const usageText = `redlock: a distributed lock (Redlock) for shell scripts.
 
 Usage:
   redlock run    [--nodes URLS] --key KEY [--ttl D] [--wait D] [--grace D]
-                 [--node-timeout D] [--quarantine D] [--lock-delay D]
-                 [--max-hold D] [--conflict-exit-code N] -- COMMAND [ARG...]
+                 [--node-timeout D] [--max-ttl D] [--quarantine D]
+                 [--lock-delay D] [--max-hold D] [--conflict-exit-code N] -- COMMAND [ARG...]
   redlock status [--nodes URLS] --key KEY [--timeout D] [--json]
   redlock leader [--nodes URLS] --election NAME [--timeout D]
   redlock nodes  check [--nodes URLS] [--timeout D] [--quarantine D]
