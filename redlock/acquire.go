@@ -34,8 +34,9 @@ import (
 //
 // ttl counts in whole milliseconds, as Redis does, from the shortest that
 // outlasts the drift allowance (3ms with the default WithDriftFactor) to
-// MaxTTL; outside that range TryLock and Lock return an error without
-// calling a node.
+// the Client's max TTL (WithMaxTTL, a minute by default); outside that
+// range TryLock and Lock return an error without calling a node, which
+// names the option for a longer TTL.
 //
 // key must not be empty nor one of the names the library keeps beside a key
 // (docs/design.md, "Key names"): a key ending with ":fence", ":queue",
@@ -54,7 +55,13 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // Lock takes the lock on key for ttl, waiting until it succeeds or ctx
 // ends. On failure the error wraps ErrNotObtained and, when ctx ended the
 // wait, ctx.Err(); it returns within ctx's deadline whatever the nodes do,
-// and a lock it returns is valid (Until() in the future).
+// and a lock it returns is valid (Until() in the future). When a majority
+// of the nodes sits out the restart quarantine (WithQuarantine) past ctx's
+// deadline, it returns at once after the attempt that told it, with an
+// error that names the quarantine and when the nodes count (IsUnavailable);
+// without a deadline it waits, and logs one line saying so (WithLogger's
+// loggers, else slog.Default()). RLock, AcquirePermit, LockAll, Do,
+// Campaign and Lead do the same.
 //
 // It tries once at once. If the lock is held, it joins the queue of waiters
 // kept next to the key on every node (part of the same attempt). A release
