@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,17 +14,20 @@ import (
 )
 
 // libraryNames returns names the library writes on a node: the companions
-// of keys of every shape in both namings (a standalone node's, a Redis
-// Cluster node's), the election keys, their records, and the markers.
+// of keys of every shape, the election keys and their companions, the CLI's
+// holder records, and the markers. All begin with keyspace.Prefix.
 func libraryNames() []string {
 	var out []string
-	for _, b := range []string{"k", "{t}k", "a}b", "election:x", "election:{t}x"} {
-		for _, n := range []keyspace.Naming{keyspace.Standalone{}, keyspace.Cluster{}} {
-			out = append(out, n.Fence(b), n.Readers(b), n.Held(b), n.Watch(b), n.Holds(b), n.Leader(b))
-			out = append(out, n.Queue(b)[1:]...)
+	for _, b := range []string{"k", "{t}k", "a}b", "x:leader"} {
+		e, _ := keyspace.Election(b)
+		for _, k := range []string{b, e} {
+			n := keyspace.Standalone{}
+			out = append(out, n.Fence(k), n.Readers(k), n.Held(k), n.Watch(k), n.Holds(k), n.Leader(k), keyspace.Holder(k))
+			out = append(out, n.Queue(k)[1:]...)
 		}
+		out = append(out, e)
 	}
-	return append(out, "election:x", "election:{t}x", keyspace.FreshStart, keyspace.ShardFreshStart("0"), keyspace.Reign("0"))
+	return append(out, keyspace.FreshStart, keyspace.Ceiling, keyspace.ShardFreshStart("0"), keyspace.Reign("0"))
 }
 
 // Every entry point that takes a key or an election name refuses, at the
@@ -65,20 +67,13 @@ func TestRealNoEntryPointReachesALibraryName(t *testing.T) {
 			assert.Contains(t, err.Error(), "reserved", "%s(%q): %v", entry, name, err)
 		}
 	}
-	campaigned := 0
 	for _, name := range names {
-		election, ok := strings.CutPrefix(name, keyspace.ElectionPrefix)
-		if !ok || name == "election:x" || name == "election:{t}x" {
-			continue // an election's own key is reached by its own Campaign only
-		}
-		_, err := c.Campaign(ctx, election, "v", ttl)
-		require.Error(t, err, "Campaign(%q) reaches %q", election, name)
+		_, err := c.Campaign(ctx, name, "v", ttl)
+		require.Error(t, err, "Campaign(%q)", name)
 		assert.Contains(t, err.Error(), "reserved")
-		_, err = c.Leader(ctx, election)
-		assert.Contains(t, err.Error(), "reserved", "Leader(%q)", election)
-		campaigned++
+		_, err = c.Leader(ctx, name)
+		assert.Contains(t, err.Error(), "reserved", "Leader(%q)", name)
 	}
-	require.Greater(t, campaigned, 10, "election names that would reach an election's record or companions")
 	c.WaitIdle()
 	for _, s := range servers {
 		keys, err := s.Client(t).Keys(bg(), "*").Result()
@@ -88,24 +83,41 @@ func TestRealNoEntryPointReachesALibraryName(t *testing.T) {
 	}
 }
 
-// The probe's two leaders: election "x" keeps its record at
-// "election:x:leader", the lock key of an election "x:leader". That name is
-// refused, so while x is led nothing else can touch its record, and
-// Campaign "x" after a refused Campaign "x:leader" leads alone.
-func TestRealElectionRecordIsNoElection(t *testing.T) {
+// Names are the caller's: every key and election name outside the one
+// reserved prefix is accepted, and names that differ are independent
+// objects. A lock "x" and a lock "x:leader", an election "x" and an
+// election "x:leader", a lock "report" and an election "report" are all
+// held at once, and the names a service may well choose (a queue's lock,
+// an account's fence) are ordinary keys.
+func TestRealOrdinaryNamesAreIndependent(t *testing.T) {
 	parallel(t)
 	_, pools := realNodes(t, 3)
 	c := newClient(t, pools)
-	_, err := c.Campaign(bg(), "x:leader", "b", 5*time.Second)
-	require.Error(t, err)
-	a, err := c.Campaign(bg(), "x", "a", 5*time.Second)
-	require.NoError(t, err)
-	_, err = c.TryLock(bg(), "election:x:leader", time.Second)
-	require.Error(t, err, "the record is no caller's lock key")
-	_, err = c.TryLock(bg(), "election:x", time.Second)
-	require.Error(t, err, "nor is the election's key")
-	ld, err := c.Leader(bg(), "x")
-	require.NoError(t, err)
-	assert.Equal(t, "a", ld.Value)
-	require.NoError(t, a.Resign(bg()))
+	const ttl = 10 * time.Second
+	var locks []*redlock.Lock
+	for _, key := range []string{"x", "x:leader", "report", "jobs:queue", "acc:fence", "horizon:held",
+		"user:1:readers", "election:report", "nightly:holder", "x:queue:watch", "election:x"} {
+		l, err := c.TryLock(bg(), key, ttl)
+		require.NoError(t, err, "TryLock(%q)", key)
+		locks = append(locks, l)
+	}
+	var leaders []*redlock.Leadership
+	for _, name := range []string{"x", "x:leader", "report", "x:election"} {
+		ld, err := c.Campaign(bg(), name, "v-"+name, ttl)
+		require.NoError(t, err, "Campaign(%q) beside the locks and the other elections", name)
+		leaders = append(leaders, ld)
+	}
+	for _, name := range []string{"x", "x:leader", "report", "x:election"} {
+		ld, err := c.Leader(bg(), name)
+		require.NoError(t, err)
+		assert.Equal(t, "v-"+name, ld.Value, "election %q keeps its own record", name)
+	}
+	for _, l := range locks {
+		require.NoError(t, l.Unlock(bg()))
+	}
+	for _, ld := range leaders {
+		require.NoError(t, ld.Resign(bg()))
+	}
+	_, err := c.TryLock(bg(), "redlock:x", ttl)
+	require.ErrorContains(t, err, `begins with "redlock:"`)
 }

@@ -211,10 +211,9 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration, opts 
 	return lc, err
 }
 
-// checkKey refuses a caller's key that is empty, or that could name another
-// object's key: a companion of another key (its fence counter, queue,
-// readers, markers, leader record, in either naming), an election's lock key,
-// or a marker of the library's (keyspace.Check, docs/design.md).
+// checkKey refuses a caller's key that is empty, or under the library's
+// reserved prefix "redlock:", where every key the library writes beside a
+// caller's lives (keyspace.Check, docs/design.md).
 func checkKey(key string) error {
 	if err := keyspace.Check(key); err != nil {
 		return fmt.Errorf("redlock: %w", err)
@@ -223,7 +222,8 @@ func checkKey(key string) error {
 }
 
 // asElection marks an acquisition as an election's (Campaign): its key is
-// "election:" + name, built and checked by keyspace.Election.
+// a companion of the election's name, built and checked by
+// keyspace.Election.
 func asElection() LockOption { return func(c *lockConfig) { c.election = true } }
 
 // checkKeepable refuses a ttl too short for auto-extension: from the start

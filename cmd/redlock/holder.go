@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -45,17 +45,14 @@ var (
 	holderDel = pool.NewScript(holderDelSrc)
 )
 
-// holderKey names the companion key that holds key's holder record.
-func holderKey(key string) string { return key + ":holder" }
+// nodeHolderKey names the companion key that holds key's holder record,
+// under the library's reserved prefix and in key's hash slot on every kind
+// of node (the scripts read both keys). p is unused: the name is the same
+// on every node.
+func nodeHolderKey(_ pool.Pool, key string) string { return holderKey(key) }
 
-// nodeHolderKey is holderKey on node p: on a Redis Cluster, a name in key's
-// hash slot, as the lock's own companion keys (the scripts read both keys).
-func nodeHolderKey(p pool.Pool, key string) string {
-	if c, ok := p.(pool.Cluster); ok && c.IsCluster() {
-		return keyslot.Companion(key, "holder")
-	}
-	return holderKey(key)
-}
+// holderKey is key's holder record's name (keyspace.Holder).
+func holderKey(key string) string { return keyspace.Holder(key) }
 
 // holder is the record of who holds a lock.
 type holder struct {

@@ -81,3 +81,29 @@ func TestHolderRecordOfAnotherToken(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 2, h.PID)
 }
+
+// The holder record lives under the library's reserved prefix: a lock
+// named as the record once was ("KEY:holder") is an ordinary key of the
+// caller's, free while the CLI holds KEY and writes its record.
+func TestHolderRecordIsNoCallersKey(t *testing.T) {
+	t.Parallel()
+	nodes := startNodes(t, 3)
+	ctx := context.Background()
+	key := keyFor(t)
+	l := nodes.hold(t, key, time.Minute)
+	defer l.Unlock(ctx)
+	rec := newHolderRecord(key, l.Token(), []string{"nightly"}, nodes.pools(t), time.Second)
+	rec.write(ctx)
+	defer rec.remove(ctx)
+	require.Equal(t, 3, int(nodes.servers[0].Client(t).Exists(ctx, holderKey(key)).Val()+
+		nodes.servers[1].Client(t).Exists(ctx, holderKey(key)).Val()+nodes.servers[2].Client(t).Exists(ctx, holderKey(key)).Val()),
+		"the record is written on every node")
+
+	c := nodes.client(t)
+	st, err := c.Status(ctx, key+":holder")
+	require.NoError(t, err)
+	assert.False(t, st.Held, "the caller's key %q is free: %+v", key+":holder", st)
+	other, err := c.TryLock(ctx, key+":holder", time.Minute)
+	require.NoError(t, err, "the caller's key %q", key+":holder")
+	require.NoError(t, other.Unlock(ctx))
+}

@@ -90,7 +90,11 @@ func leaderMain(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 // the nodes count now, and why the others do not, when they make no
 // majority; "" when they do, or the read fails.
 func notCounting(ctx context.Context, c *redlock.Client, election string) string {
-	st, err := c.Status(ctx, keyspace.ElectionPrefix+election)
+	key, err := keyspace.Election(election)
+	if err != nil {
+		return ""
+	}
+	st, err := c.Status(ctx, key)
 	if err != nil && !errors.Is(err, redlock.ErrNoMajority) {
 		return ""
 	}

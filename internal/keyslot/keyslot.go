@@ -1,12 +1,13 @@
-// Package keyslot places the companion keys of a lock key (its fence
-// counter, its queue) in the key's Redis Cluster hash slot, so that one
-// script may touch them all on a cluster node, without renaming the key.
+// Package keyslot names the companion keys of a lock key (its fence
+// counter, its queue) under the library's one reserved prefix, in the key's
+// Redis Cluster hash slot, so that one script may touch them all on a
+// cluster node, without renaming the key.
 //
 // A key's slot is CRC16 of its hash tag (the text between its first '{' and
 // the first '}' after it, when that text is not empty), or of the whole key.
 //
-//	keyslot.Companion("orders:42", "fence")   // "fence{orders:42}"
-//	keyslot.Companion("{orders}:42", "fence") // "{orders}:42:fence"
+//	keyslot.Companion("orders:42", "fence")   // "redlock:{orders:42}:fence"
+//	keyslot.Companion("{orders}:42", "fence") // "redlock:t:{orders}:42:fence"
 package keyslot
 
 import (
@@ -39,28 +40,35 @@ func Tag(key string) (string, bool) {
 	return key[s+1 : s+1+e], true
 }
 
-// Companion returns the name of key's companion called name (a word without
-// braces, such as "fence" or "queue:leases"), in key's slot. Distinct (key,
-// name) pairs give distinct names, and no companion of one key is the
-// companion of another:
+// Prefix begins the name of every key the library writes beside a
+// caller's lock keys: companions and the library's markers. A caller's key
+// or election name never begins with it (keyspace.Check).
+const Prefix = "redlock:"
+
+// Companion returns the name of key's companion called name (a word from a
+// set in which no ":"+word ends another, such as "fence" or
+// "queue:leases"), under Prefix, in key's slot. The form after Prefix is
+// told by its first byte, then the key is read back whole:
 //
-//   - a key with a hash tag: key + ":" + name, which keeps the tag; these are
-//     the names a standalone node uses for every key;
-//   - a key without a tag and without '}': name + "{" + key + "}", whose tag is
-//     the whole key;
-//   - any other key (one with '}' but no tag, or the empty key): name + "{" +
-//     t + "}" + key + "}", t being a short tag of key's slot.
+//   - a key with a hash tag: "t:" + key + ":" + name, which keeps the tag
+//     (Prefix has no brace);
+//   - a key without a tag and without '}': "{" + key + "}:" + name, whose
+//     tag is the whole key;
+//   - any other key (one with '}' but no tag, or the empty key): "s{" + t +
+//     "}" + key + ":" + name, t being a short tag of key's slot.
 //
-// The names of the last two forms end with '}', which no name of the first
-// form does, and the first '}' ends the tag, so the three never meet.
+// So distinct (key, name) pairs give distinct names: the forms differ in
+// their first byte after Prefix ('t', '{', 's'), each gives its key back up
+// to the final ":"+name, and no ":"+name ends another. The library's
+// markers (keyspace) begin with other bytes after Prefix.
 func Companion(key, name string) string {
 	if _, ok := Tag(key); ok {
-		return key + ":" + name
+		return Prefix + "t:" + key + ":" + name
 	}
 	if key != "" && !strings.Contains(key, "}") {
-		return name + "{" + key + "}"
+		return Prefix + "{" + key + "}:" + name
 	}
-	return name + "{" + slotTag(Slot(key)) + "}" + key + "}"
+	return Prefix + "s{" + slotTag(Slot(key)) + "}" + key + ":" + name
 }
 
 // slotTag returns a short tag, without braces, whose slot is slot.

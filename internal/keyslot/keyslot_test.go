@@ -50,16 +50,16 @@ func TestTag(t *testing.T) {
 	}
 }
 
-var names = []string{"fence", "queue", "queue:leases", "queue:entries", "queue:left"}
+var names = []string{"fence", "queue", "queue:leases", "queue:entries", "queue:left", "queue:watch", "queue:holds", "held", "readers", "leader", "holder", "election"}
 
 func TestCompanion(t *testing.T) {
 	for _, tc := range []struct{ key, want string }{
-		{"orders:42", "fence{orders:42}"},
-		{"{orders}:42", "{orders}:42:fence"},
-		{"a{b", "fence{a{b}"},
-		{"{}", "fence{" + slotTag(Slot("{}")) + "}{}}"},
-		{"a}b", "fence{" + slotTag(Slot("a}b")) + "}a}b}"},
-		{"", "fence{" + slotTag(0) + "}}"},
+		{"orders:42", "redlock:{orders:42}:fence"},
+		{"{orders}:42", "redlock:t:{orders}:42:fence"},
+		{"a{b", "redlock:{a{b}:fence"},
+		{"{}", "redlock:s{" + slotTag(Slot("{}")) + "}{}:fence"},
+		{"a}b", "redlock:s{" + slotTag(Slot("a}b")) + "}a}b:fence"},
+		{"", "redlock:s{" + slotTag(0) + "}:fence"},
 	} {
 		if got := Companion(tc.key, "fence"); got != tc.want {
 			t.Errorf("Companion(%q) = %q, want %q", tc.key, got, tc.want)
@@ -82,6 +82,9 @@ func checkCompanions(t *testing.T, key string) {
 		}
 		if _, ok := Tag(c); !ok {
 			t.Fatalf("Companion(%q, %q) = %q has no hash tag", key, n, c)
+		}
+		if !strings.HasPrefix(c, Prefix) {
+			t.Fatalf("Companion(%q, %q) = %q is not under %q", key, n, c, Prefix)
 		}
 		if seen[c] {
 			t.Fatalf("Companion(%q, %q) = %q is not unique", key, n, c)

@@ -2,31 +2,20 @@
 // names a caller gives that could reach one of them.
 //
 // A lock key is the caller's key, unchanged (so redis-cli, Status and the
-// peers' tools see it as it is). Everything the library keeps beside it is a
-// companion, named from the key by one of two namings:
+// peers' tools see it as it is). Everything the library keeps beside it (a
+// companion: fence counter, queue, readers, holder marker, election record,
+// the CLI's holder record) and every marker of the library's on a node
+// (fresh-start declaration, lease ceiling, a shard master's reign) is named
+// under one reserved prefix, Prefix ("redlock:"). Companions are named by
+// keyslot.Companion, an injective encoding that keeps a companion in its
+// key's Redis Cluster slot; the same names serve standalone nodes. An
+// election's lock key is a companion of its name.
 //
-//   - Standalone (and, on a Redis Cluster node, a key with a hash tag): the
-//     key followed by a reserved suffix, key + ":fence", key + ":queue", ...;
-//   - Cluster, for a key without a hash tag: a reserved name followed by the
-//     key in braces, "fence{" + key + "}", ..., so that the companion lands
-//     in the key's slot (keyslot.Companion).
-//
-// The library's own markers begin with "redlock:" followed by a reserved
-// word, and an election's lock key is "election:" + its name.
-//
-// Check is the guarantee: a key it accepts is none of those names, so no
-// caller's key, no key of a multi-lock and no election name can be another
-// object's companion, marker or election key. The reserved forms are listed
-// in Suffixes, Prefixes and Markers; TestNoKeyReachesACompanion builds every
-// name the library writes and checks that Check refuses each.
-//
-// Why that suffices: every companion of every key ends with one of Suffixes
-// or begins with one of Prefixes, so a key that does neither is no
-// companion. Two companions of different keys never meet either: no suffix
-// ends another one (so key1 + s1 == key2 + s2 means s1 == s2 and key1 ==
-// key2), the braced forms end with '}' (or "}:watch", "}:holds"), which no
-// suffix form does, and within the braced forms the first '}' after the
-// name ends the key's tag (keyslot.Companion).
+// Check is the guarantee: every key or election name that does not begin
+// with Prefix is accepted, and can reach no name of the library's, which
+// all begin with it. So a lock "x" and a lock "x:leader", an election "x"
+// and an election "x:leader", a lock "report" and an election "report" are
+// independent.
 package keyspace
 
 import (
@@ -53,8 +42,15 @@ const (
 	holds   = ":holds"        // after the queue: an owner's holds
 )
 
-// ElectionPrefix begins the lock key of every election.
-const ElectionPrefix = "election:"
+// Prefix begins every key the library writes beside a caller's lock keys.
+const Prefix = keyslot.Prefix
+
+// election is the companion word of an election's lock key; holder, of
+// the CLI's holder record.
+const (
+	election = "election"
+	holder   = "holder"
+)
 
 // The library's markers on a node.
 const (
@@ -75,74 +71,28 @@ const (
 	MaxTTL = "redlock:max-ttl"
 )
 
-// Suffixes are the endings of the companions of the first naming (and, on a
-// Redis Cluster node, of a key with a hash tag). Check refuses a key with
-// any of them.
-var Suffixes = []string{
-	":" + fence, ":" + queue, ":" + leases, ":" + entries, ":" + left,
-	":" + queue + watch, ":" + queue + holds, ":" + held, ":" + readers, ":" + leader,
-}
-
-// Prefixes are the beginnings of the companions of a key without a hash tag
-// on a Redis Cluster node. Check refuses a key with any of them.
-var Prefixes = []string{
-	fence + "{", queue + "{", leases + "{", entries + "{", left + "{",
-	held + "{", readers + "{", leader + "{",
-}
-
-// Markers are the beginnings of the library's markers (the fresh-start
-// declarations of a node and of a cluster shard, a shard master's reign, a
-// node's lease ceiling, its recorded max TTL). Check refuses a key with any
-// of them.
-var Markers = []string{FreshStart, reign, Ceiling, MaxTTL}
-
 // ErrReserved is wrapped by Check's error for a key of the library's own.
 var ErrReserved = errors.New("the name is reserved")
 
-// Check returns nil when key may be a caller's lock key: not empty, not an
-// election's key (ElectionPrefix), and none of the reserved forms. Its error
-// names the form and wraps ErrReserved.
+// Check returns nil when key may be a caller's lock key: not empty, and
+// not under Prefix. Its error names the prefix and wraps ErrReserved.
 func Check(key string) error {
-	if strings.HasPrefix(key, ElectionPrefix) {
-		return fmt.Errorf("key %q begins with %q, which is reserved for elections (Campaign): %w", key, ElectionPrefix, ErrReserved)
-	}
-	return checkForm(key)
-}
-
-// Election returns the lock key of the election called name, or an error
-// when name is empty or the key would be reserved.
-func Election(name string) (string, error) {
-	if name == "" {
-		return "", errors.New("empty election name")
-	}
-	key := ElectionPrefix + name
-	if err := checkForm(key); err != nil {
-		return "", fmt.Errorf("election name %q: %w", name, err)
-	}
-	return key, nil
-}
-
-// checkForm refuses the empty key and the reserved forms.
-func checkForm(key string) error {
 	if key == "" {
 		return errors.New("empty key")
 	}
-	for _, s := range Suffixes {
-		if strings.HasSuffix(key, s) {
-			return fmt.Errorf("key %q ends with %q, which names another key's companion: %w", key, s, ErrReserved)
-		}
-	}
-	for _, p := range Prefixes {
-		if strings.HasPrefix(key, p) {
-			return fmt.Errorf("key %q begins with %q, which names another key's companion on a Redis Cluster: %w", key, p, ErrReserved)
-		}
-	}
-	for _, m := range Markers {
-		if strings.HasPrefix(key, m) {
-			return fmt.Errorf("key %q begins with %q, a marker of the library's: %w", key, m, ErrReserved)
-		}
+	if strings.HasPrefix(key, Prefix) {
+		return fmt.Errorf("key %q begins with %q, which is reserved for the library's own keys: %w", key, Prefix, ErrReserved)
 	}
 	return nil
+}
+
+// Election returns the lock key of the election called name, or an error
+// when name is empty or under Prefix.
+func Election(name string) (string, error) {
+	if err := Check(name); err != nil {
+		return "", fmt.Errorf("election name: %w", err)
+	}
+	return keyslot.Companion(name, election), nil
 }
 
 // Naming gives the companion keys of a lock key on one node: Standalone or
@@ -171,17 +121,16 @@ type Naming interface {
 	Ceiling() string
 }
 
-// Standalone is the naming of a standalone node: key + ":" + word, the
-// names earlier versions used, kept as they are (a fence counter must
-// survive an upgrade).
+// Standalone is the naming of a standalone node: the companions of
+// keyslot.Companion, as on a Redis Cluster, and the node's lease ceiling.
 type Standalone struct{}
 
 // Cluster is the naming of a node that is a Redis Cluster: names in the
 // key's hash slot (keyslot.Companion), so that every script on a key runs
-// on the one shard that owns it. For a key with a hash tag the two agree.
+// on the one shard that owns it; it keeps no lease ceiling.
 type Cluster struct{}
 
-func (Standalone) companion(key, word string) string { return key + ":" + word }
+func (Standalone) companion(key, word string) string { return keyslot.Companion(key, word) }
 
 // Fence implements Naming.
 func (s Standalone) Fence(key string) string { return s.companion(key, fence) }
@@ -247,68 +196,46 @@ func Reign(tag string) string { return reign + "{" + tag + "}" }
 // Lasting reports whether name is one of the keys the library writes
 // without a TTL, because each must outlive every lock: a fence counter
 // (an election's term counter is its key's fence counter), which must
-// never go back, and a fresh-start declaration of a node or shard, which
-// names a run and is void once the node restarts. Every other key the
-// library writes has a TTL, set by the script that writes it (the ceiling
-// and a shard master's reign record too). The audits of the real-Redis
-// tests and of the chaos run (redistest.Untimed) hold every node to it.
+// never go back; a fresh-start declaration of a node or shard, which names
+// a run and is void once the node restarts; and a node's recorded max TTL.
+// Every other key the library writes has a TTL, set by the script that
+// writes it (the ceiling and a shard master's reign record too). The
+// audits of the real-Redis tests and of the chaos run (redistest.Untimed)
+// hold every node to it.
 func Lasting(name string) bool {
-	return strings.HasSuffix(name, ":"+fence) || strings.HasPrefix(name, fence+"{") ||
-		name == FreshStart || strings.HasPrefix(name, FreshStart+"{")
+	return strings.HasPrefix(name, Prefix) && strings.HasSuffix(name, ":"+fence) ||
+		name == FreshStart || strings.HasPrefix(name, FreshStart+"{") || name == MaxTTL
 }
 
+// words are the companion words, longest first where one ends another.
+var words = []string{queue + watch, queue + holds, leases, entries, left, fence, queue, held, readers, leader, holder, election}
+
 // Shape returns name with the caller's part replaced, for a report that
-// counts keys by kind: "K" for a lock key, "K:queue:entries" or
-// "queue:entries{K}" for a companion, "election:NAME" for an election's key
-// (and "election:NAME:leader" for its record), markers as they are with a
-// shard's tag replaced by "n".
+// counts keys by kind: "K" for a caller's key, "redlock:{K}:queue:entries"
+// for a companion ("redlock:{ELECTION}:leader" for one of an election's
+// key), markers as they are with a shard's tag replaced by "n".
 func Shape(name string) string {
 	for _, m := range []string{FreshStart, reign} {
 		if strings.HasPrefix(name, m+"{") {
 			return m + "{n}"
 		}
 	}
-	if name == FreshStart || name == Ceiling {
-		return name
+	rest, ok := strings.CutPrefix(name, Prefix)
+	if !ok {
+		return "K"
 	}
-	base, form := name, "%s"
-	if s := longestSuffix(name); s != "" {
-		base, form = strings.TrimSuffix(name, s), "%s"+s
-	} else if p := longestPrefix(name); p != "" {
-		rest := strings.TrimPrefix(name, p)
-		end := "}"
-		for _, w := range []string{watch, holds} {
-			if strings.HasSuffix(rest, "}"+w) {
-				end = "}" + w
+	for _, w := range words {
+		if key, ok := strings.CutSuffix(rest, ":"+w); ok {
+			kind := "K"
+			if strings.Contains(key, Prefix) && strings.HasSuffix(key, ":"+election) {
+				kind = "ELECTION"
 			}
+			return Prefix + "{" + kind + "}:" + w
 		}
-		base, form = strings.TrimSuffix(rest, end), p+"%s"+end
 	}
-	if strings.HasPrefix(base, ElectionPrefix) {
-		return fmt.Sprintf(form, ElectionPrefix+"NAME")
-	}
-	return fmt.Sprintf(form, "K")
+	return name // a marker
 }
 
-// longestSuffix returns the longest of Suffixes that name ends with, or "".
-func longestSuffix(name string) string {
-	best := ""
-	for _, s := range Suffixes {
-		if strings.HasSuffix(name, s) && len(s) > len(best) {
-			best = s
-		}
-	}
-	return best
-}
-
-// longestPrefix returns the longest of Prefixes that name begins with, or
-// "".
-func longestPrefix(name string) string {
-	best := ""
-	for _, p := range Prefixes {
-		if strings.HasPrefix(name, p) && len(p) > len(best) {
-			best = p
-		}
-	}
-	return best
-}
+// Holder returns the name of the CLI's holder record of key (who runs
+// under the lock), the same on every kind of node.
+func Holder(key string) string { return keyslot.Companion(key, holder) }

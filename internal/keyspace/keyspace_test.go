@@ -16,7 +16,8 @@ import (
 // election keys of names of those shapes.
 var bases = []string{
 	"k", "orders:42", "{orders}:42", "a}b", "{}x", "x{", "x:y:z", "{a}{b}", "q:queue:x", "fence", "leader",
-	"election:x", "election:{t}x", "election:a}b",
+	"election:x", "election:{t}x", "election:a}b", "jobs:queue", "acc:fence", "horizon:held", "user:1:readers",
+	"x:leader", "election:report", "nightly:holder", "x:queue:watch",
 }
 
 // companions returns every name the library writes beside key, in both
@@ -26,6 +27,7 @@ func companions(key string) []string {
 	for _, n := range []keyspace.Naming{keyspace.Standalone{}, keyspace.Cluster{}} {
 		out = append(out, n.Fence(key), n.Readers(key), n.Held(key), n.Watch(key), n.Holds(key), n.Leader(key))
 		out = append(out, n.Queue(key)[1:]...)
+		out = append(out, keyspace.Holder(key))
 	}
 	return out
 }
@@ -41,56 +43,58 @@ func internalNames() []string {
 			out = append(out, k)
 		}
 	}
-	out = append(out, keyspace.FreshStart)
+	out = append(out, keyspace.FreshStart, keyspace.Ceiling)
 	for _, tag := range []string{"0", "1", "abc"} {
 		out = append(out, keyspace.ShardFreshStart(tag), keyspace.Reign(tag))
 	}
 	return out
 }
 
-// TestNoKeyReachesACompanion: Check refuses every name of the library's own,
-// so no caller's key can be one; and companions of distinct keys differ.
+// TestNoKeyReachesACompanion: every name of the library's own begins with
+// the one reserved prefix, which Check refuses, and every other name is a
+// caller's: no caller's key can be a name of the library's.
 func TestNoKeyReachesACompanion(t *testing.T) {
 	for _, name := range internalNames() {
+		assert.True(t, strings.HasPrefix(name, keyspace.Prefix), "%q is not under %q", name, keyspace.Prefix)
 		err := keyspace.Check(name)
 		require.Error(t, err, "Check(%q) must refuse a name of the library's", name)
 		assert.ErrorIs(t, err, keyspace.ErrReserved, name)
 	}
 	for _, b := range bases {
-		if strings.HasPrefix(b, keyspace.ElectionPrefix) {
-			continue
-		}
 		assert.NoError(t, keyspace.Check(b), "a caller's ordinary key %q", b)
 	}
+	assert.ErrorIs(t, keyspace.Check("redlock:x"), keyspace.ErrReserved)
+	assert.Error(t, keyspace.Check(""))
 }
 
-// TestElectionNamesCannotReachInternalKeys: an election's key passes the
-// same forms, so "x:leader" (the record of election "x") is no election.
-func TestElectionNamesCannotReachInternalKeys(t *testing.T) {
-	for _, name := range []string{"x:leader", "y:fence", "q:queue", "q:queue:leases", "z:readers", "w:held"} {
-		_, err := keyspace.Election(name)
-		assert.ErrorIs(t, err, keyspace.ErrReserved, name)
+// TestElectionsAndLocksAreIndependent: an election "x" and an election
+// "x:leader", and a lock and an election of one name, share no key.
+func TestElectionsAndLocksAreIndependent(t *testing.T) {
+	keys := map[string]string{}
+	note := func(what, k string) {
+		if other, ok := keys[k]; ok && other != what { // the two namings agree
+			t.Errorf("%s and %s both use %q", what, other, k)
+		}
+		keys[k] = what
 	}
-	_, err := keyspace.Election("")
-	assert.Error(t, err)
-	for _, name := range []string{"x", "scheduler", "{orders}", "a:b"} {
-		k, err := keyspace.Election(name)
+	for _, name := range []string{"x", "x:leader", "report", "x:election", "{t}x", "a}b"} {
+		e, err := keyspace.Election(name)
 		require.NoError(t, err, name)
-		assert.Equal(t, "election:"+name, k)
-	}
-	// An election key is not a caller's lock key.
-	assert.ErrorIs(t, keyspace.Check("election:x"), keyspace.ErrReserved)
-}
-
-// TestSuffixesEndNoOtherSuffix: the argument of the package doc, checked.
-func TestSuffixesEndNoOtherSuffix(t *testing.T) {
-	for _, a := range keyspace.Suffixes {
-		for _, b := range keyspace.Suffixes {
-			if a != b {
-				assert.False(t, strings.HasSuffix(a, b), "%q ends with %q", a, b)
+		note("election "+name, e)
+		note("lock "+name, name)
+		for _, c := range companions(e) {
+			note("election "+name+"'s companion", c)
+		}
+		for _, c := range companions(name) {
+			if c != e { // the lock's naming (Standalone and Cluster agree)
+				note("lock "+name+"'s companion", c)
 			}
 		}
 	}
+	_, err := keyspace.Election("")
+	assert.Error(t, err)
+	_, err = keyspace.Election("redlock:x")
+	assert.ErrorIs(t, err, keyspace.ErrReserved)
 }
 
 // TestCompanionsAreDistinct: no two (key, companion) pairs of different keys
