@@ -76,23 +76,27 @@ var ErrReserved = errors.New("the name is reserved")
 
 // Check returns nil when key may be a caller's lock key: not empty, and
 // not under Prefix. Its error names the prefix and wraps ErrReserved.
-func Check(key string) error {
-	if key == "" {
-		return errors.New("empty key")
-	}
-	if strings.HasPrefix(key, Prefix) {
-		return fmt.Errorf("key %q begins with %q, which is reserved for the library's own keys: %w", key, Prefix, ErrReserved)
-	}
-	return nil
-}
+func Check(key string) error { return check("key", key) }
 
 // Election returns the lock key of the election called name, or an error
-// when name is empty or under Prefix.
+// when name is empty or under Prefix (wrapping ErrReserved).
 func Election(name string) (string, error) {
-	if err := Check(name); err != nil {
-		return "", fmt.Errorf("election name: %w", err)
+	if err := check("election name", name); err != nil {
+		return "", err
 	}
 	return keyslot.Companion(name, election), nil
+}
+
+// check refuses the empty name and a name under Prefix; what says what
+// the name is ("key", "election name").
+func check(what, name string) error {
+	if name == "" {
+		return errors.New("empty " + what)
+	}
+	if strings.HasPrefix(name, Prefix) {
+		return fmt.Errorf("%s %q begins with %q, which is reserved for the library's own keys: %w", what, name, Prefix, ErrReserved)
+	}
+	return nil
 }
 
 // Naming gives the companion keys of a lock key on one node: Standalone or

@@ -64,7 +64,7 @@ func TestNoKeyReachesACompanion(t *testing.T) {
 		assert.NoError(t, keyspace.Check(b), "a caller's ordinary key %q", b)
 	}
 	assert.ErrorIs(t, keyspace.Check("redlock:x"), keyspace.ErrReserved)
-	assert.Error(t, keyspace.Check(""))
+	assert.EqualError(t, keyspace.Check(""), "empty key")
 }
 
 // TestElectionsAndLocksAreIndependent: an election "x" and an election
@@ -92,9 +92,10 @@ func TestElectionsAndLocksAreIndependent(t *testing.T) {
 		}
 	}
 	_, err := keyspace.Election("")
-	assert.Error(t, err)
+	assert.EqualError(t, err, "empty election name")
 	_, err = keyspace.Election("redlock:x")
 	assert.ErrorIs(t, err, keyspace.ErrReserved)
+	assert.ErrorContains(t, err, `election name "redlock:x" begins with "redlock:"`)
 }
 
 // TestCompanionsAreDistinct: no two (key, companion) pairs of different keys
