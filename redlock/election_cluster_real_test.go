@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/keyspace"
 )
 
 // Elections on Redis Cluster nodes: the leader record is named in the
@@ -22,8 +22,8 @@ func TestRealClusterElection(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			la, err := a.Campaign(bg(), name, "a", 10*time.Second)
 			require.NoError(t, err)
-			key := "election:" + name
-			requireInSlot(t, clusters, key, keyslot.Companion(key, "leader"))
+			key := electionKey(t, name)
+			requireInSlot(t, clusters, key, keyspace.Cluster{}.Leader(key))
 			ld, err := b.Leader(bg(), name)
 			require.NoError(t, err)
 			assert.Equal(t, "a", ld.Value)
@@ -33,7 +33,7 @@ func TestRealClusterElection(t *testing.T) {
 			require.Eventually(t, func() bool { // b waits in the queue on a majority
 				n := 0
 				for _, c := range clusterClients(t, clusters) {
-					if k, err := c.Exists(bg(), keyslot.Companion(key, "queue")).Result(); err == nil && k == 1 {
+					if k, err := c.Exists(bg(), keyspace.Cluster{}.Queue(key)[1]).Result(); err == nil && k == 1 {
 						n++
 					}
 				}

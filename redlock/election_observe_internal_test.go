@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/pool"
 )
 
@@ -30,13 +31,16 @@ func TestObserverPollRules(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	out := make(chan Leader, 10)
 	o := &observer{c: c, election: "o", out: out}
+	key, err := keyspace.Election("o")
+	require.NoError(t, err)
+	record := keyspace.Standalone{}.Leader(key)
 	set := func(token, value, term, rev string) {
 		for _, s := range servers {
-			require.NoError(t, s.Set("election:o", token))
+			require.NoError(t, s.Set(key, token))
 			if value != "" {
-				s.HSet("election:o:leader", "token", token, "value", value, "term", term, "rev", rev)
+				s.HSet(record, "token", token, "value", value, "term", term, "rev", rev)
 			} else {
-				s.Del("election:o:leader")
+				s.Del(record)
 			}
 		}
 	}
@@ -64,7 +68,7 @@ func TestObserverPollRules(t *testing.T) {
 	set("t6", "b", "6", "0")
 	assert.Equal(t, []Leader{{Value: "b", Term: 6}}, poll())
 	for _, s := range servers {
-		s.Del("election:o")
+		s.Del(key)
 	}
 	assert.Equal(t, []Leader{{}}, poll(), "a lapse")
 	assert.Empty(t, poll(), "one zero Leader per lapse")

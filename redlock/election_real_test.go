@@ -34,7 +34,7 @@ type campaignResult struct {
 // majority of servers: the next Resign hands it the leadership.
 func waitCampaigner(t *testing.T, servers []*redistest.Server, election string) {
 	t.Helper()
-	q := "election:" + election + ":queue"
+	q := queueKey(electionKey(t, election))
 	// A campaigner queues in its first round: node calls; twice
 	// nodeCallBound, as other campaigners share the machine.
 	awaitState(t, 2*nodeCallBound, "a campaigner queued for "+election+" on a majority", func() bool {
@@ -219,7 +219,7 @@ func TestRealElectionLoss(t *testing.T) {
 		}},
 		{"key deleted everywhere", func(t *testing.T, servers []*redistest.Server) {
 			for _, s := range servers {
-				require.NoError(t, s.Client(t).Del(bg(), "election:e5").Err())
+				require.NoError(t, s.Client(t).Del(bg(), electionKey(t, "e5")).Err())
 			}
 		}},
 	} {
@@ -268,7 +268,7 @@ func TestRealElectionProclaim(t *testing.T) {
 	// A proclamation on a minority is not reported; on a majority it is.
 	// (A late write of revision 1 keeps the higher revision set here.)
 	for i, s := range servers[:3] {
-		require.NoError(t, s.Client(t).HSet(bg(), "election:e6:leader", "value", "partial", "rev", "9").Err())
+		require.NoError(t, s.Client(t).HSet(bg(), leaderKey(t, "e6"), "value", "partial", "rev", "9").Err())
 		ld, err = c.Leader(bg(), "e6")
 		require.NoError(t, err)
 		if i < 2 {
@@ -280,7 +280,7 @@ func TestRealElectionProclaim(t *testing.T) {
 	// With the record on a minority of the holders, the leader is still
 	// reported, with the oldest value they have.
 	for _, s := range servers[:3] {
-		require.NoError(t, s.Client(t).Del(bg(), "election:e6:leader").Err())
+		require.NoError(t, s.Client(t).Del(bg(), leaderKey(t, "e6")).Err())
 	}
 	ld, err = c.Leader(bg(), "e6")
 	require.NoError(t, err)
@@ -303,7 +303,7 @@ func TestRealLeaderNone(t *testing.T) {
 
 	// A lock key held on a minority only is nobody's leadership.
 	for _, s := range servers[:2] {
-		require.NoError(t, s.Client(t).Set(bg(), "election:e7", "tok", time.Minute).Err())
+		require.NoError(t, s.Client(t).Set(bg(), electionKey(t, "e7"), "tok", time.Minute).Err())
 	}
 	_, err = c.Leader(bg(), "e7")
 	require.ErrorIs(t, err, redlock.ErrNoLeader)
@@ -329,7 +329,7 @@ func TestRealLeaderCannotTell(t *testing.T) {
 
 	// One answering node holds a token: with the two silent ones it could
 	// be on a majority.
-	require.NoError(t, servers[0].Client(t).Set(bg(), "election:e10", "tok", time.Minute).Err())
+	require.NoError(t, servers[0].Client(t).Set(bg(), electionKey(t, "e10"), "tok", time.Minute).Err())
 	_, err = c.Leader(bg(), "e10")
 	require.ErrorIs(t, err, redlock.ErrNoMajority)
 	require.NotErrorIs(t, err, redlock.ErrNoLeader)

@@ -24,6 +24,7 @@ func TestCampaignRejectsBadInput(t *testing.T) {
 	}{
 		{"nil context", "e", "v", nilCtx, 10 * time.Second, "nil context"},
 		{"empty election", "", "v", bg(), 10 * time.Second, "empty election name"},
+		{"reserved election name", "redlock:e", "v", bg(), 10 * time.Second, `election name "redlock:e" begins with "redlock:"`},
 		{"empty value", "e", "", bg(), 10 * time.Second, "empty leader value"},
 		{"oversized value", "e", strings.Repeat("x", redlock.MaxLeaderValue+1), bg(), 10 * time.Second, "exceeds MaxLeaderValue"},
 		{"zero ttl", "e", "v", bg(), 0, "ttl"},
@@ -37,7 +38,7 @@ func TestCampaignRejectsBadInput(t *testing.T) {
 			assert.Nil(t, ls)
 		})
 	}
-	assert.Zero(t, fn.present("election:e"), "a refused campaign touches no node")
+	assert.Zero(t, fn.present(electionKey(t, "e")), "a refused campaign touches no node")
 
 	ls, err := c.Campaign(bg(), "e", strings.Repeat("x", redlock.MaxLeaderValue), 10*time.Second)
 	require.NoError(t, err, "a value of MaxLeaderValue bytes is accepted")
@@ -106,7 +107,7 @@ func TestElectionRecordFollowsTheLeadership(t *testing.T) {
 	// too).
 	awaitState(t, nodeCallBound, "host-a leader on every node", func() bool {
 		for _, s := range fn.servers {
-			if s.HGet("election:{orders}:leader", "value") != "host-a" {
+			if s.HGet(leaderKey(t, "{orders}"), "value") != "host-a" {
 				return false
 			}
 		}
@@ -119,8 +120,8 @@ func TestElectionRecordFollowsTheLeadership(t *testing.T) {
 
 	require.NoError(t, ls.Resign(bg()))
 	c.WaitIdle()
-	assert.Zero(t, fn.present("election:{orders}:leader"), "Resign deletes its record")
-	assert.Zero(t, fn.present("election:{orders}"))
+	assert.Zero(t, fn.present(leaderKey(t, "{orders}")), "Resign deletes its record")
+	assert.Zero(t, fn.present(electionKey(t, "{orders}")))
 	_, err = c.Leader(bg(), "{orders}")
 	require.ErrorIs(t, err, redlock.ErrNoLeader)
 }

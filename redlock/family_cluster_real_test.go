@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
@@ -21,9 +22,11 @@ import (
 // OverManySlots, on its clusters of three masters, whose final check also
 // finds that no master ever answered CROSSSLOT, MOVED or ASK.
 
-// requireNoStandaloneName checks that no cluster holds name: a companion key
-// under its standalone name, which would sit in another slot than its key.
-func requireNoStandaloneName(t *testing.T, clients []*redis.ClusterClient, name string) {
+// requireUntouched checks that no cluster holds name: a caller's name (such
+// as the "KEY:readers" and "KEY:fence" earlier versions wrote) that the
+// library, whose keys all live under keyspace.Prefix in their key's slot,
+// must never write.
+func requireUntouched(t *testing.T, clients []*redis.ClusterClient, name string) {
 	t.Helper()
 	for i, c := range clients {
 		n, err := c.Exists(bg(), name).Result()
@@ -52,7 +55,7 @@ func clusterReaders(t *testing.T, clusters []*redistest.Cluster, a, b *redlock.C
 		assert.Greater(t, r2.Fence(), r1.Fence(), "%q: a reader after a reader", key)
 		_, err = b.TryLock(bg(), key, 10*time.Second)
 		require.ErrorIs(t, err, redlock.ErrNotObtained, "%q: readers exclude a writer", key)
-		requireInSlotOn(t, clients, key, keyslot.Companion(key, "readers"))
+		requireInSlotOn(t, clients, key, keyspace.Cluster{}.Readers(key))
 		requireInSlotOn(t, clients, key, redlock.ClusterFenceKey(key))
 		require.NoError(t, r1.Extend(bg(), 10*time.Second), key)
 		require.NoError(t, r1.Unlock(bg()), key)
@@ -71,10 +74,8 @@ func clusterReaders(t *testing.T, clusters []*redistest.Cluster, a, b *redlock.C
 		require.ErrorIs(t, err, redlock.ErrTaken, key)
 		require.NoError(t, w.Unlock(bg()), key)
 		a.WaitIdle()
-		if untagged(key) {
-			requireNoStandaloneName(t, clients, key+":readers")
-			requireNoStandaloneName(t, clients, redlock.FenceKey(key))
-		}
+		requireUntouched(t, clients, key+":readers")
+		requireUntouched(t, clients, key+":fence")
 	}
 }
 
@@ -109,9 +110,7 @@ func clusterPermits(t *testing.T, clusters []*redistest.Cluster, a, b *redlock.C
 		require.NoError(t, p2.Unlock(bg()), sem)
 		require.NoError(t, p3.Unlock(bg()), sem)
 		b.WaitIdle()
-		if untagged(sem) {
-			requireNoStandaloneName(t, clients, redlock.FenceKey(sem))
-		}
+		requireUntouched(t, clients, sem+":fence")
 	}
 }
 
@@ -156,9 +155,13 @@ func clusterMulti(t *testing.T, clusters []*redistest.Cluster, a, b *redlock.Cli
 		assert.Greater(t, m2.Fence(), s.Fence(), "%q: a multi-lock after the single lock", keys)
 		require.NoError(t, m2.Unlock(bg()), keys)
 	}
-	// A key that names another's companion on a cluster node is refused.
-	_, err := a.TryLockAll(bg(), []string{"res:multi", "fence{res:multi}"}, 10*time.Second)
-	require.ErrorContains(t, err, "companion on a Redis Cluster")
+	// A companion of a key is refused; the name earlier versions gave it
+	// ("fence{K}", in K's slot) is an ordinary key of the caller's.
+	_, err := a.TryLockAll(bg(), []string{"res:multi", redlock.ClusterFenceKey("res:multi")}, 10*time.Second)
+	require.ErrorIs(t, err, keyspace.ErrReserved)
+	m, err := a.TryLockAll(bg(), []string{"res:multi", "fence{res:multi}"}, 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, m.Unlock(bg()))
 	// Keys of several slots are refused before any node is called.
 	_, err = a.TryLockAll(bg(), []string{"cart:1", "cart:2"}, 10*time.Second)
 	require.ErrorContains(t, err, "must hash to one slot")

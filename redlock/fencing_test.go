@@ -22,14 +22,14 @@ func TestFenceZeroWithoutFencing(t *testing.T) {
 	var nilLock *redlock.Lock
 	assert.Zero(t, nilLock.Fence())
 	c.WaitIdle()
-	assert.Zero(t, fn.present("k:fence"), "no counter without fencing")
+	assert.Zero(t, fn.present(redlock.FenceKey("k")), "no counter without fencing")
 }
 
 func TestFenceIsMaxOfMajorityPlusOne(t *testing.T) {
 	fn := newFakeNodes(t, 5)
 	// Counters far apart, as after many acquisitions with different nodes down.
 	for i, v := range []string{"1000", "5", "7", "0", "50"} {
-		require.NoError(t, fn.servers[i].Set("k:fence", v))
+		require.NoError(t, fn.servers[i].Set(redlock.FenceKey("k"), v))
 	}
 	fn.faults[0].Fail(errDown) // the node with the highest counter is down
 	fn.faults[4].Fail(errDown)
@@ -39,15 +39,15 @@ func TestFenceIsMaxOfMajorityPlusOne(t *testing.T) {
 	assert.Equal(t, uint64(8), l.Fence(), "max over the nodes that answered, plus one")
 	c.WaitIdle()
 	for i := 1; i <= 3; i++ {
-		assert.Equal(t, "8", mustGet(t, fn, i, "k:fence"), "phase 2 raised node %d", i)
+		assert.Equal(t, "8", mustGet(t, fn, i, redlock.FenceKey("k")), "phase 2 raised node %d", i)
 	}
-	assert.Equal(t, "1000", mustGet(t, fn, 0, "k:fence"))
-	assert.Equal(t, time.Duration(0), fn.servers[1].TTL("k:fence"), "counters never expire")
+	assert.Equal(t, "1000", mustGet(t, fn, 0, redlock.FenceKey("k")))
+	assert.Equal(t, time.Duration(0), fn.servers[1].TTL(redlock.FenceKey("k")), "counters never expire")
 }
 
 func TestFenceNeverLowersACounter(t *testing.T) {
 	fn := newFakeNodes(t, 3)
-	require.NoError(t, fn.servers[2].Set("k:fence", "99"))
+	require.NoError(t, fn.servers[2].Set(redlock.FenceKey("k"), "99"))
 	c := newClient(t, fn.pools, redlock.WithNodeTimeout(redlock.NodeTimeoutLimit))
 	// Node 2 answers phase 1 late: the fence is chosen from nodes 0 and 1,
 	// then phase 2 reaches node 2, whose counter is higher.
@@ -57,8 +57,8 @@ func TestFenceNeverLowersACounter(t *testing.T) {
 	require.Equal(t, uint64(1), l.Fence())
 	release()
 	c.WaitIdle()
-	assert.Equal(t, "99", mustGet(t, fn, 2, "k:fence"), "phase 2 never lowers a counter")
-	assert.Equal(t, "1", mustGet(t, fn, 0, "k:fence"))
+	assert.Equal(t, "99", mustGet(t, fn, 2, redlock.FenceKey("k")), "phase 2 never lowers a counter")
+	assert.Equal(t, "1", mustGet(t, fn, 0, redlock.FenceKey("k")))
 	require.NoError(t, l.Unlock(bg()))
 }
 
@@ -130,7 +130,7 @@ func TestFencePhaseTwoFailureHandsOutNothing(t *testing.T) {
 func TestFenceCounterGarbageFailsClearly(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	for _, s := range fn.servers {
-		require.NoError(t, s.Set("k:fence", "not-a-number"))
+		require.NoError(t, s.Set(redlock.FenceKey("k"), "not-a-number"))
 	}
 	c := newClient(t, fn.pools)
 	_, err := c.TryLock(bg(), "k", time.Minute, redlock.WithFencing())
@@ -144,14 +144,14 @@ func TestFenceHugeCounterKeepsPrecision(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	const big = uint64(1) << 60 // beyond the 2^53 of Lua's numbers
 	for _, s := range fn.servers {
-		require.NoError(t, s.Set("k:fence", strconv.FormatUint(big, 10)))
+		require.NoError(t, s.Set(redlock.FenceKey("k"), strconv.FormatUint(big, 10)))
 	}
 	c := newClient(t, fn.pools)
 	l, err := c.TryLock(bg(), "k", time.Minute, redlock.WithFencing())
 	require.NoError(t, err)
 	assert.Equal(t, big+1, l.Fence())
 	c.WaitIdle()
-	assert.Equal(t, strconv.FormatUint(big+1, 10), mustGet(t, fn, 0, "k:fence"))
+	assert.Equal(t, strconv.FormatUint(big+1, 10), mustGet(t, fn, 0, redlock.FenceKey("k")))
 }
 
 func mustGet(t *testing.T, fn *fakeNodes, node int, key string) string {

@@ -276,10 +276,10 @@ func TestRealQuarantineElection(t *testing.T) {
 	awaitState(t, nodeCallBound, "the election's key on all 5 nodes", func() bool {
 		n := 0
 		for _, s := range servers {
-			n += int(s.Client(t).Exists(bg(), "election:health").Val())
+			n += int(s.Client(t).Exists(bg(), electionKey(t, "health")).Val())
 		}
 		return n == 5
-	}, onServers(servers, "election:health"))
+	}, onServers(servers, electionKey(t, "health")))
 	before := newClient(t, pools, redlock.WithQuarantine(time.Minute))
 	retryUnanswered(t, before, "the warm-up lock", 3, func() (*redlock.Lock, error) {
 		return before.TryLock(bg(), "warm-up", time.Second)

@@ -272,7 +272,7 @@ func TestRealCeilingRaisedByEveryGrant(t *testing.T) {
 	redistest.WaitFor(t, 5*time.Second, "the waiter queued on every node", func() (bool, string) {
 		n := 0
 		for _, s := range servers {
-			if k, _ := s.Client(t).ZCard(bg(), "queue:queue").Result(); k == 1 {
+			if k, _ := s.Client(t).ZCard(bg(), queueKey("queue")).Result(); k == 1 {
 				n++
 			}
 		}

@@ -73,13 +73,13 @@ func markers(t *testing.T, servers []*redistest.Server) ([]string, []time.Durati
 	ttls := make([]time.Duration, len(servers))
 	for i, s := range servers {
 		c := s.Client(t)
-		v, err := c.Get(bg(), "res:held").Result()
+		v, err := c.Get(bg(), heldKey("res")).Result()
 		if errors.Is(err, redis.Nil) {
 			continue
 		}
 		require.NoError(t, err)
 		vals[i] = v
-		ttls[i], err = c.PTTL(bg(), "res:held").Result()
+		ttls[i], err = c.PTTL(bg(), heldKey("res")).Result()
 		require.NoError(t, err)
 	}
 	return vals, ttls
@@ -196,12 +196,12 @@ func TestRealLockDelayAfterUnlockAndHandOff(t *testing.T) {
 	awaitState(t, nodeCallBound, "B queued for res where A holds it (a majority)", func() bool {
 		queued := 0
 		for _, s := range servers {
-			if n, err := s.Client(t).ZCard(bg(), "res:queue").Result(); err == nil && n == 1 {
+			if n, err := s.Client(t).ZCard(bg(), queueKey("res")).Result(); err == nil && n == 1 {
 				queued++
 			}
 		}
 		return queued >= 3
-	}, onServers(servers, "res", "res:queue"))
+	}, onServers(servers, "res", queueKey("res")))
 	require.NoError(t, la.Unlock(bg()))
 	lb = <-got
 	require.NotNil(t, lb)

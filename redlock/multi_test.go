@@ -28,11 +28,12 @@ func TestLockAllRejectsBadInput(t *testing.T) {
 		{"nil keys", bg(), nil, time.Second, "no keys"},
 		{"no keys", bg(), []string{}, time.Second, "no keys"},
 		{"empty key", bg(), []string{"a", ""}, time.Second, "empty key"},
-		{"fence companion", bg(), []string{"a", "a:fence"}, time.Second, `key "a:fence" ends with ":fence", which names another key's companion`},
-		{"queue companion", bg(), []string{"a:queue", "a"}, time.Second, `key "a:queue" ends with ":queue"`},
-		{"queue entries companion", bg(), []string{"b", "a", "a:queue:entries"}, time.Second, "reserved"},
-		{"a companion alone", bg(), []string{"z:queue:leases"}, time.Second, "reserved"},
-		{"an election's key", bg(), []string{"election:x"}, time.Second, "reserved for elections"},
+		{"a key's fence counter", bg(), []string{"a", redlock.FenceKey("a")}, time.Second, `key "` + redlock.FenceKey("a") + `" begins with "redlock:", which is reserved`},
+		{"a key's queue", bg(), []string{queueKey("a"), "a"}, time.Second, `begins with "redlock:"`},
+		{"a key's queue entries", bg(), []string{"b", "a", queueEntriesKey("a")}, time.Second, "reserved"},
+		{"a companion alone", bg(), []string{queueLeasesKey("z")}, time.Second, "reserved"},
+		{"an election's key", bg(), []string{electionKey(t, "x")}, time.Second, "reserved"},
+		{"a marker", bg(), []string{"a", "redlock:ceiling"}, time.Second, "reserved"},
 		{"nil context", nilCtx, []string{"a"}, time.Second, "nil context"},
 		{"ttl too short", bg(), []string{"a"}, time.Millisecond, "ttl must be between"},
 		{"ttl too long", bg(), []string{"a"}, redlock.DefaultMaxTTL + time.Second, "WithMaxTTL(1m1s)"},
@@ -51,6 +52,10 @@ func TestLockAllRejectsBadInput(t *testing.T) {
 	for _, s := range fn.servers {
 		assert.Empty(t, s.Keys(), "bad input touches no node")
 	}
+	// Names outside the reserved prefix are the caller's, however they end.
+	l, err := c.TryLockAll(bg(), []string{"a", "a:fence", "a:queue", "a:queue:entries", "election:x"}, time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(bg()))
 }
 
 func TestLockAllRejectsBadOption(t *testing.T) {

@@ -171,12 +171,12 @@ func TestRealDeclareFreshFindsLibraryKeys(t *testing.T) {
 		{"multi-lock", "batch", func(k string) error { return c.Set(bg(), k, "m:"+rand.Text(), time.Minute).Err() }},
 		{"owner", "job", func(k string) error { return c.Set(bg(), k, "o:worker-1", time.Minute).Err() }},
 		{"readers marker", "doc", func(k string) error { return c.Set(bg(), k, "r:readers", time.Minute).Err() }},
-		{"readers", "doc:readers", func(k string) error { return c.ZAdd(bg(), k, redis.Z{Score: 1, Member: rand.Text()}).Err() }},
-		{"fence", "job:fence", func(k string) error { return c.Set(bg(), k, "3", 0).Err() }},
-		{"cluster companion", "fence{job}", func(k string) error { return c.Set(bg(), k, "3", 0).Err() }},
+		{"readers", readersKey("doc"), func(k string) error { return c.ZAdd(bg(), k, redis.Z{Score: 1, Member: rand.Text()}).Err() }},
+		{"fence", redlock.FenceKey("job"), func(k string) error { return c.Set(bg(), k, "3", 0).Err() }},
+		{"queue", queueKey("job"), func(k string) error { return c.ZAdd(bg(), k, redis.Z{Score: 1, Member: rand.Text()}).Err() }},
 		{"marker", "redlock:reign{0}", func(k string) error { return c.Set(bg(), k, "x", 0).Err() }},
 		{"earlier declaration", pool.FreshStartKey, func(k string) error { return c.Set(bg(), k, "an-earlier-run", 0).Err() }},
-		{"election", "election:scheduler", func(k string) error { return c.Set(bg(), k, rand.Text(), 0).Err() }},
+		{"election", electionKey(t, "scheduler"), func(k string) error { return c.Set(bg(), k, rand.Text(), 0).Err() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, c.FlushAll(bg()).Err())
@@ -206,6 +206,8 @@ func TestRealDeclareFreshFindsLibraryKeys(t *testing.T) {
 	require.NoError(t, c.FlushAll(bg()).Err())
 	require.NoError(t, c.Set(bg(), "session:1", "hello", 0).Err())
 	require.NoError(t, c.Set(bg(), "cached", rand.Text(), 0).Err()) // a token's shape, no TTL: no lease's
+	require.NoError(t, c.Set(bg(), "job:fence", "3", 0).Err())      // the application's, whatever its ending
+	require.NoError(t, c.Set(bg(), "election:scheduler", "x", 0).Err())
 	_, err := redlock.DeclareFresh(bg(), pools)
 	require.NoError(t, err, "the application's keys are no obstacle")
 }

@@ -264,7 +264,7 @@ func TestRealReaderAndPermitHealAndShutdown(t *testing.T) {
 	require.NoError(t, p.Extend(bg(), 10*time.Second))
 	c.WaitIdle()
 	n0 := servers[0].Client(t)
-	_, err = n0.ZScore(bg(), "doc:readers", r.Token()).Result()
+	_, err = n0.ZScore(bg(), readersKey("doc"), r.Token()).Result()
 	require.NoError(t, err, "the reader is back on node 0")
 	v, err := n0.Get(bg(), "doc").Result()
 	require.NoError(t, err)
@@ -273,5 +273,5 @@ func TestRealReaderAndPermitHealAndShutdown(t *testing.T) {
 
 	// Shutdown releases readers and permits like locks.
 	require.NoError(t, c.Shutdown(bg()))
-	assert.Zero(t, leftovers(t, servers, "doc", "doc:readers", "sem"))
+	assert.Zero(t, leftovers(t, servers, "doc", readersKey("doc"), "sem"))
 }

@@ -228,7 +228,7 @@ func leaseOutlives(t *testing.T, servers []*redistest.Server, key string, l *red
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, ttl, left, "the key's TTL on %s against the holder's validity", s.Addr())
 		if delay > 0 {
-			marker, err := c.PTTL(bg(), key+":held").Result()
+			marker, err := c.PTTL(bg(), heldKey(key)).Result()
 			require.NoError(t, err)
 			assert.GreaterOrEqual(t, marker, left+delay, "the holder marker's TTL on %s", s.Addr())
 		}

@@ -21,7 +21,7 @@ func readers(t *testing.T, servers []*redistest.Server, key string) []int64 {
 	t.Helper()
 	out := make([]int64, len(servers))
 	for i, s := range servers {
-		n, err := s.Client(t).ZCard(bg(), key+":readers").Result()
+		n, err := s.Client(t).ZCard(bg(), readersKey(key)).Result()
 		require.NoError(t, err)
 		out[i] = n
 	}
@@ -82,7 +82,7 @@ func TestRealReadersAndWriterExcludeEachOther(t *testing.T) {
 	require.NoError(t, rs[0].Unlock(bg()))
 	a.WaitIdle()
 	b.WaitIdle()
-	assert.Zero(t, leftovers(t, servers, "doc", "doc:readers"), "the last reader frees the key")
+	assert.Zero(t, leftovers(t, servers, "doc", readersKey("doc")), "the last reader frees the key")
 
 	// A writer excludes readers.
 	w, err := b.TryLock(bg(), "doc", 10*time.Second)
@@ -166,12 +166,12 @@ func TestRealWaitingWriterGoesBeforeNewReaders(t *testing.T) {
 	// readers' calls.
 	awaitState(t, 2*nodeCallBound, "the writer queued on every node", func() bool {
 		for _, s := range servers {
-			if n, _ := s.Client(t).ZCard(bg(), "doc:queue").Result(); n != 1 {
+			if n, _ := s.Client(t).ZCard(bg(), queueKey("doc")).Result(); n != 1 {
 				return false
 			}
 		}
 		return true
-	}, onServers(servers, "doc:queue"))
+	}, onServers(servers, queueKey("doc")))
 	_, err = rc.TryRLock(bg(), "doc", 10*time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained, "a new reader waits behind the waiting writer")
 
@@ -263,7 +263,7 @@ func TestRealFailedRLockLeavesNothing(t *testing.T) {
 	require.ErrorAs(t, err, &qe)
 	assert.LessOrEqual(t, qe.Agreed, 2)
 	c.WaitIdle()
-	assert.Zero(t, leftovers(t, servers[3:], "doc", "doc:readers"), "the failed reader left nothing")
+	assert.Zero(t, leftovers(t, servers[3:], "doc", readersKey("doc")), "the failed reader left nothing")
 	assert.Equal(t, 3, realHolders(t, servers, "doc", w.Token()))
 }
 
@@ -282,7 +282,7 @@ func TestRealRLockAutoExtendReportsLoss(t *testing.T) {
 	// (on a loaded machine): its lease must stay wherever it is.
 	var had []*redistest.Server
 	for _, s := range servers {
-		if _, err := s.Client(t).ZScore(bg(), "doc:readers", other.Token()).Result(); err == nil {
+		if _, err := s.Client(t).ZScore(bg(), readersKey("doc"), other.Token()).Result(); err == nil {
 			had = append(had, s)
 		}
 	}
@@ -292,7 +292,7 @@ func TestRealRLockAutoExtendReportsLoss(t *testing.T) {
 	})
 	on := 0 // r is on a majority: the three nodes below leave it two at most
 	for _, s := range servers {
-		if _, err := s.Client(t).ZScore(bg(), "doc:readers", r.Token()).Result(); err == nil {
+		if _, err := s.Client(t).ZScore(bg(), readersKey("doc"), r.Token()).Result(); err == nil {
 			on++
 		}
 	}
@@ -309,7 +309,7 @@ func TestRealRLockAutoExtendReportsLoss(t *testing.T) {
 	default:
 	}
 	for _, s := range servers[:3] { // the reader's lease vanishes from a majority
-		require.NoError(t, s.Client(t).ZRem(bg(), "doc:readers", r.Token()).Err())
+		require.NoError(t, s.Client(t).ZRem(bg(), readersKey("doc"), r.Token()).Err())
 	}
 	select {
 	case <-r.Done():
@@ -318,7 +318,7 @@ func TestRealRLockAutoExtendReportsLoss(t *testing.T) {
 		t.Fatal("loss not reported")
 	}
 	for _, s := range had {
-		_, err := s.Client(t).ZScore(bg(), "doc:readers", other.Token()).Result()
+		_, err := s.Client(t).ZScore(bg(), readersKey("doc"), other.Token()).Result()
 		require.NoError(t, err, "the other reader's lease is untouched")
 	}
 	// Not released: the nodes say so (ErrNotHeld), or on a loaded machine

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlockgo/redlock/internal/keyslot"
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
@@ -122,7 +123,7 @@ func requireShardSubscribed(t *testing.T, clusters []*redistest.Cluster, key str
 // there.
 func requireClusterWatched(t *testing.T, clusters []*redistest.Cluster, key string) {
 	t.Helper()
-	w := keyslot.Companion(key, "queue") + ":watch"
+	w := keyspace.Cluster{}.Watch(key)
 	clients := clusterClients(t, clusters)
 	require.Eventually(t, func() bool {
 		n := 0

@@ -273,7 +273,7 @@ func requireQueued(t *testing.T, live []*redistest.Server, key, holder string) {
 			}
 		}
 		return true
-	}, onServers(live, key, queueKey(key), queueKey(key)+":entries"))
+	}, onServers(live, key, queueKey(key), queueEntriesKey(key)))
 }
 
 func TestRealSixteenContendersAllGetTheLock(t *testing.T) {

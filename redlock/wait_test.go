@@ -34,9 +34,6 @@ func lockAsync(c *redlock.Client, key string, opts ...redlock.LockOption) <-chan
 	return got
 }
 
-// queueKey is where the nodes keep key's queue of waiters.
-func queueKey(key string) string { return key + ":queue" }
-
 // waitQueued waits until key's queue holds n waiters on every node.
 func waitQueued(t *testing.T, fn *fakeNodes, key string, n int) {
 	t.Helper()
@@ -185,8 +182,8 @@ func TestGivingUpLeavesNothingBehind(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	c.WaitIdle()
 	for i, s := range fn.servers {
-		for _, k := range []string{queueKey("k"), queueKey("k") + ":leases", queueKey("k") + ":entries"} {
-			if k == queueKey("k")+":entries" {
+		for _, k := range []string{queueKey("k"), queueLeasesKey("k"), queueEntriesKey("k")} {
+			if k == queueEntriesKey("k") {
 				continue // the last holder's record may stay until it expires
 			}
 			assert.False(t, s.Exists(k), "node %d: %s left behind", i, k)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
 )
@@ -121,14 +122,14 @@ func TestNodesDeclareFreshRefusesLibraryKeys(t *testing.T) {
 	c := servers[1].Client(t)
 	for _, tt := range []struct{ name, key, value string }{
 		{"lock", "job", rand.Text()},
-		{"companion", "job:fence", "7"},
-		{"cluster companion", "queue{job}", "x"},
-		{"election", "election:scheduler", "x"},
+		{"companion", keyspace.Standalone{}.Fence("job"), "7"},
+		{"election", mustElection(t, "scheduler"), "x"},
 		{"earlier run's declaration", pool.FreshStartKey, "0123456789abcdef"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			require.NoError(t, c.FlushAll(ctx).Err())
 			require.NoError(t, c.Set(ctx, "user:42", "hello", 0).Err())
+			require.NoError(t, c.Set(ctx, "job:fence", "7", 0).Err()) // the application's, whatever its ending
 			require.NoError(t, c.Set(ctx, tt.key, tt.value, time.Minute).Err())
 			code, out, stderr := nodesCmd(t, "declare-fresh", "--nodes", urls)
 			require.Equal(t, exitFailure, code, "stdout: %s\nstderr: %s", out, stderr)
@@ -137,6 +138,7 @@ func TestNodesDeclareFreshRefusesLibraryKeys(t *testing.T) {
 			assert.Contains(t, stderr, `"`+tt.key+`"`)
 			assert.Contains(t, stderr, "a restart, not a new node")
 			assert.NotContains(t, stderr, "user:42")
+			assert.NotContains(t, stderr, `"job:fence"`)
 			for i, s := range servers {
 				if i != 1 {
 					assert.Zero(t, s.Client(t).Exists(ctx, pool.FreshStartKey).Val(), "node %d declared", i)
@@ -280,4 +282,13 @@ func TestRunTTLAboveMaxTTL(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, recorded, 2, "the bound recorded on a majority")
+}
+
+// mustElection returns the lock key of the election called name
+// (keyspace.Election).
+func mustElection(t *testing.T, name string) string {
+	t.Helper()
+	k, err := keyspace.Election(name)
+	require.NoError(t, err)
+	return k
 }

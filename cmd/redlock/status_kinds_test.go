@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -44,7 +45,7 @@ func TestStatusReaders(t *testing.T) {
 		defer r.Unlock(ctx)
 	}
 	nodes.eachNodeHas(t, 2, "readers", func(i int) int64 {
-		return nodes.servers[i].Client(t).ZCard(ctx, key+":readers").Val()
+		return nodes.servers[i].Client(t).ZCard(ctx, keyspace.Standalone{}.Readers(key)).Val()
 	})
 
 	code, out, stderr := status(t, "--nodes", nodes.urls, "--key", key)
@@ -58,7 +59,7 @@ func TestStatusReaders(t *testing.T) {
 	assert.NotContains(t, out, "holder:", "readers have no holder record")
 
 	// Gone from one node: still held, by a majority.
-	require.NoError(t, nodes.servers[2].Client(t).Del(ctx, key, key+":readers").Err())
+	require.NoError(t, nodes.servers[2].Client(t).Del(ctx, key, keyspace.Standalone{}.Readers(key)).Err())
 	code, out, _ = status(t, "--nodes", nodes.urls, "--key", key)
 	require.Equal(t, exitOK, code, out)
 	assert.Contains(t, lineFor(t, out, nodes.servers[2].Addr()), "free")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/pool/rueidispool"
@@ -211,7 +212,7 @@ func TestReleaseWakesWaiterOfAnotherClient(t *testing.T) {
 			}
 			v, err := rc.Get(bg(), key).Result()
 			taken := err == nil && v != l.Token()
-			if !taken && rc.ZCard(bg(), key+":queue").Val() != 1 {
+			if !taken && rc.ZCard(bg(), keyspace.Standalone{}.Queue(key)[1]).Val() != 1 {
 				return false
 			}
 		}
