@@ -47,7 +47,9 @@ func (p Persistence) String() string {
 // (INFO server): it declares that no lock was ever granted by an earlier
 // run of that server, so the lock client counts it at once instead of
 // quarantining it. The declaration binds one run: after a restart the
-// run_id differs and the key, if it survived, no longer matches.
+// run_id differs and the key, if it survived, no longer matches. Like
+// every name the library writes, it is under the reserved prefix
+// "redlock:", which no lock key may use.
 //
 //	redis-cli SET redlock:fresh-start "$(redis-cli INFO server | sed -n 's/^run_id:\(.*\)\r$/\1/p')"
 const FreshStartKey = keyspace.FreshStart

@@ -58,10 +58,10 @@ type Pool interface {
 }
 
 // Cluster is an optional interface of a Pool whose node is a Redis Cluster
-// (one Redlock node made of several shards). The lock then names a key's
-// companion keys (fence counter, queue) in the key's hash slot, so that
-// each of its scripts touches one slot; on a standalone node it keeps the
-// names it always had. A Pool that wraps another should forward it.
+// (one Redlock node made of several shards). The lock names a key's
+// companion keys (fence counter, queue) in the key's hash slot, with the
+// same names on every kind of node, so that each of its scripts touches
+// one slot. A Pool that wraps another should forward it.
 type Cluster interface {
 	// IsCluster reports whether the node is a Redis Cluster.
 	IsCluster() bool

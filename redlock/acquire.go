@@ -38,16 +38,11 @@ import (
 // range TryLock and Lock return an error without calling a node, which
 // names the option for a longer TTL.
 //
-// key must not be empty nor one of the names the library keeps beside a key
-// (docs/design.md, "Key names"): a key ending with ":fence", ":queue",
-// ":queue:leases", ":queue:entries", ":queue:left", ":queue:watch",
-// ":queue:holds", ":held", ":readers" or ":leader"; one beginning with
-// "fence{", "queue{", "queue:leases{", "queue:entries{", "queue:left{",
-// "held{", "readers{" or "leader{"; one beginning with "election:"
-// (Campaign's), "redlock:fresh-start", "redlock:reign" or
-// "redlock:ceiling". Every acquisition refuses such a key with an error
-// saying "reserved", without calling a node, so no caller's key can touch
-// another lock's fence counter, queue or leader record.
+// key must not be empty nor begin with "redlock:", the one prefix under
+// which the library keeps every name it writes (docs/design.md, "Key
+// names"): every acquisition refuses such a key with an error saying
+// "reserved", without calling a node. Any other key is the caller's, and
+// keys that differ are independent locks ("x" and "x:fence" included).
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, request{kind: exclusiveKind, key: key, ttl: ttl, opts: opts})
 }

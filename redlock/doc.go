@@ -56,7 +56,7 @@
 // docs/safety.md in the repository.
 //
 // A node may be a Redis Cluster (a Pool that implements pool.Cluster, such
-// as pool.FromURL("redis+cluster://...")), which counts as one node: the
-// lock's companion keys are then named in the key's hash slot (see
-// docs/fencing.md).
+// as pool.FromURL("redis+cluster://...")), which counts as one node: a
+// lock's companion keys are named in the key's hash slot on every kind of
+// node (see docs/design.md, "Key names").
 package redlock

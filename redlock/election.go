@@ -24,11 +24,11 @@ import (
 // it names the leader (an address, an id), it is not a payload.
 const MaxLeaderValue = 64 << 10
 
-// electionKey returns the lock key of an election: "election:" + name
-// (keyspace.Election), or an error when name is empty or the key would be
-// reserved (a name ending in ":leader" would be another election's record).
-// A hash tag in the name stays the key's tag ("election:{orders}" is in the
-// slot of "orders"), so every companion key of the election shares it.
+// electionKey returns the lock key of an election: a name under the
+// reserved prefix "redlock:" built from the election's name
+// (keyspace.Election), in the name's cluster slot, so that no lock key and
+// no other election's name reaches it; or an error when name is empty or
+// itself under the prefix.
 func electionKey(election string) (string, error) {
 	key, err := keyspace.Election(election)
 	if err != nil {
@@ -93,12 +93,12 @@ var errResigned = fmt.Errorf("%w: resigned", ErrNotHeld)
 // reads it at once. On failure the error wraps ErrNotObtained, and
 // ctx.Err() when ctx ended the wait; nothing is left held.
 //
-// election must not be empty, and "election:" + election, the election's
-// lock key, must be a key TryLock's rules allow but for its prefix: a name
-// ending with ":leader" (the record of another election), ":fence",
-// ":queue" and the other reserved endings is refused, without calling a
-// node. value must not be empty nor longer than MaxLeaderValue; ttl is as
-// for Lock, and must leave room to auto-extend (WithAutoExtend).
+// election must not be empty nor begin with the reserved prefix
+// "redlock:" (refused without calling a node); any other name is accepted,
+// and its election is apart from every lock and every other election
+// ("x" and "x:leader" included). value must not be empty nor longer than
+// MaxLeaderValue; ttl is as for Lock, and must leave room to auto-extend
+// (WithAutoExtend).
 func (c *Client) Campaign(ctx context.Context, election, value string, ttl time.Duration) (*Leadership, error) {
 	if c == nil {
 		return nil, errNilClient

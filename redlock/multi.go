@@ -18,10 +18,8 @@ import (
 // keys are sorted and duplicates dropped, so the order of the caller's keys
 // does not matter and Keys() lists them sorted. More than MaxKeys keys
 // (once duplicates are dropped), an empty keys, or a key that TryLock
-// refuses (empty, or one of the reserved names of docs/design.md, such as
-// another key's companion: key+":fence", key+":queue..." on a standalone
-// node, "fence{"+key+"}", ... on a cluster node) is an error, and no node is
-// called.
+// refuses (empty, or beginning with the reserved prefix "redlock:") is an
+// error, and no node is called.
 //
 // On failure the error wraps ErrNotObtained (and ctx.Err() when ctx ended
 // the attempt), with one *NodeError per node that did not agree; a node

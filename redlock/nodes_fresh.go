@@ -46,9 +46,9 @@ type Declaration struct {
 // ceiling (redlock:ceiling), which every grant and extension of every
 // kind raises and which outlives each lease: it also tells of the leases
 // that nodes which restarted empty forgot (nodes_fresh_lease.go). And it
-// scans each node's keys (SCAN) for names that keyspace rules reserve
-// (companions such as K:fence and fence{K}, "redlock:" markers, an
-// earlier run's declaration, "election:" keys) and for keys with a TTL
+// scans each node's keys (SCAN) for names under the library's reserved
+// prefix "redlock:" (companions, election keys, markers, an earlier run's
+// declaration; the live ceiling is judged as above) and for keys with a TTL
 // holding what a lock of any kind writes under the caller's key (a token,
 // a multi-lock's or an owner's value, the readers' marker, a permit in any
 // slot): locks on any node mean the deployment is not new, and a node of

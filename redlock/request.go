@@ -265,9 +265,9 @@ func (c *Client) checkMaxHold(ttl time.Duration, lc lockConfig) error {
 const MaxKeys = 1000
 
 // normalKeys sorts keys and drops duplicates. It refuses no keys, more than
-// MaxKeys, and a key that checkKey refuses: so no key of the set is another
-// key's companion (its fence counter or one of its queue's keys), whose
-// contents the lock would overwrite.
+// MaxKeys, and a key that checkKey refuses: so no key of the set is a name
+// of the library's (under "redlock:"), such as another key's fence counter
+// or queue, whose contents the lock would overwrite.
 func normalKeys(keys []string) ([]string, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("redlock: no keys")

@@ -30,8 +30,8 @@
 // on Redis, not by its retry. Keys expire as the clock
 // moves (time.Now, or the bubble's clock under testing/synctest), consistent
 // with the TIME the scripts read. A node is standalone, not a Redis Cluster,
-// so a key's companion keys have their standalone names (K:fence,
-// K:readers, K:queue...).
+// and a key's companion keys (fence counter, readers, queue...) have the
+// names they have on every node, under the reserved prefix "redlock:".
 //
 // # Client defaults
 //

@@ -15,8 +15,9 @@ const leaderUsage = `Usage: redlock leader [--nodes URLS] --election NAME [--tim
 
 Shows who leads the election NAME (Client.Campaign in the library): the
 leader's value and term, read from every node. A leader is one token on the
-election's key ("election:NAME") on a majority of the nodes, with its value
-recorded there. It only reads; it never changes anything.
+election's key (a name under the reserved prefix "redlock:", apart from
+every lock key) on a majority of the nodes, with its value recorded there.
+It only reads; it never changes anything.
 
 Flags:
   --nodes URLS      comma-separated node URLs: redis://host:port,

@@ -36,9 +36,9 @@ carries a live lease ceiling (redlock:ceiling: a lease the node granted may
 still be valid, there or on a node that restarted since; the refusal says
 when it expires) or holds a key of the library's: a lock of any kind (a
 token, a multi-lock's, an owner's, the readers' marker, permits),
-readers, a companion (K:fence, K:queue, ... and fence{K}, ... on a cluster),
-a "redlock:" marker (an earlier run's declaration included), or an
-election's key. Locks on any node mean the deployment is not new, and a node
+or any name under the library's reserved prefix "redlock:" (a fence
+counter, a queue, an election's key, a marker, an earlier run's
+declaration). Locks on any node mean the deployment is not new, and a node
 of it that came back empty is a restart, which the quarantine must judge.
 It does not declare Redis Cluster nodes.
 

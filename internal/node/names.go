@@ -18,7 +18,6 @@ type Cluster = keyspace.Cluster
 func FenceKey(key string) string { return keyspace.Standalone{}.Fence(key) }
 
 // ClusterFenceKey returns the fence counter's name on a Redis Cluster node:
-// a name in the key's hash slot. For a key with a hash tag, such as
-// "{orders}:42", it is FenceKey's name; for a key without one, such as
-// "orders:42", it is "fence{orders:42}".
+// FenceKey's name, which is under the reserved prefix "redlock:" and in the
+// key's hash slot on every kind of node.
 func ClusterFenceKey(key string) string { return keyspace.Cluster{}.Fence(key) }

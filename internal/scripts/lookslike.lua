@@ -5,8 +5,8 @@
 -- multi-lock's token ('m:' and a token), an owner's value ('o:' and the
 -- owner), the readers' marker 'r:readers', or a hash of permits one of
 -- whose slots holds "<token> <expiry>" (permit_acquire.lua), in any slot.
--- Companions, readers and markers have reserved names, which the caller
--- checks itself, and a standalone node's lease ceiling tells of every
+-- Every other name of the library's is under the prefix "redlock:", which the
+-- caller tells by name, and a standalone node's lease ceiling tells of every
 -- lease whatever its value (redlock, nodes_fresh_lease.go): this is what
 -- a node that keeps no ceiling (a cluster's shard master) is judged by.
 -- It reads only; it returns the names of the keys found, in KEYS order.
