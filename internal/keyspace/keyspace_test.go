@@ -161,32 +161,31 @@ func TestLastingIsFenceCountersAndDeclarations(t *testing.T) {
 	assert.True(t, keyspace.Lasting(keyspace.ShardFreshStart("7")))
 	assert.False(t, keyspace.Lasting(keyspace.Ceiling))
 	assert.False(t, keyspace.Lasting(keyspace.Reign("7")))
+	assert.True(t, keyspace.Lasting(keyspace.MaxTTL))
+	assert.False(t, keyspace.Lasting("x:fence"), "a caller's key")
 }
 
 // Shape names a key's kind, whatever the caller's part: the companions of
-// every base have the shape of the same companion of "K" (of
-// "election:NAME" for an election's key).
+// every base have the shape of the same companion of "K", those of an
+// election's key the shape of "ELECTION"'s.
 func TestShapeHidesTheCallersPart(t *testing.T) {
 	t.Parallel()
 	for _, b := range bases {
-		want := "K"
-		if strings.HasPrefix(b, keyspace.ElectionPrefix) {
-			want = "election:NAME"
+		assert.Equal(t, "K", keyspace.Shape(b), "key %q", b)
+		e, err := keyspace.Election(b)
+		require.NoError(t, err)
+		n := keyspace.Standalone{}
+		for k, want := range map[string]string{b: "K", e: "ELECTION"} {
+			assert.Equal(t, "redlock:{"+want+"}:queue:entries", keyspace.Shape(n.Queue(k)[3]), "key %q", k)
+			assert.Equal(t, "redlock:{"+want+"}:leader", keyspace.Shape(n.Leader(k)), "key %q", k)
+			assert.Equal(t, "redlock:{"+want+"}:queue:watch", keyspace.Shape(n.Watch(k)), "key %q", k)
+			assert.Equal(t, "redlock:{"+want+"}:queue:holds", keyspace.Shape(n.Holds(k)), "key %q", k)
+			assert.Equal(t, "redlock:{"+want+"}:fence", keyspace.Shape(n.Fence(k)), "key %q", k)
 		}
-		if strings.Contains(b, "}") && !strings.HasPrefix(b, "{") && !strings.HasPrefix(b, keyspace.ElectionPrefix+"{") {
-			continue // a cluster companion of a key without a tag but with '}' carries a slot tag
-		}
-		assert.Equal(t, want, keyspace.Shape(b), "key %q", b)
-		s, c := keyspace.Standalone{}, keyspace.Cluster{}
-		assert.Equal(t, want+":queue:entries", keyspace.Shape(s.Queue(b)[3]), "key %q", b)
-		assert.Equal(t, want+":leader", keyspace.Shape(s.Leader(b)), "key %q", b)
-		assert.Equal(t, want+":queue:watch", keyspace.Shape(s.Watch(b)), "key %q", b)
-		if _, tagged := keyslot.Tag(b); !tagged {
-			assert.Equal(t, "fence{"+want+"}", keyspace.Shape(c.Fence(b)), "key %q", b)
-			assert.Equal(t, "queue{"+want+"}:holds", keyspace.Shape(c.Holds(b)), "key %q", b)
-		}
+		assert.Equal(t, "redlock:{K}:election", keyspace.Shape(e), "election %q", b)
 	}
 	assert.Equal(t, "redlock:fresh-start{n}", keyspace.Shape(keyspace.ShardFreshStart("7")))
 	assert.Equal(t, "redlock:reign{n}", keyspace.Shape(keyspace.Reign("7")))
 	assert.Equal(t, keyspace.Ceiling, keyspace.Shape(keyspace.Ceiling))
+	assert.Equal(t, keyspace.MaxTTL, keyspace.Shape(keyspace.MaxTTL))
 }
