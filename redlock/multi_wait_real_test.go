@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,4 +146,65 @@ func TestRealMultiLockReleaseHandsKeysToQueuedWaiters(t *testing.T) {
 	require.Equal(t, len(servers), realHolders(t, servers, "h", o.l.Token()), "every node handed h to the waiter")
 	requireAbsent(t, servers, "i")
 	require.NoError(t, o.l.Unlock(bg()))
+}
+
+func TestRealLockAllServedInTurnAmongSingleKeyLockers(t *testing.T) {
+	_, pools := realNodes(t, 3)
+	const workers = 4
+	const ttl = 2 * time.Second
+	const nodeTimeout = time.Second // newClient's
+
+	// Four workers take "a" in a loop, each through its own Client: a
+	// release always finds a waiter in the queue to hand "a" to.
+	var inside atomic.Int32 // holders of "a" at once, by the test's count
+	var overlaps, taken atomic.Int64
+	warmed := make(chan struct{})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		c := newClient(t, pools)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithCancel(bg())
+			defer cancel()
+			go func() { <-stop; cancel() }()
+			for ctx.Err() == nil {
+				l, err := c.Lock(ctx, "a", ttl)
+				if err != nil {
+					continue
+				}
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				if taken.Add(1) == 4*workers {
+					close(warmed)
+				}
+				inside.Add(-1)
+				_ = l.Unlock(bg())
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(stop)
+	<-warmed
+
+	// LockAll joins the queue of "a" on its first attempt: the waiters
+	// ahead of it there (at most the workers) are served first, each for
+	// at most a TTL, the lock held at its arrival ends within a TTL, and
+	// then "a" is kept for it. A wake-up lost costs at most the retry
+	// strategy's largest delay (250ms), and each attempt a node timeout.
+	bound := (workers+1)*ttl + 250*time.Millisecond + 2*nodeTimeout
+	c := newClient(t, pools)
+	ctx, cancel := context.WithTimeout(bg(), bound)
+	defer cancel()
+	before := taken.Load()
+	l, err := c.LockAll(ctx, []string{"a", "b"}, ttl)
+	require.NoError(t, err, "LockAll not served within %v while the workers took \"a\" %d times", bound, taken.Load()-before)
+	if inside.Add(1) > 1 {
+		overlaps.Add(1)
+	}
+	inside.Add(-1)
+	unlockLate(t, l, "the multi-lock's Unlock")
+	require.Zero(t, overlaps.Load(), "two holders of \"a\" at once")
 }

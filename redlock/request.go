@@ -124,7 +124,11 @@ func (c *Client) choose(p *plan, r request) error {
 	case permitKind:
 		p.kind = lease.NewPermit(r.key, r.limit)
 	case multiKind:
-		p.kind = lease.NewMulti(r.keys, lc.fencing)
+		m := lease.NewMulti(r.keys, lc.fencing)
+		if r.wait {
+			m = m.Waiting(c.cfg.clock.Now().UnixMicro()) // LockAll, DoAll: in the keys' queues
+		}
+		p.kind = m
 	}
 	p.how = tryOnce
 	if r.wait {

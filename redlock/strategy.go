@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/redlockgo/redlock/internal/fanout"
 	"github.com/redlockgo/redlock/internal/lease"
 	"github.com/redlockgo/redlock/internal/wait"
 )
@@ -69,7 +70,23 @@ func (c *Client) retry(ctx context.Context, p *plan) (*Lock, int, error) {
 		}
 		return err, end || errors.Is(err, ErrWrongKind)
 	})
+	c.leaveQueues(p)
 	return l, attempts, err
+}
+
+// leaveQueues takes a waiting multi-lock's place out of its keys' queues
+// on every node once its call has ended, in the background, after its
+// attempts in the Client's order: a key reserved for it passes to the next
+// waiter (release_all.lua). Its attempts still on their way cannot queue
+// it again for the time the longest of them may take. Nothing for the
+// other kinds, which do not queue.
+func (c *Client) leaveQueues(p *plan) {
+	m, ok := p.kind.(lease.Multi)
+	if !ok || m.Waiter() == "" {
+		return
+	}
+	timeout := c.nodeTimeout(p.lc.ttl)
+	c.undo(m, m.Waiter(), (2 * fanout.CallBound(timeout)).Milliseconds(), c.nodes.All(), timeout)
 }
 
 // queue is Lock: one try on arrival, then the nodes' queues of waiters

@@ -102,6 +102,9 @@ type Watch struct {
 	Keys    []string
 	Channel string
 	Lease   int64
+	// Queue is how long, in ms, a waiting multi-lock's place in the keys'
+	// queues lasts: until its next attempt (0: the call does not wait on).
+	Queue int64
 }
 
 // Release is one release of a token, built once for every node.

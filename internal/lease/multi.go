@@ -11,14 +11,36 @@ import (
 
 // Multi is a multi-lock's kind (TryLockAll, LockAll, DoAll): every key set
 // to the token on a node in one script, or none (acquire_all.lua). Its
-// keys are sorted and checked by the caller.
+// keys are sorted and checked by the caller. A waiting multi-lock
+// (LockAll) also has a waiter id and a ticket, for the whole call: its
+// attempts keep its place in every key's queue of waiters (queue.lua).
 type Multi struct {
 	keys    []string
 	fencing bool
+	waiter  string // QueuePrefix and a token: the call's place in the queues ("": none)
+	ticket  int64  // the call's arrival, in µs: its order in the queues
 }
 
 // NewMulti returns the kind of a multi-lock on keys, fenced or not.
 func NewMulti(keys []string, fencing bool) Multi { return Multi{keys: keys, fencing: fencing} }
+
+// Waiting returns m for a call that waits in the keys' queues from ticket
+// (its arrival, in µs, as a Lock waiter's ticket): its attempts join every
+// key's queue, reserve the free keys whose queue they head, and take all
+// the keys once each is free to them (acquire_all.lua).
+func (m Multi) Waiting(ticket int64) Multi {
+	m.waiter, m.ticket = QueuePrefix+NewToken(), ticket
+	return m
+}
+
+// Waiter returns the id of m's place in the queues: the token whose
+// release (ReleaseAll with a keep) takes it out of them. "" when m does
+// not wait.
+func (m Multi) Waiter() string { return m.waiter }
+
+// QueuePrefix begins a waiting multi-lock's id in the keys' queues, and
+// the value of a key reserved for it; no lock's token begins with it.
+const QueuePrefix = "q:"
 
 // MultiPrefix begins a multi-lock's token; no other kind's token does
 // (NewToken spells base32, in capitals), so Resume can refuse it.
@@ -81,13 +103,15 @@ func (m Multi) readTake(e *Env, i int, r any, fencing bool, t *Take) (bool, erro
 
 // takeCall returns AcquireAll's KEYS and ARGV on node i: the keys, their
 // holder markers under a lock-delay, their fence counters when fencing,
-// and the waiter's watch sets when w has them.
+// the waiter's watch sets when w has them, and the keys' queues when m
+// waits and w gives its place a lease.
 func (m Multi) takeCall(e *Env, i int, token string, ttl time.Duration, fencing bool, w Watch) ([]string, []any) {
 	delay := e.Delay > 0
+	queued := m.waiter != "" && w.Queue > 0
 	ks := m.keys
 	args := []any{token, ttl.Milliseconds(), len(m.keys), e.delay()}
-	if fencing || delay || w.Keys != nil {
-		ks = make([]string, 0, 4*len(m.keys))
+	if fencing || delay || w.Keys != nil || queued {
+		ks = make([]string, 0, 8*len(m.keys))
 		ks = append(ks, m.keys...)
 	}
 	n := e.Nodes.Names(i)
@@ -104,6 +128,15 @@ func (m Multi) takeCall(e *Env, i int, token string, ttl time.Duration, fencing 
 	if w.Keys != nil {
 		ks = append(ks, w.Keys...)
 		args = append(args, w.Channel, w.Lease)
+	}
+	if queued {
+		if w.Keys == nil {
+			args = append(args, "", 0)
+		}
+		for _, k := range m.keys {
+			ks = append(ks, n.Queue(k)[1:5]...) // queue, leases, entries, departed
+		}
+		args = append(args, m.waiter, m.ticket, w.Queue)
 	}
 	return ks, e.withCeiling(args, i)
 }
@@ -153,14 +186,18 @@ func (m Multi) Extend(ctx context.Context, e *Env, i int, token string, ttl time
 
 // Releaser runs ReleaseAll. A node counts as released, for an Unlock
 // (wake), when it held every key with the token; for a cleanup, when it
-// held any.
-func (m Multi) Releaser(e *Env, token string, _ any, wake bool) Release {
+// held any. With keep (ms, for a waiting multi-lock's id: Waiter), the
+// token leaves the keys' queues and is remembered as departed for keep.
+func (m Multi) Releaser(e *Env, token string, keep any, wake bool) Release {
+	if keep == nil {
+		keep = ""
+	}
 	return releaseFunc(func(ctx context.Context, i int) (bool, error) {
 		ks := e.queueKeysAll(i, m.keys)
 		if wake {
 			ks = append(ks, e.WatchKeys(i, m.keys)...)
 		}
-		v, err := e.Nodes.Pool(i).Eval(ctx, scripts.ReleaseAll, ks, e.withCeiling([]any{token, len(m.keys), e.delay()}, i)...)
+		v, err := e.Nodes.Pool(i).Eval(ctx, scripts.ReleaseAll, ks, e.withCeiling([]any{token, len(m.keys), e.delay(), keep}, i)...)
 		n, err := e.readRelease(i, v, err)
 		if wake {
 			return int(n) == len(m.keys), err

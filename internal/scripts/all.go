@@ -21,8 +21,9 @@ var (
 
 var (
 	// AcquireAll sets every key to the token if none exists, else nothing,
-	// and reads the fence counters given.
-	AcquireAll = pool.NewScript(ceilingSrc + watchSrc + kindSrc + acquireAllSrc)
+	// and reads the fence counters given; a waiting LockAll keeps its place
+	// in every key's queue.
+	AcquireAll = pool.NewScript(ceilingSrc + watchSrc + queueSrc + kindSrc + acquireAllSrc)
 	// ExtendAll resets every key's TTL only while every key holds the token.
 	ExtendAll = pool.NewScript(ceilingSrc + extendAllSrc)
 	// ReleaseAll deletes each key that holds the token and hands it to the

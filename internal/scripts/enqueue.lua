@@ -26,6 +26,8 @@
 -- more; {3} when the waiter has left the queue (release.lua) and this
 -- round arrived late: it is not queued again;
 -- {-1, kind} when the key holds another kind of lock (kind.lua).
+-- A key reserved for a multi-lock (queue.lua) is free to the head of the
+-- queue, and held for the others.
 local other = other_kind(KEYS[1], 'string')
 if other then
   return {-1, other}
@@ -56,14 +58,15 @@ for i = 2, 4 do
     redis.call('PEXPIRE', KEYS[i], lease)
   end
 end
+local free = v == false or reserved(v)
 local delayed = 0
-if v == false and KEYS[6] then
+if free and KEYS[6] then
   local m = redis.call('GET', KEYS[6])
   if m and m ~= ARGV[1] then
     delayed = math.max(redis.call('PTTL', KEYS[6]), 1)
   end
 end
-if v == false and ARGV[7] == '1' and delayed == 0 then
+if free and ARGV[7] == '1' and delayed == 0 then
   local head = redis.call('ZRANGE', KEYS[2], 0, 0)
   if head[1] == ARGV[1] then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])

@@ -5,6 +5,20 @@
 -- ticket), the leases (zset: waiter token -> deadline, server ms) and the
 -- entries (hash: waiter token -> "seq ttl channel"; field "." holds "ticket
 -- seq token" of the last waiter the queue gave the key to).
+-- A waiting multi-lock (LockAll) queues too, under a waiter id that begins
+-- with 'q:' (lease.QueuePrefix) and the same ticket on every key, with seq
+-- '0' and channel '-' when it cannot be told. It is never handed a key:
+-- a key freed while it heads the queue is reserved for it instead, set to
+-- its id for what is left of its lease, so that no later waiter and no
+-- SET NX takes it, and the multi-lock takes all its keys at once when it
+-- heads every queue (acquire_all.lua). A reserved key is free to the head
+-- of its queue, whoever that is by then (an earlier ticket that arrived
+-- later takes it), and to nobody else.
+
+-- reserved reports whether v, a lock key's value, is a reservation.
+local function reserved(v)
+  return v and string.sub(v, 1, 2) == 'q:'
+end
 
 -- queue_expire drops the waiters of the queue q whose lease ran out at now.
 local function queue_expire(q, leases, entries, now)
@@ -23,6 +37,10 @@ end
 -- node processed; unless that channel is mine (the releasing Client's, who
 -- reads the grant from the reply). No waiter has to try, and none other is
 -- woken. Returns the waiter's token and seq, or nil when nobody waits.
+-- A multi-lock at the head is not handed the key: the key is reserved for
+-- it (see above) and it is told "free <key>" on its channel, even when
+-- that channel is mine (its Client hears its own message); it stays
+-- queued. Then the third result is true (and the first two nil).
 local function handoff(key, q, leases, entries, marker, delay, mine, now)
   queue_expire(q, leases, entries, now)
   while true do
@@ -32,6 +50,15 @@ local function handoff(key, q, leases, entries, marker, delay, mine, now)
     end
     local id = head[1]
     local e = redis.call('HGET', entries, id)
+    if e and reserved(id) then
+      local until_ms = tonumber(redis.call('ZSCORE', leases, id)) or now
+      redis.call('SET', key, id, 'PX', math.max(until_ms - now, 1))
+      local ch = string.match(e, '^%S+ %S+ (%S+)$')
+      if ch and ch ~= '-' then
+        notify(ch, 'free ' .. key)
+      end
+      return nil, nil, true
+    end
     redis.call('ZREM', q, id)
     redis.call('ZREM', leases, id)
     redis.call('HDEL', entries, id)

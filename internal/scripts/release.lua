@@ -15,7 +15,8 @@
 -- waiter whose lease has not run out gets the key at once, for its TTL, and
 -- is told on its channel with the message "<token> <seq>", seq being its
 -- last round this node processed: no waiter has to try, and none other is
--- woken.
+-- woken. A multi-lock at the head of the queue is not handed the key: the
+-- key is reserved for it and it is told (queue.lua's handoff).
 -- Returns {0} when the key did not hold the caller's token, {1} when deleted
 -- and nobody waits, {1, token, seq} when deleted and handed to that waiter.
 local t = redis.call('TIME')
@@ -38,9 +39,11 @@ redis.call('DEL', KEYS[1])
 if KEYS[6] then
   redis.call('DEL', KEYS[6])
 end
-local id, seq = handoff(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], tonumber(ARGV[4]), ARGV[3], now)
+local id, seq, kept = handoff(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], tonumber(ARGV[4]), ARGV[3], now)
 if id then
   return {1, id, seq}
+elseif kept then
+  return {1} -- reserved for a multi-lock at the head (queue.lua)
 end
 -- An Unlock ends ARGV with 'wake': the key's watch set, named after its
 -- queue (scripts.WatchKey), is woken (watch.lua).

@@ -15,6 +15,13 @@
 -- deleted with the key or given to the waiter the key is handed to (as in
 -- release.lua). An Unlock also gives, after the n groups, the n keys' watch
 -- sets (watch.lua): a key it leaves free wakes its watchers.
+-- ARGV[4] ('' when absent): for a waiting multi-lock leaving the queues
+-- (its token is then its waiter id, lease.QueuePrefix), how long in ms to
+-- remember it as departed, so that an attempt of its still on its way
+-- does not queue it again. The caller leaves every key's queue first; a
+-- key reserved for it (queue.lua) is deleted and handed on like a held
+-- one. A key a release reserves for a multi-lock at the head of its queue
+-- is not counted as handed to a waiter and wakes no watcher.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {0}
@@ -24,6 +31,7 @@ local size = 5
 if delay > 0 then
   size = 6
 end
+local keep = ARGV[4] or ''
 for g = 0, n - 1 do
   local b = size * g
   local key, queue, leases, entries = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4]
@@ -31,17 +39,28 @@ for g = 0, n - 1 do
   if delay > 0 then
     marker = KEYS[b + 6]
   end
+  redis.call('ZREM', queue, ARGV[1])
+  redis.call('ZREM', leases, ARGV[1])
+  redis.call('HDEL', entries, ARGV[1])
+  if keep ~= '' then
+    local gone = KEYS[b + 5]
+    redis.call('ZREMRANGEBYSCORE', gone, '-inf', now)
+    redis.call('ZADD', gone, now + tonumber(keep), ARGV[1])
+    if redis.call('PTTL', gone) < tonumber(keep) then
+      redis.call('PEXPIRE', gone, keep)
+    end
+  end
   if redis.call('GET', key) == ARGV[1] then
     redis.call('DEL', key)
     if marker then
       redis.call('DEL', marker)
     end
     out[1] = out[1] + 1
-    local id, seq = handoff(key, queue, leases, entries, marker, delay, nil, now)
+    local id, seq, kept = handoff(key, queue, leases, entries, marker, delay, nil, now)
     if id then
       out[#out + 1] = id
       out[#out + 1] = seq
-    else
+    elseif not kept then
       watch_wake(KEYS[size * n + g + 1], key, now)
     end
   end

@@ -49,9 +49,11 @@ local marker = nil
 if delay > 0 then
   marker = KEYS[6]
 end
-local id, seq = handoff(KEYS[1], KEYS[3], KEYS[4], KEYS[5], marker, delay, nil, now)
+local id, seq, kept = handoff(KEYS[1], KEYS[3], KEYS[4], KEYS[5], marker, delay, nil, now)
 if id then
   return {held, id, seq}
+elseif kept then
+  return {held} -- reserved for a multi-lock at the head (queue.lua)
 end
 -- KEYS[7], given by an Unlock only: the key's watch set (watch.lua).
 watch_wake(KEYS[7], KEYS[1], now)

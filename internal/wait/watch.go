@@ -94,6 +94,17 @@ func (w *Watch) On(i int) (channel string, lease int64, ok bool) {
 	return ch, w.lease.Milliseconds(), true
 }
 
+// Lease returns how long w's registration lasts: the pause after its
+// attempt and that attempt's way to the nodes; 0 for a nil w (no attempt
+// follows). A waiting multi-lock's place in the keys' queues lasts as
+// long.
+func (w *Watch) Lease() time.Duration {
+	if w == nil {
+		return 0
+	}
+	return w.lease
+}
+
 // channel returns the channel w registers on node i.
 func (w *Watch) channel(i int) string {
 	if i < len(w.channels) {
