@@ -26,7 +26,7 @@ import (
 // where one of the keys was held reports ErrTaken and names that key.
 // WithFencing gives the lock a fence greater than that of every earlier
 // fenced acquisition of any of the keys, single or multi. WithFairness has
-// no effect: a multi-lock does not join the keys' queues of waiters.
+// no effect: TryLockAll does not join the keys' queues of waiters.
 //
 // The returned Lock extends, unlocks and auto-extends all keys together: a
 // node counts toward a majority only while it holds every key with the
@@ -44,23 +44,25 @@ func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duratio
 // LockAll takes the locks on every key of keys at once, as TryLockAll does,
 // waiting until it succeeds, the retry strategy stops, or ctx ends. Two
 // LockAll calls over overlapping sets never deadlock: each attempt takes all
-// its keys or none, on each node in one step, and holds nothing while it
-// waits.
+// its keys or none, on each node in one step, and what it keeps while it
+// waits (the reservations below) is free to any call with an earlier
+// ticket.
 //
-// Waiting policy: a multi-lock does not queue. It tries again after each
-// delay of the retry strategy (WithRetry; retry k after NextDelay(k)), and
-// at once when the Unlock of a lock, multi-lock, reader or permit leaves
-// one of its keys free, in any Client: an attempt that finds a key held
-// registers the Client's channel as a watcher of that key on each node, in
-// the same script, and the release there tells the Client (docs/design.md,
-// "Wake-ups"). So a free set is noticed within a message's way, whatever
-// the retry delay; a wake-up lost with a listener's connection costs a
-// retry delay, and a key freed by expiry, not by Unlock, is noticed at the
-// next retry (the strategy's largest delay: 250ms by default). There is no
-// FIFO order across multi-locks, nor between a multi-lock and single-key
-// waiters: a release hands a key to a waiting Lock call first (without
-// waking watchers), and a multi-lock may wait while its keys keep passing
-// among single-key holders.
+// Waiting policy: LockAll tries again after each delay of the retry
+// strategy (WithRetry; retry k after NextDelay(k)), and at once when one
+// of its keys is freed for it, in any Client. Each attempt that a pause
+// follows keeps the call's place in every key's queue of waiters (one
+// ticket, its arrival, for the whole call): a key freed while it heads
+// that queue is reserved for it, neither handed to a later Lock waiter
+// nor open to a SET NX, and it is told at once; it takes all its keys
+// when each is free to it. So Lock callers that came after it do not pass
+// it forever, and two LockAll calls are served in ticket order. A key
+// freed by expiry, not by a release, is noticed at the next retry (the
+// strategy's largest delay: 250ms by default), as is a wake-up lost with
+// a listener's connection. When the call ends its place leaves every
+// queue, in the background, and a key reserved for it passes to the next
+// waiter; a reservation of a Client that died expires with its lease (the
+// retry delay, capped at a day, plus two node timeouts and a second).
 //
 // On failure the error wraps ErrNotObtained and, when ctx ended the wait,
 // ctx.Err() (ErrClosed when the Client closed), with the per-node detail of

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -207,4 +208,77 @@ func TestRealLockAllServedInTurnAmongSingleKeyLockers(t *testing.T) {
 	inside.Add(-1)
 	unlockLate(t, l, "the multi-lock's Unlock")
 	require.Zero(t, overlaps.Load(), "two holders of \"a\" at once")
+}
+
+func TestRealLockAllKeepsAFreedKeyAndHandsItOnWhenItGivesUp(t *testing.T) {
+	servers, pools := realNodes(t, 3)
+	holders := newClient(t, pools)
+	la, err := holders.TryLock(bg(), "ra", 10*time.Second)
+	require.NoError(t, err)
+	lb, err := holders.TryLock(bg(), "rb", 10*time.Second)
+	require.NoError(t, err)
+	// Both held on every node before the multi-lock comes: a node where
+	// it found "rb" free would be one where it may take both keys.
+	holders.WaitIdle()
+	requireHeldEverywhere(t, servers, la.Token(), "ra")
+	requireHeldEverywhere(t, servers, lb.Token(), "rb")
+	queued := func(n int64) func() bool {
+		return func() bool {
+			for _, s := range servers {
+				if s.Client(t).ZCard(bg(), queueKey("ra")).Val() < n {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	seen := onServers(servers, "ra", queueKey("ra"), queueKey("ra")+":entries")
+
+	// The multi-lock queues on "ra" on its first attempt; a single-key
+	// Lock on "ra" queues behind it. Both retry an hour apart: only the
+	// queues can serve them within the bounds below.
+	hour := redlock.WithRetry(redlock.ConstantBackoff(time.Hour))
+	m := newClient(t, pools)
+	mctx, mcancel := context.WithTimeout(bg(), 30*time.Second)
+	defer mcancel()
+	multi := make(chan error, 1)
+	go func() {
+		l, err := m.LockAll(mctx, []string{"ra", "rb"}, 10*time.Second, hour)
+		if err == nil {
+			_ = l.Unlock(bg())
+		}
+		multi <- err
+	}()
+	awaitState(t, 2*nodeCallBound, "the multi-lock queued for ra on every node", queued(1), seen)
+	w := newClient(t, pools)
+	single := make(chan outcome, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg(), 30*time.Second)
+		defer cancel()
+		l, err := w.Lock(ctx, "ra", 10*time.Second, hour)
+		single <- outcome{l, err, time.Now()}
+	}()
+	awaitState(t, 2*nodeCallBound, "the single-key waiter queued behind it on every node", queued(2), seen)
+
+	// "ra" freed: kept for the multi-lock, which waits for "rb", not
+	// handed to the later single-key waiter.
+	require.NoError(t, la.Unlock(bg()))
+	holders.WaitIdle()
+	for i, s := range servers {
+		v := s.Client(t).Get(bg(), "ra").Val()
+		require.True(t, strings.HasPrefix(v, "q:"), "node %d: ra holds %q, not the multi-lock's reservation", i, v)
+		require.Positive(t, s.Client(t).PTTL(bg(), "ra").Val(), "node %d: the reservation has no TTL", i)
+	}
+
+	// The multi-lock gives up: its reservation passes to the waiter.
+	mcancel()
+	require.ErrorIs(t, <-multi, redlock.ErrNotObtained)
+	gaveUp := time.Now()
+	o := <-single
+	require.NoError(t, o.err)
+	assert.Less(t, o.at.Sub(gaveUp), time.Second, "handed over %v after the multi-lock gave up", o.at.Sub(gaveUp))
+	m.WaitIdle()
+	require.Equal(t, len(servers), realHolders(t, servers, "ra", o.l.Token()), "every node handed ra to the waiter")
+	require.NoError(t, o.l.Unlock(bg()))
+	require.NoError(t, lb.Unlock(bg()))
 }
