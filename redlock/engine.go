@@ -160,9 +160,9 @@ func (s *attemptState) takesFor(n int) []lease.Take {
 // watchOn returns w's registration on node i for the keys kind watches
 // (wait.Watch.On): nothing for a nil w, or where the node cannot be
 // listened to; and the lease of a waiting multi-lock's place in the
-// queues, w's (0 for a nil w: no attempt follows).
+// queues (wait.Watch.Queue: 0 for a nil w, no attempt follows).
 func (c *Client) watchOn(w *wait.Watch, i int, kind lease.Kind) lease.Watch {
-	queue := w.Lease().Milliseconds()
+	queue := w.Queue().Milliseconds()
 	ch, ms, ok := w.On(i)
 	if !ok {
 		return lease.Watch{Queue: queue}

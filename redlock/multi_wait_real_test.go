@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/fanout"
 	"github.com/redlockgo/redlock/internal/pooltest"
 	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
@@ -280,5 +282,81 @@ func TestRealLockAllKeepsAFreedKeyAndHandsItOnWhenItGivesUp(t *testing.T) {
 	m.WaitIdle()
 	require.Equal(t, len(servers), realHolders(t, servers, "ra", o.l.Token()), "every node handed ra to the waiter")
 	require.NoError(t, o.l.Unlock(bg()))
+	require.NoError(t, lb.Unlock(bg()))
+}
+
+func TestRealLockAllReservationOfADeadClientLastsABeat(t *testing.T) {
+	servers, pools := realNodes(t, 3)
+	const ttl = time.Second
+	const nodeTimeout = time.Second // newClient's
+	holder := newClient(t, pools)
+	lb, err := holder.TryLock(bg(), "db", 10*time.Second)
+	require.NoError(t, err)
+	holder.WaitIdle()
+	requireHeldEverywhere(t, servers, lb.Token(), "db")
+
+	// A LockAll whose retries are an hour apart heads the queue of "da",
+	// free, and reserves it while "db" is held.
+	faulty := make([]pool.Pool, len(pools))
+	for i, p := range pools {
+		faulty[i] = pooltest.Wrap(p)
+	}
+	m := newClient(t, faulty)
+	mctx, mcancel := context.WithCancel(bg())
+	defer mcancel()
+	multi := make(chan error, 1)
+	go func() {
+		l, err := m.LockAll(mctx, []string{"da", "db"}, ttl, redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
+		if err == nil {
+			_ = l.Unlock(bg())
+		}
+		multi <- err
+	}()
+	defer func() { mcancel(); <-multi }()
+	leases := queueKey("da") + ":leases"
+	seen := onServers(servers, "da", queueKey("da"), leases)
+	waiter := ""
+	until := make([]float64, len(servers)) // the lease of its place, on each node
+	awaitState(t, 2*nodeCallBound, "da reserved for the multi-lock on every node", func() bool {
+		for i, s := range servers {
+			c := s.Client(t)
+			waiter = c.Get(bg(), "da").Val()
+			if !strings.HasPrefix(waiter, "q:") {
+				return false
+			}
+			until[i] = c.ZScore(bg(), leases, waiter).Val()
+		}
+		return true
+	}, seen)
+	// While it lives, it keeps its place and the reservation: refreshed
+	// within a beat (a third of a second for a 1s TTL), long before its
+	// retry is due.
+	awaitState(t, 2*nodeCallBound, "its place refreshed on every node", func() bool {
+		for i, s := range servers {
+			c := s.Client(t)
+			if c.Get(bg(), "da").Val() != waiter || c.ZScore(bg(), leases, waiter).Val() <= until[i] {
+				return false
+			}
+		}
+		return true
+	}, seen)
+
+	// Its Client dies: nothing of it reaches a node any more, not even its
+	// leaving the queues. A call that went before lands within a call
+	// bound; the reservation it leaves lasts a beat, two node timeouts and
+	// a second (max(TTL, 1s)/3 + 2*1s + 1s); a Lock waiter that came
+	// later asks the nodes at least every third of its TTL, and its round
+	// takes a node call.
+	for _, p := range faulty {
+		p.(*pooltest.Faulty).Fail(errors.New("the Client died"))
+	}
+	lease := max(ttl, time.Second)/3 + 2*nodeTimeout + time.Second
+	bound := fanout.CallBound(nodeTimeout) + lease + ttl/3 + nodeCallBound
+	w := newClient(t, pools)
+	ctx, cancel := context.WithTimeout(bg(), bound)
+	defer cancel()
+	l, err := w.Lock(ctx, "da", ttl, redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
+	require.NoError(t, err, "the dead multi-lock still blocks da after %v: %s", bound, seen())
+	unlockLate(t, l, "the waiter's Unlock")
 	require.NoError(t, lb.Unlock(bg()))
 }

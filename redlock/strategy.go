@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/redlockgo/redlock/internal/fanout"
 	"github.com/redlockgo/redlock/internal/lease"
@@ -58,7 +59,7 @@ func (c *Client) retry(ctx context.Context, p *plan) (*Lock, int, error) {
 	var l *Lock
 	var prev error // the error of the last attempt that ran to its decision
 	told := false  // the wait for the restart quarantine was logged (outlast.go)
-	attempts, err := c.waits.Retry(ctx, p.kind.Watched(), p.lc.retry, c.nodeTimeout(p.lc.ttl), func(ctx context.Context, w *wait.Watch, retry bool) (error, bool) {
+	attempts, err := c.waits.Retry(ctx, p.kind.Watched(), p.lc.retry, c.nodeTimeout(p.lc.ttl), queueBeat(p), func(ctx context.Context, w *wait.Watch, retry bool) (error, bool) {
 		var err error
 		l, err = c.attempt(ctx, p, w)
 		err, end := afterAttempt(ctx, err, prev, retry)
@@ -72,6 +73,20 @@ func (c *Client) retry(ctx context.Context, p *plan) (*Lock, int, error) {
 	})
 	c.leaveQueues(p)
 	return l, attempts, err
+}
+
+// queueBeat is how often a waiting multi-lock refreshes its place in the
+// keys' queues, and the reservations it holds there, while it pauses: a
+// third of its TTL, at least a third of a second (as a Lock waiter's
+// heartbeat, whose lease is max(TTL, 1s)). So the place of a Client that
+// died, and a key reserved for it, last at most a beat, two node timeouts
+// and a second past its last attempt (wait.Watch.Queue), whatever its
+// retry delay. 0 for the kinds that keep no place.
+func queueBeat(p *plan) time.Duration {
+	if m, ok := p.kind.(lease.Multi); !ok || m.Waiter() == "" {
+		return 0
+	}
+	return max(p.lc.ttl, time.Second) / 3
 }
 
 // leaveQueues takes a waiting multi-lock's place out of its keys' queues

@@ -26,5 +26,5 @@
 //	h.Init(wait.HubConfig{Channel: ch, Notifiers: ns, Health: judge, Timeout: timeout, Clock: clk, Closing: closing})
 //	w := wait.New(nodes, wait.Config{Clock: clk, N: 5, Quorum: 3, Token: token, TTL: ttl, Drift: drift, Retry: retry, Check: grace})
 //	err := h.Wait(ctx, w, key, queue, delay, retry) // queue.Round answers with w.Reply, a release reaches w.Deliver
-//	n, err := h.Retry(ctx, keys, retry, timeout, attempt) // attempt is the engine's, with a Watch to register
+//	n, err := h.Retry(ctx, keys, retry, timeout, beat, attempt) // attempt is the engine's, with a Watch to register
 package wait

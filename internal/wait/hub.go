@@ -72,10 +72,15 @@ type Attempt func(ctx context.Context, w *Watch, retry bool) (err error, end boo
 // listeners) or a node where attempt k registered deaf listens now
 // (watch.go). A nil s makes one attempt, which watches nothing (a Try
 // call). timeout bounds each node call: a watcher's lease covers two of
-// them past the pause. Retry returns how many attempts it made and the
-// error that ended it: an attempt's, or Stopped's when ctx ended or the
-// Client closed during a pause.
-func (h *Hub) Retry(ctx context.Context, keys []string, s Strategy, timeout time.Duration, attempt Attempt) (int, error) {
+// them past the pause. beat > 0 is for a call that keeps a place in the
+// keys' queues (LockAll): a pause longer than beat is cut into beats, and
+// each beat but the last ends in an attempt that only keeps that place
+// (and may succeed): it is not one of the strategy's retries, nor counted.
+// The place's lease (Watch.Queue) then covers a beat, not the retry delay.
+// Retry returns how many attempts it made and the error that ended it: an
+// attempt's, or Stopped's when ctx ended or the Client closed during a
+// pause.
+func (h *Hub) Retry(ctx context.Context, keys []string, s Strategy, timeout, beat time.Duration, attempt Attempt) (int, error) {
 	if s == nil {
 		err, _ := attempt(ctx, nil, false)
 		return 1, err
@@ -88,14 +93,30 @@ func (h *Hub) Retry(ctx context.Context, keys []string, s Strategy, timeout time
 		delay, retry := s.NextDelay(n)
 		var w *Watch
 		if retry {
-			w = h.Grants.newWatch(channels, delay, timeout)
+			w = h.Grants.newWatch(channels, delay, beat, timeout)
 		}
 		err, end := attempt(ctx, w, retry)
 		if end {
 			return n, err
 		}
-		if err := h.pause(ctx, delay, woken, w, err); err != nil {
-			return n, err
+		for pause := max(delay, MinDelay); ; {
+			step := pause
+			if beat > 0 && pause > beat {
+				step = beat
+			}
+			full, perr := h.pause(ctx, step, woken, w, err)
+			if perr != nil {
+				return n, perr
+			}
+			if !full || step == pause {
+				break // woken, or the retry is due
+			}
+			// A beat: keep the place in the queues for the rest.
+			pause -= step
+			w = h.Grants.newWatch(channels, pause, beat, timeout)
+			if err, end = attempt(ctx, w, true); end {
+				return n, err
+			}
 		}
 	}
 }
@@ -118,9 +139,10 @@ func (h *Hub) startWatching(keys []string) (<-chan struct{}, []string, func()) {
 
 // pause waits delay (at least MinDelay), or less when woken fires or a
 // node where w registered before the Client listened there listens now.
-// When ctx ends or the Client closes first, it returns Stopped's error for
-// last, the error of the attempt before.
-func (h *Hub) pause(ctx context.Context, delay time.Duration, woken <-chan struct{}, w *Watch, last error) error {
+// It reports whether it waited all of delay. When ctx ends or the Client
+// closes first, it returns Stopped's error for last, the error of the
+// attempt before.
+func (h *Hub) pause(ctx context.Context, delay time.Duration, woken <-chan struct{}, w *Watch, last error) (bool, error) {
 	t := h.clk.NewTimer(max(delay, MinDelay))
 	defer t.Stop()
 	deaf := listenFor(h.clk, w)
@@ -128,17 +150,17 @@ func (h *Hub) pause(ctx context.Context, delay time.Duration, woken <-chan struc
 	for {
 		select {
 		case <-t.C():
-			return nil
+			return true, nil
 		case <-woken:
-			return nil
+			return false, nil
 		case <-deaf.C():
 			if deaf.caughtUp() {
-				return nil
+				return false, nil
 			}
 		case <-ctx.Done():
-			return h.stop(last, ctx.Err())
+			return false, h.stop(last, ctx.Err())
 		case <-h.closing:
-			return h.stop(last, ErrClosed)
+			return false, h.stop(last, ErrClosed)
 		}
 	}
 }

@@ -83,7 +83,7 @@ func TestRetryHonoursTheStrategy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := testHub(t, nil, newFakeListener())
 		r := &recorder{start: time.Now()}
-		n, err := h.Retry(t.Context(), []string{"k"}, Limit(Func(func(int) (time.Duration, bool) { return 60 * time.Millisecond, true }), 2), time.Millisecond, r.attempt)
+		n, err := h.Retry(t.Context(), []string{"k"}, Limit(Func(func(int) (time.Duration, bool) { return 60 * time.Millisecond, true }), 2), time.Millisecond, 0, r.attempt)
 		if n != 3 || !errors.Is(err, errRefused) {
 			t.Fatalf("Retry = %d, %v; want 3 attempts, the last one's error", n, err)
 		}
@@ -99,13 +99,49 @@ func TestRetryHonoursTheStrategy(t *testing.T) {
 	})
 }
 
+// TestRetryBeatsKeepAPlaceWithoutCountingRetries: with a beat, a pause
+// longer than it is cut into beats, each ending in an attempt that is not
+// one of the strategy's retries; each attempt's place in the queues lasts
+// a beat (and its way), not the pause.
+func TestRetryBeatsKeepAPlaceWithoutCountingRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := testHub(t, nil, newFakeListener())
+		r := &recorder{start: time.Now()}
+		var queues []time.Duration
+		attempt := func(ctx context.Context, w *Watch, retry bool) (error, bool) {
+			queues = append(queues, w.Queue())
+			return r.attempt(ctx, w, retry)
+		}
+		n, err := h.Retry(t.Context(), []string{"k"}, Limit(Func(func(int) (time.Duration, bool) { return time.Hour, true }), 1), time.Millisecond, 25*time.Minute, attempt)
+		if n != 2 || !errors.Is(err, errRefused) {
+			t.Fatalf("Retry = %d, %v; want 2 attempts of the strategy, the last one's error", n, err)
+		}
+		if len(r.at) < 4 {
+			t.Fatalf("attempts at %v, want beats 25 minutes apart within the hour's pause", r.at)
+		}
+		for i := 1; i < len(r.at)-1; i++ {
+			if d := r.at[i] - r.at[i-1]; d != 25*time.Minute {
+				t.Errorf("beat %d came %v after the attempt before, want 25m", i, d)
+			}
+		}
+		for i, q := range queues[:len(queues)-1] {
+			if q > 25*time.Minute+2*time.Millisecond+time.Second {
+				t.Errorf("attempt %d keeps its place for %v, more than a beat and its way", i+1, q)
+			}
+		}
+		if queues[len(queues)-1] != 0 {
+			t.Errorf("the last attempt keeps a place for %v, want none", queues[len(queues)-1])
+		}
+	})
+}
+
 // TestRetryWithoutStrategy is a Try call: one attempt, no watch, no
 // listener started.
 func TestRetryWithoutStrategy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := testHub(t, nil, newFakeListener())
 		r := &recorder{start: time.Now()}
-		n, err := h.Retry(t.Context(), []string{"k"}, nil, time.Millisecond, r.attempt)
+		n, err := h.Retry(t.Context(), []string{"k"}, nil, time.Millisecond, 0, r.attempt)
 		if n != 1 || !errors.Is(err, errRefused) || r.watched[0] || r.retries[0] {
 			t.Fatalf("Retry = %d, %v (watched %v, retry %v); want one attempt without a watch", n, err, r.watched, r.retries)
 		}
@@ -137,7 +173,7 @@ func TestRetryWokenByARelease(t *testing.T) {
 				r := &recorder{start: time.Now(), win: 2}
 				done := make(chan int)
 				go func() {
-					n, _ := h.Retry(t.Context(), []string{"a", "b"}, hour, time.Millisecond, r.attempt)
+					n, _ := h.Retry(t.Context(), []string{"a", "b"}, hour, time.Millisecond, 0, r.attempt)
 					done <- n
 				}()
 				synctest.Wait() // the first attempt failed, the pause began
@@ -173,7 +209,7 @@ func TestRetryCaughtUp(t *testing.T) {
 		}
 		done := make(chan int)
 		go func() {
-			n, _ := h.Retry(t.Context(), []string{"k"}, Constant(time.Hour), time.Millisecond, attempt)
+			n, _ := h.Retry(t.Context(), []string{"k"}, Constant(time.Hour), time.Millisecond, 0, attempt)
 			done <- n
 		}()
 		synctest.Wait()
@@ -214,7 +250,7 @@ func TestRetryStopped(t *testing.T) {
 				r := &recorder{start: time.Now()}
 				done := make(chan error)
 				go func() {
-					_, err := h.Retry(ctx, []string{"k"}, Constant(time.Hour), time.Millisecond, r.attempt)
+					_, err := h.Retry(ctx, []string{"k"}, Constant(time.Hour), time.Millisecond, 0, r.attempt)
 					done <- err
 				}()
 				synctest.Wait()

@@ -44,6 +44,9 @@ type Watch struct {
 	g        *Grants
 	channels []string // on each node (Grants.Hold)
 	lease    time.Duration
+	// queue is how long a place in the keys' queues, kept by the attempt,
+	// lasts (0: the call keeps none): a beat at most, not the pause.
+	queue time.Duration
 	// heard is, for each node, whether a release there will be heard:
 	// unknown before its take is sent, deaf when the registration went
 	// before the Client's subscription to its channel there was
@@ -66,9 +69,15 @@ const MaxWatchPause = 24 * time.Hour
 
 // newWatch returns the registration on channels of an attempt that is
 // followed by a pause of delay when it fails; timeout bounds each node call.
-func (g *Grants) newWatch(channels []string, delay, timeout time.Duration) *Watch {
-	lease := min(max(delay, 0), MaxWatchPause) + 2*timeout + time.Second
-	return &Watch{g: g, channels: channels, lease: lease, heard: make([]atomic.Int32, len(channels))}
+// beat > 0 (Hub.Retry) gives the attempt's place in the queues a lease
+// that covers the next beat instead of the pause.
+func (g *Grants) newWatch(channels []string, delay, beat, timeout time.Duration) *Watch {
+	pause := min(max(delay, 0), MaxWatchPause)
+	w := &Watch{g: g, channels: channels, lease: pause + 2*timeout + time.Second, heard: make([]atomic.Int32, len(channels))}
+	if beat > 0 {
+		w.queue = min(pause, beat) + 2*timeout + time.Second
+	}
+	return w
 }
 
 // On returns what node i's take script needs to register w: the channel
@@ -94,15 +103,15 @@ func (w *Watch) On(i int) (channel string, lease int64, ok bool) {
 	return ch, w.lease.Milliseconds(), true
 }
 
-// Lease returns how long w's registration lasts: the pause after its
-// attempt and that attempt's way to the nodes; 0 for a nil w (no attempt
-// follows). A waiting multi-lock's place in the keys' queues lasts as
-// long.
-func (w *Watch) Lease() time.Duration {
+// Queue returns how long the place in the keys' queues that w's attempt
+// keeps lasts: the pause after the attempt, at most a beat (Hub.Retry),
+// and that attempt's way to the nodes; 0 for a nil w (no attempt follows)
+// or a call that keeps no place. A Client that dies stops refreshing it.
+func (w *Watch) Queue() time.Duration {
 	if w == nil {
 		return 0
 	}
-	return w.lease
+	return w.queue
 }
 
 // channel returns the channel w registers on node i.
