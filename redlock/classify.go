@@ -18,7 +18,11 @@ import "errors"
 //
 //   - holders: the nodes whose cause says the key is held, by another
 //     owner (ErrTaken, a waiter's queue included), as another kind of lock
-//     (ErrWrongKind), or in its lock-delay (ErrLockDelay);
+//     (ErrWrongKind), or in its lock-delay (ErrLockDelay). A key reserved
+//     for a waiting LockAll (free, kept for the head of its queue: Status
+//     reports it free, NodeStatus.Reserved) refuses with ErrTaken too, and
+//     counts here: a caller that came earlier is served first, and waiting
+//     may succeed, so the refusal is contended, not unavailable;
 //   - failed: the nodes listed with any other cause but ErrPending: no
 //     answer within the node timeout or before the caller's deadline
 //     (ErrNodeTimeout), a connection or command error (a refused password

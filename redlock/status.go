@@ -40,6 +40,11 @@ type KeyStatus struct {
 	// Token, for a lock); Needed is the majority, Total the number of
 	// nodes, Answered how many of them answered.
 	Holders, Needed, Total, Answered int
+	// Reserved counts the nodes where the key is reserved for a waiting
+	// LockAll (NodeStatus.Reserved): free, yet a call that came after that
+	// waiter is refused there. A reservation is not a hold: it counts in
+	// neither Held nor Holders nor Kind.
+	Reserved int
 	// TTL is how long a majority of the nodes will still hold Token by
 	// their own clocks, unless it is extended or released: the Needed-th
 	// longest of the holders' remaining TTLs; 0 when not Held, -1 when a
@@ -65,6 +70,12 @@ type NodeStatus struct {
 	Leases int
 	// TTL is the key's remaining time to live, -1 for a key without expiry.
 	TTL time.Duration
+	// Reserved reports that the key is free on the node but reserved for
+	// the waiting LockAll at the head of its queue, until it takes its
+	// keys, leaves or stops refreshing it (TTL is what is left): Kind is
+	// "", Leases 0, and any other acquisition is refused there, as by a
+	// holder (IsContended).
+	Reserved bool
 	// Err is why the node could not be read (ErrNodeTimeout, a network
 	// error), nil when it answered.
 	Err error
@@ -84,7 +95,8 @@ type NodeStatus struct {
 
 // Status reads key on every node, in parallel and without changing it, and
 // reports whether a lock holds it, on how many nodes and for how long: the
-// library's form of redlock status. Each node call is bounded by the node
+// library's form of redlock status. A key reserved for a waiting LockAll
+// is not held (KeyStatus.Reserved says where it is reserved). Each node call is bounded by the node
 // timeout (WithNodeTimeout, or MaxNodeTimeout by default), so Status returns
 // within it with a minority of the nodes down or silent.
 //
@@ -168,15 +180,19 @@ func (n *NodeStatus) parse(reply any) error {
 	if kind == "" {
 		return nil // absent
 	}
+	n.TTL = -1
+	if pttl >= 0 {
+		n.TTL = time.Duration(pttl) * time.Millisecond
+	}
+	if kind == "reserved" {
+		n.Reserved = true // free: nobody holds it
+		return nil
+	}
 	n.Kind, n.Leases = kind, int(leases)
 	if kind == "lock" {
 		if n.Token, ok = a[0].(string); !ok {
 			return fmt.Errorf("redlock: unexpected value %v", a[0])
 		}
-	}
-	n.TTL = -1
-	if pttl >= 0 {
-		n.TTL = time.Duration(pttl) * time.Millisecond
 	}
 	return nil
 }
@@ -187,6 +203,9 @@ func (n *NodeStatus) parse(reply any) error {
 func (st *KeyStatus) tally() {
 	kinds := map[string]int{}
 	for _, n := range st.Nodes {
+		if n.Err == nil && n.Reserved {
+			st.Reserved++
+		}
 		if n.Err == nil && n.Kind != "" {
 			if kinds[n.Kind]++; kinds[n.Kind] > kinds[st.Kind] {
 				st.Kind = n.Kind

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +74,60 @@ func TestRealStatus(t *testing.T) {
 	assert.False(t, st.Held)
 	assert.Equal(t, 2, st.Holders)
 	assert.Equal(t, 2, st.Answered)
+}
+
+func TestRealStatusReportsAKeyReservedForAWaitingLockAllFreeAndItsRefusalContended(t *testing.T) {
+	servers, pools := realNodes(t, 3)
+	holder := newClient(t, pools)
+	lb, err := holder.TryLock(bg(), "sb", 10*time.Second)
+	require.NoError(t, err)
+	holder.WaitIdle()
+	requireHeldEverywhere(t, servers, lb.Token(), "sb")
+
+	// A LockAll heads the queue of "sa", free, and reserves it while "sb"
+	// is held.
+	m := newClient(t, pools)
+	mctx, mcancel := context.WithCancel(bg())
+	multi := make(chan error, 1)
+	go func() {
+		l, err := m.LockAll(mctx, []string{"sa", "sb"}, 10*time.Second, redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
+		if err == nil {
+			_ = l.Unlock(bg())
+		}
+		multi <- err
+	}()
+	defer func() { mcancel(); <-multi }()
+	awaitState(t, 2*nodeCallBound, "sa reserved for the multi-lock on every node", func() bool {
+		for _, s := range servers {
+			if !strings.HasPrefix(s.Client(t).Get(bg(), "sa").Val(), "q:") {
+				return false
+			}
+		}
+		return true
+	}, onServers(servers, "sa", queueKey("sa")))
+
+	// Nobody holds it: free, reserved on every node.
+	c := newClient(t, pools)
+	st, err := c.Status(bg(), "sa")
+	require.NoError(t, err)
+	assert.False(t, st.Held, "a reservation reported as a hold")
+	assert.Empty(t, st.Kind)
+	assert.Empty(t, st.Token)
+	assert.Zero(t, st.Holders)
+	assert.Equal(t, 3, st.Reserved)
+	for _, n := range st.Nodes {
+		require.NoError(t, n.Err)
+		assert.True(t, n.Reserved, "node %d", n.Node)
+		assert.Empty(t, n.Kind, "node %d", n.Node)
+		assert.Zero(t, n.Leases, "node %d", n.Node)
+		assert.Positive(t, n.TTL, "node %d: the reservation's TTL", n.Node)
+	}
+
+	// A later caller is refused: another came first, so it is contended
+	// (waiting may succeed), not unavailable, and not another kind.
+	_, err = c.TryLock(bg(), "sa", 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	assert.True(t, redlock.IsContended(err), "%v", err)
+	assert.NotErrorIs(t, err, redlock.ErrWrongKind)
+	require.NoError(t, lb.Unlock(bg()))
 }

@@ -34,8 +34,9 @@ Flags:
 Exit codes:
   0    held: a lock by one token on a majority of the nodes, or readers or
        permits with at least one live hold on each of a majority
-  1    free: no node that answered has KEY, and those that did not answer
-       are too few to hold a lock
+  1    free: no node that answered has KEY (a key reserved for a waiting
+       LockAll, state "reserved", is free), and those that did not
+       answer are too few to hold a lock
   2    bad flags, or a bad URL
   3    neither: KEY is on some nodes but not held on a majority (a lock
        being taken, released or expiring, the leftovers of a failed try),
@@ -176,7 +177,9 @@ func verdictExit(stderr io.Writer, v keyView, vd verdict) int {
 
 // nodeRow is what status says about one node, in the table and in JSON.
 type nodeRow struct {
-	// state is unreachable, error, free, or what the node holds (stateOf).
+	// state is unreachable, error, free, reserved (free, but kept for a
+	// waiting LockAll: redlock.NodeStatus.Reserved), or what the node
+	// holds (stateOf).
 	state string
 	// kind and token are those of the key on the node, "" when the node
 	// does not have it or did not answer.
@@ -194,6 +197,8 @@ func rowOf(n redlock.NodeStatus) nodeRow {
 		return nodeRow{state: "unreachable"}
 	case n.Err != nil:
 		return nodeRow{state: "error"}
+	case n.Reserved:
+		return nodeRow{state: "reserved", ttl: n.TTL, present: true}
 	case n.Kind == "":
 		return nodeRow{state: "free"}
 	default:
@@ -214,6 +219,8 @@ func printNodes(stdout io.Writer, nodes []redlock.NodeStatus) {
 			fmt.Fprintf(tw, "%d\t%s\terror\t-\t%s\t\n", n.Node, n.Addr, n.Err)
 		case "free":
 			fmt.Fprintf(tw, "%d\t%s\tfree\t-\t-\t-\n", n.Node, n.Addr)
+		case "reserved":
+			fmt.Fprintf(tw, "%d\t%s\treserved\t-\t-\t%s\n", n.Node, n.Addr, ttlString(r.ttl))
 		default:
 			token := r.token // a lock's; readers and permits have one each
 			if token == "" {

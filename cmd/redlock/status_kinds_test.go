@@ -234,3 +234,40 @@ func TestShowStatusVerdicts(t *testing.T) {
 		})
 	}
 }
+
+func TestStatusKeyReservedForAWaitingLockAllIsFree(t *testing.T) {
+	t.Parallel()
+	nodes := startNodes(t, 3)
+	key := keyFor(t)
+	other := key + ":other"
+	ctx := context.Background()
+	held := nodes.hold(t, other, time.Minute)
+	defer held.Unlock(ctx)
+
+	// A LockAll heads the queue of key, free, and reserves it while the
+	// other key is held.
+	c := nodes.client(t)
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if l, err := c.LockAll(mctx, []string{key, other}, time.Minute, redlock.WithRetry(redlock.ConstantBackoff(time.Hour))); err == nil {
+			_ = l.Unlock(ctx)
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	nodes.eachNodeHas(t, 1, "reservations", func(i int) int64 {
+		if strings.HasPrefix(nodes.servers[i].Client(t).Get(ctx, key).Val(), "q:") {
+			return 1
+		}
+		return 0
+	})
+
+	code, out, stderr := status(t, "--nodes", nodes.urls, "--key", key)
+	require.Equal(t, exitFree, code, "stdout: %s\nstderr: %s", out, stderr)
+	for _, s := range nodes.servers {
+		assert.Regexp(t, `\sreserved\s+-\s+-\s+\S+s\n$`, lineFor(t, out, s.Addr()))
+	}
+	assert.Contains(t, out, "\nsummary: free; reserved for a waiting LockAll on 3 nodes\n")
+	assert.NotContains(t, out, "holder:")
+}

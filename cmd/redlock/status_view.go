@@ -179,6 +179,9 @@ func (v keyView) summary(vd verdict) string {
 	if v.tokens > 1 {
 		s += fmt.Sprintf("; %d different tokens", v.tokens)
 	}
+	if v.Reserved > 0 {
+		s += fmt.Sprintf("; reserved for a waiting LockAll on %d %s", v.Reserved, plural(v.Reserved, "node"))
+	}
 	s += v.otherKinds()
 	if v.unreachable > 0 && vd != unavailable {
 		s += fmt.Sprintf("; %d unreachable", v.unreachable)

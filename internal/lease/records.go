@@ -41,7 +41,9 @@ func (e *Env) ReadStatus(ctx context.Context, i int, key string, readers bool) (
 }
 
 // KindOf returns what key holds on node i, by Status's names ("lock",
-// "readers", "permits", a Redis type's name; "" for an absent key).
+// "readers", "permits", a Redis type's name; "" for an absent key). A key
+// reserved for a waiting multi-lock is "lock": to any other caller it is
+// an exclusive lock's key, taken.
 func (e *Env) KindOf(ctx context.Context, i int, key string) (string, error) {
 	v, err := e.ReadStatus(ctx, i, key, false)
 	if err != nil {
@@ -52,5 +54,8 @@ func (e *Env) KindOf(ctx context.Context, i int, key string) (string, error) {
 		return "", ErrMalformed
 	}
 	kind, _ := arr[2].(string)
+	if kind == "reserved" {
+		kind = "lock"
+	}
 	return kind, nil
 }

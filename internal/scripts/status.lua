@@ -7,7 +7,9 @@
 -- for a readers key, so that a call about a lock names no other key); for a
 -- semaphore, 'permits', false and the
 -- number of live permits; for an absent key, '' and 0; for a key of another
--- Redis type, that type, false and 0.
+-- Redis type, that type, false and 0; for a key reserved for a waiting
+-- multi-lock (queue.lua: nobody holds it, it waits for the head of its
+-- queue), 'reserved', the waiter's id and 0 leases.
 local pttl = redis.call('PTTL', KEYS[1])
 local t = redis.call('TYPE', KEYS[1]).ok
 if t == 'none' then
@@ -33,5 +35,8 @@ if v == 'r:readers' then
     return {false, pttl, 'readers', -1}
   end
   return {false, pttl, 'readers', redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}
+end
+if string.sub(v, 1, 2) == 'q:' then
+  return {v, pttl, 'reserved', 0}
 end
 return {v, pttl, 'lock', 1}
