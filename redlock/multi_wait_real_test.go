@@ -360,3 +360,56 @@ func TestRealLockAllReservationOfADeadClientLastsABeat(t *testing.T) {
 	unlockLate(t, l, "the waiter's Unlock")
 	require.NoError(t, lb.Unlock(bg()))
 }
+
+func TestRealLockAllKeepsItsTurnWhereItsTakeOnAMinorityIsUndone(t *testing.T) {
+	servers, pools := realNodes(t, 3)
+	// "kb" is held by someone else on nodes 1 and 2: a LockAll of "ka" and
+	// "kb" takes both on node 0 only, a minority, and undoes that take.
+	for _, s := range servers[1:] {
+		require.NoError(t, s.Client(t).Set(bg(), "kb", "SOMEONEELSESTOKEN", time.Minute).Err())
+	}
+	m := newClient(t, pools)
+	mctx, mcancel := context.WithCancel(bg())
+	multi := make(chan error, 1)
+	go func() {
+		// A 30s TTL: a beat of 10s, an hour between retries.
+		l, err := m.LockAll(mctx, []string{"ka", "kb"}, 30*time.Second, redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
+		if err == nil {
+			_ = l.Unlock(bg())
+		}
+		multi <- err
+	}()
+	ended := false
+	defer func() {
+		if !ended {
+			mcancel()
+			<-multi
+		}
+	}()
+
+	// The undone take leaves both keys reserved for it on node 0, where it
+	// heads their queues, not free for the next comer. (Without its turn
+	// kept, node 0 has them free between its attempts, or taken by one:
+	// never reserved.)
+	node0 := servers[0].Client(t)
+	seen := onServers(servers, "ka", "kb", queueKey("ka"), queueKey("kb"))
+	awaitState(t, 2*nodeCallBound, "ka and kb reserved for the multi-lock on node 0", func() bool {
+		a, b := node0.Get(bg(), "ka").Val(), node0.Get(bg(), "kb").Val()
+		return strings.HasPrefix(a, "q:") && a == b
+	}, seen)
+	// Its own cleanup does not wake it into the same split again and
+	// again: the reservation, which lasts a beat (10s), two node timeouts
+	// and a second from the attempt, is left alone for a second.
+	lease := 30*time.Second/3 + 2*time.Second + time.Second
+	awaitState(t, 2*nodeCallBound, "the reservation on node 0 left alone for a second", func() bool {
+		return strings.HasPrefix(node0.Get(bg(), "ka").Val(), "q:") && node0.PTTL(bg(), "ka").Val() < lease-time.Second
+	}, seen)
+
+	// When the call ends, its reservations pass on: nothing is left.
+	mcancel()
+	ended = true
+	require.ErrorIs(t, <-multi, redlock.ErrNotObtained)
+	m.WaitIdle()
+	requireAbsent(t, servers[:1], "ka", "kb")
+	requireAbsent(t, servers, "ka")
+}

@@ -26,7 +26,10 @@
 -- already (release_all.lua); a key reserved for a multi-lock (queue.lua)
 -- counts as free when it heads that key's queue, and a free key held for
 -- nobody else counts as held when it does not. It takes the keys when each
--- is free to it (and leaves the queues then), and otherwise reserves for
+-- is free to it, and stays queued: the call leaves the queues when it ends
+-- (release_all.lua with a keep), so that the cleanup of a take on a
+-- minority of the nodes reserves the keys for it there again instead of
+-- handing them to the next waiters. Otherwise it reserves for
 -- itself every free key whose queue it heads, for its lease, so that no
 -- later waiter overtakes it there: it takes them all once the others are
 -- freed, whatever single-key waiters came after it.
@@ -152,12 +155,6 @@ for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   if delay > 0 then
     redis.call('SET', KEYS[n + i], ARGV[1], 'PX', tonumber(ARGV[2]) + delay)
-  end
-  if waiter ~= '' then
-    local q, leases, entries = queue(i)
-    redis.call('ZREM', q, waiter)
-    redis.call('ZREM', leases, waiter)
-    redis.call('HDEL', entries, waiter)
   end
 end
 raise_ceiling(ARGV[2])

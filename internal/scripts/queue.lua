@@ -39,9 +39,10 @@ end
 -- woken. Returns the waiter's token and seq, or nil when nobody waits.
 -- A multi-lock at the head is not handed the key: the key is reserved for
 -- it (see above) and it is told "free <key>" on its channel, even when
--- that channel is mine (its Client hears its own message); it stays
+-- that channel is mine (its Client hears its own message), but not when
+-- quiet is true (a failed attempt's cleanup: release_all.lua); it stays
 -- queued. Then the third result is true (and the first two nil).
-local function handoff(key, q, leases, entries, marker, delay, mine, now)
+local function handoff(key, q, leases, entries, marker, delay, mine, now, quiet)
   queue_expire(q, leases, entries, now)
   while true do
     local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
@@ -54,7 +55,7 @@ local function handoff(key, q, leases, entries, marker, delay, mine, now)
       local until_ms = tonumber(redis.call('ZSCORE', leases, id)) or now
       redis.call('SET', key, id, 'PX', math.max(until_ms - now, 1))
       local ch = string.match(e, '^%S+ %S+ (%S+)$')
-      if ch and ch ~= '-' then
+      if ch and ch ~= '-' and not quiet then
         notify(ch, 'free ' .. key)
       end
       return nil, nil, true

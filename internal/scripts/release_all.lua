@@ -21,7 +21,12 @@
 -- does not queue it again. The caller leaves every key's queue first; a
 -- key reserved for it (queue.lua) is deleted and handed on like a held
 -- one. A key a release reserves for a multi-lock at the head of its queue
--- is not counted as handed to a waiter and wakes no watcher.
+-- is not counted as handed to a waiter and wakes no watcher. The cleanup of
+-- a failed attempt (neither watch sets nor ARGV[4]) reserves such a key
+-- without telling the multi-lock: the head may be the very call whose take
+-- on a minority this undoes, which keeps its turn so, and a message would
+-- wake it at once into the same split, again and again; it finds the key
+-- at its next attempt (a retry or a beat).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {0}
@@ -32,6 +37,7 @@ if delay > 0 then
   size = 6
 end
 local keep = ARGV[4] or ''
+local quiet = keep == '' and KEYS[size * n + 1] == nil -- a cleanup
 for g = 0, n - 1 do
   local b = size * g
   local key, queue, leases, entries = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4]
@@ -56,7 +62,7 @@ for g = 0, n - 1 do
       redis.call('DEL', marker)
     end
     out[1] = out[1] + 1
-    local id, seq, kept = handoff(key, queue, leases, entries, marker, delay, nil, now)
+    local id, seq, kept = handoff(key, queue, leases, entries, marker, delay, nil, now, quiet)
     if id then
       out[#out + 1] = id
       out[#out + 1] = seq
