@@ -61,11 +61,11 @@ func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duratio
 // strategy's largest delay: 250ms by default), as is a wake-up lost with
 // a listener's connection. When the call ends its place leaves every
 // queue, in the background, and a key reserved for it passes to the next
-// waiter. While it pauses, an attempt every third of its TTL (at least a
-// third of a second; not one of the strategy's retries) keeps its place
-// and reservations, which last that beat, two node timeouts and a second:
-// so a Client that died blocks a key that long at most, whatever its
-// retry delay.
+// waiter, or, with none, is freed and wakes the calls watching it. While it
+// pauses, an attempt every third of its TTL (at least a third of a second;
+// not one of the strategy's retries) keeps its place and reservations,
+// which last that beat, two node timeouts and a second: so a Client that
+// died blocks a key that long at most, whatever its retry delay.
 //
 // On failure the error wraps ErrNotObtained and, when ctx ended the wait,
 // ctx.Err() (ErrClosed when the Client closed), with the per-node detail of

@@ -92,9 +92,10 @@ func queueBeat(p *plan) time.Duration {
 // leaveQueues takes a waiting multi-lock's place out of its keys' queues
 // on every node once its call has ended, in the background, after its
 // attempts in the Client's order: a key reserved for it passes to the next
-// waiter (release_all.lua). Its attempts still on their way cannot queue
-// it again for the time the longest of them may take. Nothing for the
-// other kinds, which do not queue.
+// waiter, or, with none, is freed and wakes its watchers (release_all.lua).
+// Its attempts still on their way cannot queue it again for the time the
+// longest of them may take. Nothing for the other kinds, which do not
+// queue.
 func (c *Client) leaveQueues(p *plan) {
 	m, ok := p.kind.(lease.Multi)
 	if !ok || m.Waiter() == "" {

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -268,4 +269,68 @@ func TestRealDeadWatcherExpires(t *testing.T) {
 		}
 		return true
 	}, onNodes(nodes, keyspace.Standalone{}.Watch("d1"), keyspace.Standalone{}.Watch("d2")))
+}
+
+func TestRealLockAllThatEndsWithAKeyReservedWakesItsWatchersAndLeavesNoWatchEntry(t *testing.T) {
+	parallel(t)
+	servers, pools := realNodes(t, 3)
+	nodes := inspectors(t, servers)
+	holder := newClient(t, pools)
+	la, err := holder.TryLock(bg(), "wa", 30*time.Second)
+	require.NoError(t, err)
+	lb, err := holder.TryLock(bg(), "wb", 30*time.Second)
+	require.NoError(t, err)
+	holder.WaitIdle() // on every node before the waiters try
+	requireHeldEverywhere(t, servers, la.Token(), "wa")
+	requireHeldEverywhere(t, servers, lb.Token(), "wb")
+
+	// A LockAll queues on "wa" and "wb" and watches "wa"; a reader in a
+	// third Client watches "wa" too. Their retries are 15s to 30s apart:
+	// only a wake-up lets the reader in within the bound.
+	m := newClient(t, pools)
+	mctx, mcancel := context.WithCancel(bg())
+	defer mcancel()
+	multi := make(chan error, 1)
+	go func() {
+		l, err := m.LockAll(mctx, []string{"wa", "wb"}, 10*time.Second, slowRetry)
+		if err == nil {
+			_ = l.Unlock(bg())
+		}
+		multi <- err
+	}()
+	requireWatching(t, nodes, "wa", 1)
+	r := newClient(t, pools)
+	reader := waitForUpTo(20*time.Second, func(ctx context.Context) (*redlock.Lock, error) {
+		return r.RLock(ctx, "wa", 10*time.Second, slowRetry)
+	})
+	requireWatching(t, nodes, "wa", 2)
+
+	// "wa" freed: reserved for the LockAll, which waits for "wb"; the
+	// reader is not woken (the key is not free to it).
+	require.NoError(t, la.Unlock(bg()))
+	awaitState(t, 2*nodeCallBound, "wa reserved for the multi-lock on every node", func() bool {
+		for _, c := range nodes {
+			if !strings.HasPrefix(c.Get(bg(), "wa").Val(), "q:") {
+				return false
+			}
+		}
+		return true
+	}, onNodes(nodes, "wa", keyspace.Standalone{}.Watch("wa")))
+
+	// The LockAll gives up: leaving the queues frees "wa", which wakes its
+	// watchers as a release would, and drops their set.
+	mcancel()
+	require.ErrorIs(t, <-multi, redlock.ErrNotObtained)
+	gaveUp := time.Now()
+	o := <-reader
+	require.NoError(t, o.err, "woken when the multi-lock left, not by a retry")
+	assert.Less(t, o.at.Sub(gaveUp), wakeBound, "got it %v after the multi-lock gave up", o.at.Sub(gaveUp))
+	require.NoError(t, o.l.Unlock(bg()))
+	require.NoError(t, lb.Unlock(bg()))
+	m.WaitIdle()
+	r.WaitIdle()
+	holder.WaitIdle()
+	assert.Equal(t, []int64{0, 0, 0}, watchers(t, nodes, "wa"), "a watch entry outlived the calls")
+	assert.Equal(t, []int64{0, 0, 0}, watchers(t, nodes, "wb"), "a watch entry outlived the calls")
+	requireAbsent(t, servers, "wa", "wb")
 }

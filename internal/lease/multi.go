@@ -187,14 +187,18 @@ func (m Multi) Extend(ctx context.Context, e *Env, i int, token string, ttl time
 // Releaser runs ReleaseAll. A node counts as released, for an Unlock
 // (wake), when it held every key with the token; for a cleanup, when it
 // held any. With keep (ms, for a waiting multi-lock's id: Waiter), the
-// token leaves the keys' queues and is remembered as departed for keep.
+// token leaves the keys' queues and is remembered as departed for keep;
+// a key reserved for it that this leaves free wakes its watchers, as an
+// Unlock's would: the release that reserved it woke nobody, and the
+// call's own watch entries go with that set.
 func (m Multi) Releaser(e *Env, token string, keep any, wake bool) Release {
 	if keep == nil {
 		keep = ""
 	}
+	leaving := keep != ""
 	return releaseFunc(func(ctx context.Context, i int) (bool, error) {
 		ks := e.queueKeysAll(i, m.keys)
-		if wake {
+		if wake || leaving {
 			ks = append(ks, e.WatchKeys(i, m.keys)...)
 		}
 		v, err := e.Nodes.Pool(i).Eval(ctx, scripts.ReleaseAll, ks, e.withCeiling([]any{token, len(m.keys), e.delay(), keep}, i)...)

@@ -20,7 +20,10 @@
 -- remember it as departed, so that an attempt of its still on its way
 -- does not queue it again. The caller leaves every key's queue first; a
 -- key reserved for it (queue.lua) is deleted and handed on like a held
--- one. A key a release reserves for a multi-lock at the head of its queue
+-- one. It gives the watch sets too, as an Unlock does: a reservation of
+-- its that it leaves free wakes the key's watchers and drops their set
+-- (its own entry included), since the release that reserved the key woke
+-- nobody. A key a release reserves for a multi-lock at the head of its queue
 -- is not counted as handed to a waiter and wakes no watcher. The cleanup of
 -- a failed attempt (neither watch sets nor ARGV[4]) reserves such a key
 -- without telling the multi-lock: the head may be the very call whose take
