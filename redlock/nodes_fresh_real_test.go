@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
@@ -131,7 +132,7 @@ func TestRealDeclareFreshRefusesWhileAPeerKeepsACeiling(t *testing.T) {
 	for i, s := range servers[3:] {
 		keys, err := s.Client(t).Keys(bg(), "*").Result()
 		require.NoError(t, err)
-		assert.ElementsMatch(t, []string{pool.FreshStartKey, "redlock:ceiling"}, keys, "node %d", 3+i)
+		assert.ElementsMatch(t, []string{pool.FreshStartKey, keyspace.Ceiling, keyspace.MaxTTL}, keys, "node %d", 3+i)
 	}
 
 	restartEmpty(t, servers[:3])

@@ -229,7 +229,7 @@ func TestRealLeaderRecordLivesAsLongAsTheLeadership(t *testing.T) {
 	ls, err := c.Campaign(bg(), "record-ttl", "me", ttl)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, ls.Resign(bg())) }()
-	record := keyspace.Standalone{}.Leader("election:record-ttl")
+	record := leaderKey(t, "record-ttl")
 	firstEnd := time.Now().Add(ttl)
 	awaitState(t, 2*ttl, "the leadership's first TTL to run out while it lasts", func() bool {
 		return time.Now().After(firstEnd) && ls.Err() == nil
