@@ -3,8 +3,9 @@ package redlock
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
+
+	"github.com/redlockgo/redlock/internal/random"
 )
 
 // Simultaneous contenders can split the nodes among themselves so that
@@ -44,7 +45,7 @@ func maybeSplit(err error) bool {
 // cleanup follows their decision by a round trip) and takes every node.
 func splitDelay(timeout time.Duration) time.Duration {
 	hi := max(min(timeout/4, 50*time.Millisecond), 2*time.Millisecond)
-	return time.Millisecond + rand.N(hi-time.Millisecond)
+	return time.Millisecond + random.N(hi-time.Millisecond)
 }
 
 // splitRetries is how many more attempts settle a split at most.

@@ -2,11 +2,11 @@ package lease
 
 import (
 	"context"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
 	"github.com/redlockgo/redlock/internal/node"
+	"github.com/redlockgo/redlock/internal/random"
 	"github.com/redlockgo/redlock/internal/scripts"
 )
 
@@ -74,7 +74,7 @@ func (p Permit) Places() bool { return true }
 // Attempt starts each attempt at a random slot: concurrent acquirers then
 // rarely want the same one, and nodes in the same state agree.
 func (p Permit) Attempt() Kind {
-	p.slot = strconv.Itoa(rand.N(p.limit))
+	p.slot = strconv.Itoa(random.N(p.limit))
 	return p
 }
 

@@ -1,8 +1,9 @@
 package wait
 
 import (
-	"math/rand/v2"
 	"time"
+
+	"github.com/redlockgo/redlock/internal/random"
 )
 
 // Strategy decides how long a blocking call waits before each new
@@ -71,5 +72,5 @@ func Limit(s Strategy, n int) Strategy {
 // jitter returns a random duration in [d/2, d].
 func jitter(d time.Duration) time.Duration {
 	half := d / 2
-	return half + rand.N(d-half+1)
+	return half + random.N(d-half+1)
 }
