@@ -1,0 +1,224 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/keyspace"
+	"github.com/redlockgo/redlock/pool"
+)
+
+// network carries every message between the Clients and the nodes: each
+// one leaves at the time its sender makes the call, is delayed by a time
+// drawn from its link's seeded source, may be lost, runs on the node when
+// it arrives (later if the node is paused, refused if it is down) and
+// brings its reply back the same way. Which faults hold at a time is the
+// plan's to say; the network only asks it.
+type network struct {
+	start time.Time // the run's start on the virtual clock
+	plan  plan
+	nodes []*simNode
+	loss  float64 // probability that one message (a request or a reply) is lost
+	spike float64 // probability that one message is delayed by up to spikeMax
+	wg    sync.WaitGroup
+}
+
+// spikeMax is the longest delay a message may take beyond the usual ones:
+// longer than any Client's node timeout, so that late replies happen.
+const spikeMax = 400 * time.Millisecond
+
+// simNode is one node: the kit's in-process Redis server, reached through
+// its Pool, and what the network knows of it.
+type simNode struct {
+	index   int
+	addr    string
+	server  pool.Pool // the kit's Pool: runs a command on the server at once
+	persist bool      // a restart keeps the data (appendfsync always)
+
+	mu    sync.Mutex
+	fresh map[int]bool // runs that carry the fresh-start declaration
+}
+
+// now is the virtual time since the run's start.
+func (nw *network) now() time.Duration { return time.Since(nw.start) }
+
+// sleepUntil sleeps until t since the run's start.
+func (nw *network) sleepUntil(t time.Duration) {
+	if d := t - nw.now(); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// link is the network between one Client and one node, as the Client's
+// pool.Pool for that node (with pool.Identifier and pool.Commander).
+type link struct {
+	nw     *network
+	client int
+	node   *simNode
+
+	mu  sync.Mutex
+	rng *rand.Rand // draws every delay and loss of this link's messages
+	id  pool.Identity
+	set bool
+}
+
+// reply is what a message brings back.
+type reply struct {
+	v   any
+	err error
+}
+
+// draw is one message's fate, drawn when it is sent.
+type draw struct {
+	out, back         time.Duration
+	lostOut, lostBack bool
+}
+
+func (l *link) draw() draw {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	one := func() time.Duration {
+		d := 100*time.Microsecond + time.Duration(l.rng.ExpFloat64()*float64(time.Millisecond))
+		if l.rng.Float64() < l.nw.spike {
+			d += time.Duration(l.rng.Int64N(int64(spikeMax)))
+		}
+		return d
+	}
+	return draw{out: one(), back: one(), lostOut: l.rng.Float64() < l.nw.loss, lostBack: l.rng.Float64() < l.nw.loss}
+}
+
+// send carries op to the node and its reply back, and returns the reply,
+// or ctx's error when the reply does not arrive by ctx's end (the message
+// goes on meanwhile: a command that left runs on the node whether or not
+// its sender still waits).
+func (l *link) send(ctx context.Context, op func(ctx context.Context, p pool.Pool) (any, error)) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d, sent := l.draw(), l.nw.now()
+	out := make(chan reply, 1)
+	l.nw.wg.Go(func() { l.carry(sent, d, op, out) })
+	select {
+	case r := <-out:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// carry is one message's trip: there, on the node, and back.
+func (l *link) carry(sent time.Duration, d draw, op func(ctx context.Context, p pool.Pool) (any, error), out chan<- reply) {
+	nw, c, j := l.nw, l.client, l.node.index
+	left := nw.plan.held(clientPause, c, sent)
+	if d.lostOut || nw.plan.cut(c, j, left) {
+		return
+	}
+	at := nw.plan.held(nodePause, j, left+d.out)
+	nw.sleepUntil(at)
+	var r reply
+	var id pool.Identity
+	if nw.plan.down(j, at) {
+		r.err = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	} else {
+		r.v, r.err = op(context.Background(), l.node.server)
+		id = l.node.identity(nw, at)
+	}
+	back := at + d.back
+	if d.lostBack || nw.plan.cut(c, j, back) {
+		return
+	}
+	nw.sleepUntil(nw.plan.held(clientPause, c, back))
+	if id.RunID != "" {
+		l.mu.Lock()
+		l.id, l.set = id, true
+		l.mu.Unlock()
+	}
+	out <- r
+}
+
+// identity is what a connection to node j learns at t: its run, when it
+// started, its persistence, and whether the run was declared fresh.
+func (nd *simNode) identity(nw *network, t time.Duration) pool.Identity {
+	run, started := nw.plan.run(nd.index, t)
+	id := pool.Identity{
+		RunID:           runID(nd.index, run),
+		Started:         nw.start.Add(started),
+		Persistence:     pool.PersistencePartial,
+		MaxMemoryPolicy: "noeviction",
+		Learned:         nw.start.Add(t),
+	}
+	if run == 0 {
+		id.Started = nw.start.Add(-time.Hour) // up before the run
+	}
+	if nd.persist {
+		id.Persistence = pool.PersistenceAlways
+	}
+	nd.mu.Lock()
+	id.FreshStart = nd.fresh[run]
+	nd.mu.Unlock()
+	return id
+}
+
+// runID names run r of node j as Redis names a run: 40 characters.
+func runID(j, r int) string { return fmt.Sprintf("sim%03d%034d", j, r) }
+
+// noteFresh records whether run r now carries the fresh-start declaration,
+// after a command that may have set it.
+func (nd *simNode) noteFresh(nw *network, t time.Duration) {
+	run, _ := nw.plan.run(nd.index, t)
+	v, err := nd.server.(pool.Commander).Do(context.Background(), "GET", keyspace.FreshStart)
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	nd.fresh[run] = err == nil && v == runID(nd.index, run)
+}
+
+// Addr implements pool.Pool.
+func (l *link) Addr() string { return l.node.addr }
+
+// SetNX implements pool.Pool.
+func (l *link) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	v, err := l.send(ctx, func(ctx context.Context, p pool.Pool) (any, error) {
+		return p.SetNX(ctx, key, value, ttl)
+	})
+	ok, _ := v.(bool)
+	return ok, err
+}
+
+// Eval implements pool.Pool.
+func (l *link) Eval(ctx context.Context, script *pool.Script, keys []string, args ...any) (any, error) {
+	return l.send(ctx, func(ctx context.Context, p pool.Pool) (any, error) {
+		v, err := p.Eval(ctx, script, keys, args...)
+		for _, k := range keys {
+			if k == keyspace.FreshStart {
+				l.node.noteFresh(l.nw, l.nw.now())
+				break
+			}
+		}
+		return v, err
+	})
+}
+
+// Do implements pool.Commander.
+func (l *link) Do(ctx context.Context, args ...string) (any, error) {
+	return l.send(ctx, func(ctx context.Context, p pool.Pool) (any, error) {
+		v, err := p.(pool.Commander).Do(ctx, args...)
+		l.node.noteFresh(l.nw, l.nw.now())
+		return v, err
+	})
+}
+
+// Close implements pool.Pool: the node outlives its links.
+func (l *link) Close() error { return nil }
+
+// Identity implements pool.Identifier: the identity learned with the
+// latest reply.
+func (l *link) Identity() (pool.Identity, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.id, l.set
+}

@@ -1,0 +1,187 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/cryptotest"
+	"time"
+
+	"github.com/redlockgo/redlock/internal/keyspace"
+	"github.com/redlockgo/redlock/internal/random"
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+	"github.com/redlockgo/redlock/redlocktest"
+)
+
+// Setting is what a run's Clients are configured with beyond what the seed
+// draws.
+type Setting int
+
+const (
+	// Safe is the library's defaults (and per-Client node timeouts).
+	Safe Setting = iota
+	// NoQuarantine turns the restart quarantine off (WithQuarantine(0))
+	// while nodes without persistence restart empty: known unsafe.
+	NoQuarantine
+)
+
+// Report is what one run found.
+type Report struct {
+	Seed       uint64
+	Ops        int // calls made by the Clients
+	Faults     int
+	Violations []string
+	Digest     string   // of the whole history
+	Faulted    []string // the faults, one a line
+	History    []string // every event, one a line
+	Shown      []string // the shortest history that shows the first violation: its key's events
+	Params     string   // the run's drawn parameters
+}
+
+// maxTimeout is the longest node timeout a Client draws; maxTTL the
+// longest TTL a worker asks for (worker.ttl), and quarantine the restart
+// quarantine of the safe setting: maxTTL and its drift allowance, rounded
+// up.
+const (
+	maxTimeout = 250 * time.Millisecond
+	maxTTL     = 4*maxTimeout + 100*time.Millisecond + 2*time.Second
+	quarantine = maxTTL + time.Second
+)
+
+// runner is one run.
+type runner struct {
+	nw   *network
+	h    *history
+	keys []string
+	span time.Duration // how long the workers keep making calls
+}
+
+// Run runs seed under setting. It must be called inside a synctest bubble
+// (synctest.Test), with the bubble's t: every Client, node and message of
+// the run lives in the bubble and is gone when Run returns.
+func Run(t *testing.T, seed uint64, setting Setting) Report {
+	defer random.Seed(seed)()
+	cryptotest.SetGlobalRandom(t, seed) // tokens: not in the digest, but the same run gets the same ones
+	rng := rand.New(rand.NewPCG(seed, 1))
+	n := []int{3, 5}[rng.IntN(2)]
+	clients := 2 + rng.IntN(3)
+	r := &runner{span: 10 * time.Second}
+	for k := range 1 + rng.IntN(2) {
+		r.keys = append(r.keys, fmt.Sprintf("k%d", k))
+	}
+	kit := redlocktest.New(t, n)
+	nw := &network{start: time.Now(), loss: rng.Float64() * 0.05, spike: rng.Float64() * 0.05}
+	nw.plan = newPlan(rng, n, clients, 6, r.span)
+	allPersist := true
+	for j, p := range kit.Pools() {
+		nd := &simNode{index: j, addr: p.Addr(), server: p, persist: rng.IntN(2) == 0, fresh: map[int]bool{0: true}}
+		allPersist = allPersist && nd.persist
+		// The deployment declared every node's first run fresh (pool.FreshStartKey).
+		if _, err := p.(pool.Commander).Do(context.Background(), "SET", keyspace.FreshStart, runID(j, 0)); err != nil {
+			t.Fatalf("sim: declaring node %d fresh: %v", j, err)
+		}
+		nw.nodes = append(nw.nodes, nd)
+	}
+	r.nw = nw
+	r.h = &history{start: nw.start, seqs: map[int]int{}}
+	params := fmt.Sprintf("nodes=%d clients=%d keys=%d loss=%.3f spike=%.3f persist=%v", n, clients, len(r.keys), nw.loss, nw.spike, persisting(nw.nodes))
+
+	var wg sync.WaitGroup
+	wg.Go(func() { r.crashes() })
+	for c := range clients {
+		timeout := 20*time.Millisecond + time.Duration(rng.Int64N(int64(maxTimeout-20*time.Millisecond)))
+		// The quarantine the documentation asks for: the longest TTL any
+		// Client uses (worker.ttl, Extend included) plus its drift
+		// allowance, rounded up; off in the unsafe setting.
+		quarantine := quarantine
+		if setting == NoQuarantine {
+			quarantine = 0
+		}
+		opts := []redlock.Option{redlock.WithNodeTimeout(timeout), redlock.WithQuarantine(quarantine)}
+		w := &worker{r: r, c: c, rng: rand.New(rand.NewPCG(seed, uint64(100+c))), timeout: timeout, fencing: allPersist}
+		links := make([]pool.Pool, n)
+		for j, nd := range nw.nodes {
+			links[j] = &link{nw: nw, client: c, node: nd, rng: rand.New(rand.NewPCG(seed, uint64(1000+c*64+j)))}
+		}
+		client, err := redlock.New(links, opts...)
+		if err != nil {
+			t.Fatalf("sim: redlock.New: %v", err)
+		}
+		w.client = client
+		params += fmt.Sprintf(" c%d.timeout=%v", c, timeout)
+		wg.Go(w.run)
+	}
+	wg.Wait()
+	nw.wg.Wait()
+
+	rep := Report{Seed: seed, Ops: r.h.ops, Faults: len(nw.plan.faults), Params: params}
+	events := r.h.sorted()
+	rep.Digest = digest(events)
+	vs := check(r.h.holds)
+	vs = append(vs, r.leftovers()...)
+	for _, v := range vs {
+		rep.Violations = append(rep.Violations, v.what)
+	}
+	for _, f := range nw.plan.faults {
+		rep.Faulted = append(rep.Faulted, f.String())
+	}
+	for _, e := range events {
+		rep.History = append(rep.History, e.String())
+	}
+	if len(vs) > 0 {
+		for _, e := range of(events, vs[0].key) {
+			rep.Shown = append(rep.Shown, e.String())
+		}
+	}
+	return rep
+}
+
+// crashes wipes each node that does not persist at the start of each of
+// its crashes: it restarts empty. (A node that persists keeps its data, and
+// its keys expire meanwhile, as on Redis.)
+func (r *runner) crashes() {
+	faults := slices.Clone(r.nw.plan.faults)
+	slices.SortStableFunc(faults, func(a, b fault) int { return int(a.from - b.from) })
+	for _, f := range faults {
+		if f.kind != nodeCrash || r.nw.nodes[f.node].persist {
+			continue
+		}
+		r.nw.sleepUntil(f.from)
+		cmd := r.nw.nodes[f.node].server.(pool.Commander)
+		_, _ = cmd.Do(context.Background(), "FLUSHALL")
+		_, _ = cmd.Do(context.Background(), "SCRIPT", "FLUSH")
+	}
+}
+
+// leftovers reports the keys that outlive the run without a TTL, beyond
+// the documented ones (lasting).
+func (r *runner) leftovers() []violation {
+	var out []violation
+	for _, nd := range r.nw.nodes {
+		cmd := nd.server.(pool.Commander)
+		keys, _ := cmd.Do(context.Background(), "KEYS", "*")
+		list, _ := keys.([]any)
+		for _, k := range list {
+			key, _ := k.(string)
+			ttl, _ := cmd.Do(context.Background(), "PTTL", key)
+			if ttl == int64(-1) && !lasting(key) {
+				base, _, _ := strings.Cut(key, ":")
+				out = append(out, violation{base, fmt.Sprintf("key %q on node %d has no TTL", key, nd.index)})
+			}
+		}
+	}
+	return out
+}
+
+func persisting(nodes []*simNode) string {
+	s := ""
+	for _, nd := range nodes {
+		s += map[bool]string{true: "y", false: "n"}[nd.persist]
+	}
+	return s
+}
