@@ -3,7 +3,7 @@
 #   make test                    (sets itself up: see deps below)
 GO ?= go
 
-.PHONY: test test-loaded deps unit modules integration demo redis-image bench chaos chaos-unsafe model
+.PHONY: test test-loaded deps unit modules integration demo redis-image bench chaos chaos-unsafe model sim sim-unsafe
 
 # Modules of their own, so the library's go.mod stays lean.
 MODULES := pool/rueidispool redlockotel
@@ -56,6 +56,25 @@ redis-image:
 ## CHAOS_EXPECT_VIOLATIONS pass through).
 bench chaos chaos-unsafe:
 	$(MAKE) -C integration $@
+
+## sim: the deterministic simulation (internal/sim, docs/simulation.md): the
+## real Client over in-process nodes, with a seeded network and faults, in
+## virtual time; SIM_SEEDS seeds in SIM_PROCS processes, one summary line
+## "sim: S seeds, O operations, F faults, V violations"; fails on a
+## violation, after printing its seed, history, digest and replay command.
+## SEED=n replays seed n alone and prints its whole history and digest.
+## sim-unsafe: the negative control, the restart quarantine off while
+## nodes restart empty: passes only if it finds a violation within
+## SIM_UNSAFE_SEEDS seeds. Neither needs Docker or redis-server.
+SIM_SEEDS ?= 2000
+SIM_PROCS ?= 2
+SIM_UNSAFE_SEEDS ?= 300
+SIM_ARGS_sim = -sim.seeds=$(SIM_SEEDS) -sim.procs=$(SIM_PROCS)
+SIM_ARGS_sim-unsafe = -sim.unsafe -sim.seeds=$(SIM_UNSAFE_SEEDS)
+sim sim-unsafe:
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	$(GO) test -c -o "$$dir/sim.test" ./internal/sim && \
+	GOGC=$${GOGC:-400} "$$dir/sim.test" -test.run '^TestSim$$' -test.timeout=30m $(SIM_ARGS_$@) $(if $(SEED),-sim.seed=$(SEED))
 
 ## model: model-check the protocol with SPIN (docs/model.md); fails if a safe
 ## configuration reports an error or an unsafe one stops producing its

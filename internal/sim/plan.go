@@ -54,7 +54,11 @@ func newPlan(rng *rand.Rand, n, c, maxFaults int, span time.Duration) plan {
 	for range rng.IntN(maxFaults + 1) {
 		f := fault{kind: faultKind(rng.IntN(4))}
 		f.from = time.Duration(rng.Int64N(int64(span)))
-		f.to = f.from + time.Duration(rng.Int64N(int64(3*time.Second))) + time.Millisecond
+		// How long it lasts: a restart takes milliseconds to a second, a
+		// pause (a stalled disk, SIGSTOP, GC) or a partition up to seconds.
+		last := map[faultKind]time.Duration{nodePause: 1500 * time.Millisecond, nodeCrash: 800 * time.Millisecond,
+			partition: 2 * time.Second, clientPause: time.Second}[f.kind]
+		f.to = f.from + time.Duration(rng.Int64N(int64(last))) + time.Millisecond
 		switch f.kind {
 		case nodePause, nodeCrash:
 			f.node = rng.IntN(n)
@@ -63,7 +67,6 @@ func newPlan(rng *rand.Rand, n, c, maxFaults int, span time.Duration) plan {
 			f.nodes = rng.Uint64N(1<<n-1) + 1
 		case clientPause:
 			f.client = rng.IntN(c)
-			f.to = f.from + time.Duration(rng.Int64N(int64(time.Second))) + time.Millisecond
 		}
 		p.faults = append(p.faults, f)
 	}

@@ -1,9 +1,13 @@
 package sim
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,9 +16,11 @@ import (
 var (
 	flagSeeds  = flag.Int("sim.seeds", 20, "how many seeds TestSim runs, from -sim.first")
 	flagFirst  = flag.Uint64("sim.first", 1, "the first seed TestSim runs")
-	flagSeed   = flag.Uint64("sim.seed", 0, "replay this one seed (prints its history)")
+	flagSeed   = flag.Uint64("sim.seed", 0, "replay this one seed: print its faults and whole history")
 	flagUnsafe = flag.Bool("sim.unsafe", false, "run the known-unsafe setting; fail unless a violation is found")
 	flagList   = flag.Bool("sim.list", false, "print one line per seed: its operations, faults and digest")
+	flagProcs  = flag.Int("sim.procs", 1, "run the seeds in this many processes (the seeded randomness is one per process)")
+	flagShard  = flag.String("sim.shard", "", "i/n: run only the seeds s with s%n == i (set by -sim.procs)")
 )
 
 // runSeed runs one seed in a bubble of its own.
@@ -24,46 +30,129 @@ func runSeed(t *testing.T, seed uint64, setting Setting) Report {
 	return rep
 }
 
+// totals sums the runs of a budget.
+type totals struct{ seeds, ops, faults, violations int }
+
+func (s *totals) add(o totals) {
+	s.seeds += o.seeds
+	s.ops += o.ops
+	s.faults += o.faults
+	s.violations += o.violations
+}
+
 // TestSim is make sim's and make sim-unsafe's entry point: it runs the seed
-// budget and prints one summary line.
+// budget and prints one summary line, after the report of the first
+// violation of each process (its seed, the history that shows it, its
+// digest and the command that replays it).
 func TestSim(t *testing.T) {
 	setting, name := Safe, "sim"
 	if *flagUnsafe {
 		setting, name = NoQuarantine, "sim-unsafe"
 	}
-	first, count := *flagFirst, uint64(*flagSeeds)
-	if *flagSeed != 0 {
-		first, count = *flagSeed, 1
-	}
 	began := time.Now()
-	var ops, faults, violations, seeds int
-	for seed := first; seed < first+count; seed++ {
-		rep := runSeed(t, seed, setting)
-		seeds++
-		ops += rep.Ops
-		faults += rep.Faults
-		violations += len(rep.Violations)
-		if *flagSeed != 0 || len(rep.Violations) > 0 {
-			fmt.Print(report(rep, name))
-		}
-		if *flagList {
-			fmt.Printf("seed %d: %d operations, %d faults, %d violations, digest %s\n", seed, rep.Ops, rep.Faults, len(rep.Violations), rep.Digest)
-		}
-		if len(rep.Violations) > 0 && !*flagList {
-			break
-		}
+	var sum totals
+	if *flagProcs > 1 && *flagShard == "" && *flagSeed == 0 {
+		sum = shards(t, *flagProcs)
+	} else {
+		sum = seeds(t, setting, name)
 	}
-	fmt.Printf("%s: %d seeds, %d operations, %d faults, %d violations (%v)\n", name, seeds, ops, faults, violations, time.Since(began).Round(time.Millisecond))
+	line := fmt.Sprintf("%s: %d seeds, %d operations, %d faults, %d violations", name, sum.seeds, sum.ops, sum.faults, sum.violations)
+	if *flagShard != "" {
+		fmt.Println("shard " + line)
+		return
+	}
+	fmt.Printf("%s (%v)\n", line, time.Since(began).Round(time.Millisecond))
 	switch {
-	case *flagUnsafe && violations == 0:
-		t.Errorf("the unsafe setting found no violation in %d seeds", seeds)
-	case !*flagUnsafe && violations > 0:
-		t.Errorf("%d violations", violations)
+	case *flagUnsafe && sum.violations == 0:
+		t.Errorf("the unsafe setting found no violation in %d seeds", sum.seeds)
+	case !*flagUnsafe && sum.violations > 0:
+		t.Errorf("%d violations", sum.violations)
 	}
 }
 
-// report formats a run for a person: its parameters, violations, the
-// history that shows the first, its digest and how to replay it.
+// seeds runs this process's seeds (its shard's, with -sim.shard), up to
+// the first violation.
+func seeds(t *testing.T, setting Setting, name string) totals {
+	var i, n uint64 = 0, 1
+	if *flagShard != "" {
+		if _, err := fmt.Sscanf(*flagShard, "%d/%d", &i, &n); err != nil || n == 0 || i >= n {
+			t.Fatalf("-sim.shard=%q: want i/n with i < n", *flagShard)
+		}
+	}
+	var sum totals
+	for seed := *flagFirst; seed < *flagFirst+uint64(*flagSeeds); seed++ {
+		if *flagSeed != 0 {
+			seed = *flagSeed
+		} else if seed%n != i {
+			continue
+		}
+		rep := runSeed(t, seed, setting)
+		sum.add(totals{1, rep.Ops, rep.Faults, len(rep.Violations)})
+		if *flagList {
+			fmt.Printf("seed %d: %d operations, %d faults, %d violations, digest %s\n", seed, rep.Ops, rep.Faults, len(rep.Violations), rep.Digest)
+		}
+		if *flagSeed != 0 || len(rep.Violations) > 0 {
+			fmt.Print(report(rep, name))
+		}
+		if *flagSeed != 0 || len(rep.Violations) > 0 && !*flagList {
+			break
+		}
+	}
+	return sum
+}
+
+// shards runs the budget in procs copies of this test binary, each on
+// every procs-th seed, forwards their reports and sums their summaries.
+func shards(t *testing.T, procs int) totals {
+	var (
+		mu  sync.Mutex
+		sum totals
+		wg  sync.WaitGroup
+	)
+	for i := range procs {
+		args := []string{"-test.run=^TestSim$", fmt.Sprintf("-sim.shard=%d/%d", i, procs)}
+		for _, f := range []string{"sim.seeds", "sim.first", "sim.unsafe", "sim.list"} {
+			args = append(args, fmt.Sprintf("-%s=%v", f, flag.Lookup(f).Value))
+		}
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			lines := bufio.NewScanner(out)
+			for lines.Scan() {
+				var s totals
+				var name string
+				line := lines.Text()
+				if _, err := fmt.Sscanf(line, "shard %s %d seeds, %d operations, %d faults, %d violations", &name, &s.seeds, &s.ops, &s.faults, &s.violations); err == nil {
+					mu.Lock()
+					sum.add(s)
+					mu.Unlock()
+					continue
+				}
+				if line != "PASS" && !strings.HasPrefix(line, "--- ") {
+					mu.Lock()
+					fmt.Println(line)
+					mu.Unlock()
+				}
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("shard %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	return sum
+}
+
+// report formats a run for a person: its parameters, violations, faults,
+// the history that shows the first violation (the whole history when
+// replaying one seed), its digest and how to replay it.
 func report(rep Report, name string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %d: %s\n", rep.Seed, rep.Params)
