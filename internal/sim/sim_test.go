@@ -45,6 +45,11 @@ func (s *totals) add(o totals) {
 // violation of each process (its seed, the history that shows it, its
 // digest and the command that replays it).
 func TestSim(t *testing.T) {
+	asked := false
+	flag.Visit(func(f *flag.Flag) { asked = asked || strings.HasPrefix(f.Name, "sim.") })
+	if !asked {
+		t.Skip("make sim and make sim-unsafe run it, with their budgets (-sim.seeds...)")
+	}
 	setting, name := Safe, "sim"
 	if *flagUnsafe {
 		setting, name = NoQuarantine, "sim-unsafe"

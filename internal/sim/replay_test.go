@@ -1,0 +1,41 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+)
+
+// One seed gives one history: run twice, each of a few seeds (faults
+// included) gives the same digest and the same events.
+func TestSameSeedSameHistory(t *testing.T) {
+	faults := 0
+	for seed := uint64(1); seed <= 3; seed++ {
+		a, b := runSeed(t, seed, Safe), runSeed(t, seed, Safe)
+		if a.Digest != b.Digest || !slices.Equal(a.History, b.History) {
+			t.Errorf("seed %d: digests %s and %s differ; first run:\n%v\nsecond run:\n%v", seed, a.Digest, b.Digest, a.History, b.History)
+		}
+		if len(a.Violations) > 0 {
+			t.Errorf("seed %d: %v", seed, a.Violations)
+		}
+		faults += a.Faults
+	}
+	if faults == 0 {
+		t.Errorf("the seeds drew no fault: the test shows nothing")
+	}
+}
+
+// The negative control is caught within its budget: with the restart
+// quarantine off while nodes restart empty, some seed of the first 60
+// shows two holders at once (seed 28 did when the test was written).
+func TestUnsafeSettingIsCaught(t *testing.T) {
+	if raceOn {
+		t.Skip("under -race seed 28's schedule may differ (docs/simulation.md); make sim-unsafe runs without it")
+	}
+	for seed := uint64(20); seed < 60; seed++ {
+		if rep := runSeed(t, seed, NoQuarantine); len(rep.Violations) > 0 {
+			t.Logf("seed %d: %s", seed, rep.Violations[0])
+			return
+		}
+	}
+	t.Errorf("no violation in seeds 20 to 59 with the quarantine off")
+}
