@@ -74,7 +74,7 @@ SIM_ARGS_sim-unsafe = -sim.unsafe -sim.seeds=$(SIM_UNSAFE_SEEDS)
 sim sim-unsafe:
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	$(GO) test -c -o "$$dir/sim.test" ./internal/sim && \
-	GOGC=$${GOGC:-400} "$$dir/sim.test" -test.run '^TestSim$$' -test.timeout=30m $(SIM_ARGS_$@) $(if $(SEED),-sim.seed=$(SEED))
+	GOGC=$${GOGC:-400} "$$dir/sim.test" -test.run '^TestSim$$' -test.timeout=30m $(SIM_ARGS_$@) $(if $(SEED),-sim.seed=$(SEED)) $(if $(TRACE),-sim.trace)
 
 ## model: model-check the protocol with SPIN (docs/model.md); fails if a safe
 ## configuration reports an error or an unsafe one stops producing its

@@ -26,6 +26,9 @@ type event struct {
 }
 
 func (e event) String() string {
+	if e.client < 0 { // a trace line
+		return fmt.Sprintf("%12.6fs        | %s", e.at.Seconds(), e.what)
+	}
 	return fmt.Sprintf("%12.6fs c%d %-4s %s", e.at.Seconds(), e.client, e.key, e.what)
 }
 
@@ -58,6 +61,8 @@ type history struct {
 	holds  []hold
 	seqs   map[int]int
 	ops    int
+
+	trace func(at time.Duration, line string) // the network's trace, if on
 }
 
 // note records an event of client c on key.
@@ -75,6 +80,14 @@ func (h *history) call(c int, key, format string, args ...any) {
 	h.ops++
 	h.mu.Unlock()
 	h.note(c, key, "> "+format, args...)
+}
+
+// tracef tells the trace, if on, of a line outside the history (a
+// lock's token: random, so not in the digest).
+func (h *history) tracef(format string, args ...any) {
+	if h.trace != nil {
+		h.trace(time.Since(h.start), fmt.Sprintf(format, args...))
+	}
 }
 
 // held records a holder's validity window.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,6 +28,12 @@ type network struct {
 	loss  float64 // probability that one message (a request or a reply) is lost
 	spike float64 // probability that one message is delayed by up to spikeMax
 	wg    sync.WaitGroup
+
+	// trace, when set, is told of every message's fate: what ran on which
+	// node, with its reply and the keys' values after it, and what was
+	// lost. It is not part of the history (nor of its digest).
+	trace func(at time.Duration, line string)
+	keys  []string // the keys whose values the trace shows
 }
 
 // spikeMax is the longest delay a message may take beyond the usual ones:
@@ -96,26 +104,50 @@ func (l *link) draw() draw {
 // or ctx's error when the reply does not arrive by ctx's end (the message
 // goes on meanwhile: a command that left runs on the node whether or not
 // its sender still waits).
-func (l *link) send(ctx context.Context, op func(ctx context.Context, p pool.Pool) (any, error)) (any, error) {
+func (l *link) send(ctx context.Context, what string, op func(ctx context.Context, p pool.Pool) (any, error)) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	d, sent := l.draw(), l.nw.now()
 	out := make(chan reply, 1)
-	l.nw.wg.Go(func() { l.carry(sent, d, op, out) })
+	l.nw.wg.Go(func() { l.carry(sent, d, what, op, out) })
 	select {
 	case r := <-out:
 		return r.v, r.err
 	case <-ctx.Done():
+		l.tracef(l.nw.now(), "c%d gave up on n%d: %s (sent %.6fs)", l.client, l.node.index, what, sent.Seconds())
 		return nil, ctx.Err()
 	}
 }
 
+// tracef tells the trace, if any, of one step of a message.
+func (l *link) tracef(at time.Duration, format string, args ...any) {
+	if l.nw.trace != nil {
+		l.nw.trace(at, fmt.Sprintf(format, args...))
+	}
+}
+
+// values is the keys' values and TTLs on node j, for the trace.
+func (nd *simNode) values(keys []string) string {
+	cmd := nd.server.(pool.Commander)
+	var b strings.Builder
+	for _, k := range keys {
+		v, _ := cmd.Do(context.Background(), "GET", k)
+		ttl, _ := cmd.Do(context.Background(), "PTTL", k)
+		fmt.Fprintf(&b, " %s=%v/%vms", k, v, ttl)
+		if f, _ := cmd.Do(context.Background(), "GET", k+":fence"); f != nil {
+			fmt.Fprintf(&b, " fence=%v", f)
+		}
+	}
+	return b.String()
+}
+
 // carry is one message's trip: there, on the node, and back.
-func (l *link) carry(sent time.Duration, d draw, op func(ctx context.Context, p pool.Pool) (any, error), out chan<- reply) {
+func (l *link) carry(sent time.Duration, d draw, what string, op func(ctx context.Context, p pool.Pool) (any, error), out chan<- reply) {
 	nw, c, j := l.nw, l.client, l.node.index
 	left := nw.plan.held(clientPause, c, sent)
 	if d.lostOut || nw.plan.cut(c, j, left) {
+		l.tracef(sent, "c%d->n%d lost: %s", c, j, what)
 		return
 	}
 	at := nw.plan.held(nodePause, j, left+d.out)
@@ -128,8 +160,12 @@ func (l *link) carry(sent time.Duration, d draw, op func(ctx context.Context, p 
 		r.v, r.err = op(context.Background(), l.node.server)
 		id = l.node.identity(nw, at)
 	}
+	if nw.trace != nil {
+		l.tracef(at, "n%d runs c%d's %s (sent %.6fs) -> %v %v;%s", j, c, what, sent.Seconds(), r.v, r.err, l.node.values(nw.keys))
+	}
 	back := at + d.back
 	if d.lostBack || nw.plan.cut(c, j, back) {
+		l.tracef(back, "n%d->c%d reply lost: %s", j, c, what)
 		return
 	}
 	nw.sleepUntil(nw.plan.held(clientPause, c, back))
@@ -182,7 +218,7 @@ func (l *link) Addr() string { return l.node.addr }
 
 // SetNX implements pool.Pool.
 func (l *link) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	v, err := l.send(ctx, func(ctx context.Context, p pool.Pool) (any, error) {
+	v, err := l.send(ctx, fmt.Sprintf("SETNX %s %s %v", key, value, ttl), func(ctx context.Context, p pool.Pool) (any, error) {
 		return p.SetNX(ctx, key, value, ttl)
 	})
 	ok, _ := v.(bool)
@@ -191,7 +227,7 @@ func (l *link) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 
 // Eval implements pool.Pool.
 func (l *link) Eval(ctx context.Context, script *pool.Script, keys []string, args ...any) (any, error) {
-	return l.send(ctx, func(ctx context.Context, p pool.Pool) (any, error) {
+	return l.send(ctx, fmt.Sprintf("%s %v %v", scriptName(script), keys, args), func(ctx context.Context, p pool.Pool) (any, error) {
 		v, err := p.Eval(ctx, script, keys, args...)
 		for _, k := range keys {
 			if k == keyspace.FreshStart {
@@ -205,7 +241,7 @@ func (l *link) Eval(ctx context.Context, script *pool.Script, keys []string, arg
 
 // Do implements pool.Commander.
 func (l *link) Do(ctx context.Context, args ...string) (any, error) {
-	return l.send(ctx, func(ctx context.Context, p pool.Pool) (any, error) {
+	return l.send(ctx, strings.Join(args, " "), func(ctx context.Context, p pool.Pool) (any, error) {
 		v, err := p.(pool.Commander).Do(ctx, args...)
 		l.node.noteFresh(l.nw, l.nw.now())
 		return v, err
@@ -221,4 +257,17 @@ func (l *link) Identity() (pool.Identity, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.id, l.set
+}
+
+// scriptHeader is a script's header line, "-- name: what it does".
+var scriptHeader = regexp.MustCompile(`(?m)^-- ([a-z_]+): `)
+
+// scriptName names a script for the trace: the last header of its parts
+// (the shared functions come first, the script's own file last).
+func scriptName(s *pool.Script) string {
+	all := scriptHeader.FindAllStringSubmatch(s.Source(), -1)
+	if len(all) == 0 {
+		return "script"
+	}
+	return all[len(all)-1][1]
 }

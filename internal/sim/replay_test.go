@@ -25,17 +25,32 @@ func TestSameSeedSameHistory(t *testing.T) {
 }
 
 // The negative control is caught within its budget: with the restart
-// quarantine off while nodes restart empty, some seed of the first 60
-// shows two holders at once (seed 28 did when the test was written).
+// quarantine off while nodes restart empty, some seed of 255 to 274 shows
+// two holders at once (seed 264 did when the test was written: node 0,
+// without persistence, restarted empty and counted at once). Seed 28 did
+// before the fix of a waiter's given-back grants (internal/wait, onReply),
+// and no longer does.
 func TestUnsafeSettingIsCaught(t *testing.T) {
 	if raceOn {
-		t.Skip("under -race seed 28's schedule may differ (docs/simulation.md); make sim-unsafe runs without it")
+		t.Skip("under -race seed 264's schedule may differ (docs/simulation.md); make sim-unsafe runs without it")
 	}
-	for seed := uint64(20); seed < 60; seed++ {
+	for seed := uint64(255); seed < 275; seed++ {
 		if rep := runSeed(t, seed, NoQuarantine); len(rep.Violations) > 0 {
 			t.Logf("seed %d: %s", seed, rep.Violations[0])
 			return
 		}
 	}
-	t.Errorf("no violation in seeds 20 to 59 with the quarantine off")
+	t.Errorf("no violation in seeds 255 to 274 with the quarantine off")
+}
+
+// Seeds 1138 and 137 once gave two holders at once: a waiter gave back
+// grants its lock could not confirm, then counted them again when a later
+// round found the key still holding its token, and the give-back, still on
+// its way, deleted the key under the new lock (internal/wait, onReply).
+func TestGivenBackGrantsDoNotMakeASecondHolder(t *testing.T) {
+	for _, seed := range []uint64{1138, 137} {
+		if rep := runSeed(t, seed, Safe); len(rep.Violations) > 0 {
+			t.Errorf("seed %d: %v", seed, rep.Violations)
+		}
+	}
 }

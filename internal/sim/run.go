@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -41,7 +42,13 @@ type Report struct {
 	History    []string // every event, one a line
 	Shown      []string // the shortest history that shows the first violation: its key's events
 	Params     string   // the run's drawn parameters
+	// Trace is the history with every message's fate between its lines
+	// (network.trace), when tracing is on.
+	Trace []string
 }
+
+// tracing turns the message trace on (Report.Trace): a replay's aid, slow.
+var tracing bool
 
 // maxTimeout is the longest node timeout a Client draws; maxTTL the
 // longest TTL a worker asks for (worker.ttl), and quarantine the restart
@@ -94,6 +101,17 @@ func Run(t *testing.T, seed uint64, setting Setting) Report {
 	}
 	r.nw = nw
 	r.h = &history{start: nw.start, seqs: map[int]int{}}
+	var trace []event
+	var traceMu sync.Mutex
+	if tracing {
+		nw.keys = r.keys
+		nw.trace = func(at time.Duration, line string) {
+			traceMu.Lock()
+			defer traceMu.Unlock()
+			trace = append(trace, event{at: at, client: -1, seq: len(trace), what: line})
+		}
+		r.h.trace = nw.trace
+	}
 	params := fmt.Sprintf("nodes=%d clients=%d keys=%d loss=%.3f spike=%.3f persist=%v", n, clients, len(r.keys), nw.loss, nw.spike, persisting(nw.nodes))
 
 	var wg sync.WaitGroup
@@ -137,6 +155,13 @@ func Run(t *testing.T, seed uint64, setting Setting) Report {
 	}
 	for _, e := range events {
 		rep.History = append(rep.History, e.String())
+	}
+	if tracing {
+		all := append(slices.Clone(events), trace...)
+		slices.SortStableFunc(all, func(a, b event) int { return cmp.Compare(a.at, b.at) })
+		for _, e := range all {
+			rep.Trace = append(rep.Trace, e.String())
+		}
 	}
 	if len(vs) > 0 {
 		for _, e := range of(events, vs[0].key) {

@@ -21,6 +21,7 @@ var (
 	flagList   = flag.Bool("sim.list", false, "print one line per seed: its operations, faults and digest")
 	flagProcs  = flag.Int("sim.procs", 1, "run the seeds in this many processes (the seeded randomness is one per process)")
 	flagShard  = flag.String("sim.shard", "", "i/n: run only the seeds s with s%n == i (set by -sim.procs)")
+	flagTrace  = flag.Bool("sim.trace", false, "with -sim.seed: print every message's fate and the keys' values on each node")
 )
 
 // runSeed runs one seed in a bubble of its own.
@@ -54,6 +55,7 @@ func TestSim(t *testing.T) {
 	if *flagUnsafe {
 		setting, name = NoQuarantine, "sim-unsafe"
 	}
+	tracing = *flagTrace && *flagSeed != 0
 	began := time.Now()
 	var sum totals
 	if *flagProcs > 1 && *flagShard == "" && *flagSeed == 0 {
@@ -167,6 +169,9 @@ func report(rep Report, name string) string {
 	lines := rep.Shown
 	if *flagSeed != 0 {
 		lines = rep.History
+	}
+	if rep.Trace != nil {
+		lines = rep.Trace
 	}
 	for _, line := range append(rep.Faulted, lines...) {
 		fmt.Fprintf(&b, "  %s\n", line)

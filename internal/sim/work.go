@@ -93,6 +93,7 @@ func (w *worker) held(key string, l *redlock.Lock, err error, kept bool) {
 	}
 	from := w.r.nw.now()
 	w.r.h.note(w.c, key, "< ok until=%s fence=%d", w.at(l.Until()), l.Fence())
+	w.r.h.tracef("c%d holds %s with token %s", w.c, key, l.Token())
 	ttl := l.Until().Sub(w.r.nw.start.Add(from))
 	stop := w.r.nw.now() + time.Duration(w.rng.Float64()*1.5*float64(ttl))
 	if kept {
@@ -131,6 +132,7 @@ func (w *worker) do(key string) {
 	err := w.client.Do(ctx, key, ttl, func(ctx context.Context) error {
 		from := w.r.nw.now()
 		w.r.h.note(w.c, key, "  fn starts")
+		w.r.h.tracef("c%d's Do holds %s", w.c, key)
 		w.sleepOrDone(from+work, ctx.Done())
 		w.r.h.held(hold{client: w.c, key: key, from: from, to: w.r.nw.now()})
 		return ctx.Err()

@@ -19,8 +19,12 @@ func (w *Waiter) onReply(r Reply) {
 		return
 	}
 	v.rtt = max(v.rtt, w.clk.Now().Sub(v.lastSent))
-	if r.Code != scripts.EnqueueQueued && r.Seq < v.floor {
-		return // granted before we gave it back
+	if r.Code != scripts.EnqueueQueued && grantSeq(r) < v.floor {
+		// Granted before we gave it back: our give-back may still be on its
+		// way there and delete the key under us, even when this round came
+		// after it (a grant is judged by the round it followed, as onGrant
+		// does, never by the round that found it).
+		return
 	}
 	switch r.Code {
 	case scripts.EnqueueSet:
@@ -38,6 +42,17 @@ func (w *Waiter) onReply(r Reply) {
 			v.heldUntil = w.clk.Now().Add(r.HolderTTL)
 		}
 	}
+}
+
+// grantSeq is the round after which r's node gave us the key: the round
+// itself when it took the key, the one the grant names when the key held
+// our token already (0, older than any give-back, when the node does not
+// know).
+func grantSeq(r Reply) int {
+	if r.Code == scripts.EnqueueGranted {
+		return r.GrantSeq
+	}
+	return r.Seq
 }
 
 // onGrant records a release message naming us.

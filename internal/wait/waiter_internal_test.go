@@ -419,3 +419,59 @@ func TestRetryOwesNothingToANodeWhoseRoundFailed(t *testing.T) {
 		}
 	})
 }
+
+// A waiter that gave its grants back (Restart, after Won could not confirm
+// them) does not count a round's answer "the key holds your token" for a
+// grant that followed a round before the give-back: the give-back may
+// still be on its way to that node and delete the key under the new lock
+// (make sim SEED=1138 and SEED=137 gave two holders at once that way).
+func TestWaiterDoesNotCountAGrantItGaveBackWhenALaterRoundReportsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		w := newTestWaiter(f, Exponential(time.Millisecond, 10*time.Millisecond))
+		out := start(w, t.Context(), time.Hour, true)
+		synctest.Wait()
+		for _, r := range f.take() {
+			answer(w, r, scripts.EnqueueSet, 0, "") // round 1 took the key everywhere
+		}
+		if r := <-out; r.err != nil {
+			t.Fatal(r.err)
+		}
+		w.Restart() // Won failed: the grants go back (Hub.Wait)
+		out = start(w, t.Context(), time.Millisecond, true)
+		synctest.Wait()
+		time.Sleep(MinDelay)
+		synctest.Wait()
+		rounds := f.take()
+		if len(rounds) == 0 {
+			t.Fatal("no round after the give-back")
+		}
+		for _, r := range rounds {
+			answer(w, r, scripts.EnqueueGranted, 1, "") // still ours from round 1
+		}
+		synctest.Wait()
+		select {
+		case r := <-out:
+			t.Fatalf("won again on the grants it gave back: %v", r)
+		default:
+		}
+		// The give-back landed; the next rounds take the key again.
+		for range 100 {
+			time.Sleep(MinDelay)
+			synctest.Wait()
+			for _, r := range f.take() {
+				answer(w, r, scripts.EnqueueSet, 0, "")
+			}
+			synctest.Wait()
+			select {
+			case r := <-out:
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				return
+			default:
+			}
+		}
+		t.Fatal("not won on the rounds that took the key after the give-back")
+	})
+}
