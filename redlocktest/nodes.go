@@ -1,6 +1,7 @@
 package redlocktest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -33,6 +34,11 @@ func New(t testing.TB, n int) *Nodes {
 		t.Cleanup(nd.close)
 		ns.nodes = append(ns.nodes, nd)
 		ns.pools = append(ns.pools, nd.pool)
+		// One connection, dialled now: a Client's first call does not pay
+		// the dial and handshake within its node timeout (the library's
+		// default, short for short TTLs), which a loaded -race run can
+		// outlast on every node at once.
+		_ = nd.client.Ping(context.Background()).Err()
 	}
 	return ns
 }
