@@ -13,6 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockgo/redlock/internal/redistest"
+	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -100,12 +102,34 @@ func BenchmarkUncontendedVsFloor(b *testing.B) {
 	b.Run("Lock-lean-floor", func(b *testing.B) {
 		vsFloor(b, false, func(c *redlock.Client) (*redlock.Lock, error) { return c.Lock(bg(), "ours", 10*time.Second) })
 	})
+	// The same over pool.New pools (a go-redis client of the caller's, as
+	// most users wire the library in): such a Pool tells no identity, so
+	// every script reads it (witnessed) and a plain acquisition runs
+	// acquire.lua, never a bare SET NX.
+	b.Run("TryLock-timed-floor-pool.New", func(b *testing.B) {
+		vsFloor(b, true, func(c *redlock.Client) (*redlock.Lock, error) { return c.TryLock(bg(), "ours", 10*time.Second) }, usersClients)
+	})
+}
+
+// usersClients makes pool.New pools over go-redis clients of the
+// caller's, with FromURL's settings for a lock.
+func usersClients(b *testing.B, servers []*redistest.Server) []pool.Pool {
+	pools := make([]pool.Pool, len(servers))
+	for i, s := range servers {
+		rc := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+		b.Cleanup(func() { _ = rc.Close() })
+		pools[i] = pool.New(rc)
+	}
+	return pools
 }
 
 // vsFloor is BenchmarkUncontendedVsFloor for one pair: lock against the
 // floor, timed or lean.
-func vsFloor(b *testing.B, timed bool, lock func(c *redlock.Client) (*redlock.Lock, error)) {
+func vsFloor(b *testing.B, timed bool, lock func(c *redlock.Client) (*redlock.Lock, error), over ...func(*testing.B, []*redistest.Server) []pool.Pool) {
 	servers, pools := realNodes(b, 5)
+	for _, o := range over {
+		pools = o(b, servers)
+	}
 	c, err := redlock.New(pools)
 	if err != nil {
 		b.Fatal(err)
