@@ -85,7 +85,7 @@ const DefaultQuarantine = DefaultMaxTTL + time.Duration(float64(DefaultMaxTTL)*D
 // So a cluster formed with redis-cli --cluster create whose masters
 // persist every write counts at once, and after their restarts too; a
 // promoted shard counts for nobody for d after it is first seen, which
-// with the default is a day. Keys of the cluster's other shards are not
+// with the default is about a minute. Keys of the cluster's other shards are not
 // affected. Not seen: a replica that never received the shard's marker (it
 // lagged from before the shard's first use, or from before a marker unread
 // for max(2d, 24h) expired), promoted, never seen promoted by any Client,

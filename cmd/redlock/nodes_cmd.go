@@ -49,7 +49,7 @@ Flags:
   --timeout D       how long to wait for each command to a node, at most 5s
                     (default 1s)
   --quarantine D    check: the quarantine the lock's clients use
-                    (redlock run --quarantine; default 24h14m24s)
+                    (redlock run --quarantine; default 1m0.602s)
 
 Exit codes:
   0    check: a majority of the nodes counts now; declare-fresh: every
