@@ -221,15 +221,17 @@ func leaseOutlives(t *testing.T, servers []*redistest.Server, key string, l *red
 	t.Helper()
 	for _, s := range servers {
 		c := s.Client(t)
-		// left is read before the node's TTL, which counts down from a
-		// later instant: TTL >= left means the key ends no earlier.
-		left := time.Until(l.Until())
+		// The node's TTL is read before left, which counts down from a
+		// later instant: TTL >= left means the key ends no earlier,
+		// however long the two reads are apart.
 		ttl, err := c.PTTL(bg(), key).Result()
 		require.NoError(t, err)
+		left := time.Until(l.Until())
 		assert.GreaterOrEqual(t, ttl, left, "the key's TTL on %s against the holder's validity", s.Addr())
 		if delay > 0 {
 			marker, err := c.PTTL(bg(), heldKey(key)).Result()
 			require.NoError(t, err)
+			left := time.Until(l.Until())
 			assert.GreaterOrEqual(t, marker, left+delay, "the holder marker's TTL on %s", s.Addr())
 		}
 	}
