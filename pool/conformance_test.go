@@ -25,9 +25,11 @@ func TestConformance(t *testing.T) {
 }
 
 // TestRestartOverUsersClients runs the restart case over Pools made by New
-// over go-redis clients of the caller's, which tell the lock nothing of
-// their servers (no pool.Identifier): the quarantine covers them all the
-// same. The second kind is a Pool the caller wrote around one.
+// over go-redis clients of the caller's: a client New's dial hook reads
+// from its first connection; one used before New, whose first connection
+// the hook never read (the lock reads the identity through its scripts
+// until the client settles); and a Pool the caller wrote around one, which
+// tells the lock nothing of its server (no pool.Identifier).
 func TestRestartOverUsersClients(t *testing.T) {
 	open := func(rawURL string, _ *tls.Config) (pool.Pool, error) {
 		opts, err := redis.ParseURL(rawURL)
@@ -35,9 +37,22 @@ func TestRestartOverUsersClients(t *testing.T) {
 			return nil, err
 		}
 		rc := redis.NewClient(opts)
-		return closing{pool.New(rc), rc}, nil
+		t.Cleanup(func() { _ = rc.Close() })
+		return pool.New(rc), nil
 	}
 	t.Run("New", func(t *testing.T) { conformance.RunRestart(t, open) })
+	t.Run("NewOverUsedClient", func(t *testing.T) {
+		conformance.RunRestart(t, func(rawURL string, _ *tls.Config) (pool.Pool, error) {
+			opts, err := redis.ParseURL(rawURL)
+			if err != nil {
+				return nil, err
+			}
+			rc := redis.NewClient(opts)
+			t.Cleanup(func() { _ = rc.Close() })
+			err = rc.Ping(t.Context()).Err() // a connection New's hook never sees
+			return pool.New(rc), err
+		})
+	})
 	t.Run("OwnPool", func(t *testing.T) {
 		conformance.RunRestart(t, func(rawURL string, cfg *tls.Config) (pool.Pool, error) {
 			p, err := open(rawURL, cfg)
@@ -48,14 +63,6 @@ func TestRestartOverUsersClients(t *testing.T) {
 
 // ownPool is a Pool a user wrote around another: Pool's methods only.
 type ownPool struct{ pool.Pool }
-
-// closing is New's Pool, closing on Close the client the test made for it.
-type closing struct {
-	pool.Pool
-	rc *redis.Client
-}
-
-func (c closing) Close() error { return c.rc.Close() }
 
 // TestYoungClusterMastersDoNotCountOverUsersClusterClient: a Pool made by
 // New over a *redis.ClusterClient of the caller's is judged by the shard

@@ -33,15 +33,36 @@ import (
 // client's type ("<nil *redis.Client>"), IsCluster reports false, and
 // Close, having nothing to release, returns nil.
 //
-// The Pool is not an Identifier: the connections are the caller's client's,
-// and the adapter does not see them open. The lock's restart quarantine
-// covers its node all the same (redlock.WithQuarantine): the lock's Client
-// reads the server's run in the same round trip as each of its scripts.
-// It cannot read CONFIG that way, so after a restart the node sits out the
-// quarantine even if it persists every write; FromURL reads it.
+// Over a *redis.Client, New adds a dial hook to client (once per client)
+// that reads the server's identity on each connection the client opens,
+// as FromURL does (ReadIdentity, one round trip before the client's own
+// handshake), and the Pool is an Identifier. The hook never fails a dial
+// the server answered. The Pool tells an identity only while every
+// connection that may answer was read: a client that had connections
+// before New tells once it opens one after its DialTimeout, and a client
+// whose connection could not be read (a credentials provider the hook
+// cannot call, a user refused INFO or scripts) stops telling. While the
+// Pool does not tell, and over any other client, the lock's Client reads
+// the server's run in the same round trip as each of its scripts (so the
+// restart quarantine covers the node all the same), which costs a little
+// on each call and cannot read CONFIG.
 func New(client redis.UniversalClient) Pool {
-	return newGoRedis(client, false)
+	g := newGoRedis(client, false)
+	if c, ok := g.client.(*redis.Client); ok {
+		return &identifiedGoRedis{goRedis: g, id: identityOf(c)}
+	}
+	return g
 }
+
+// identifiedGoRedis is New's Pool over a *redis.Client: it tells the
+// server's identity as the dial hook read it (dialIdentity).
+type identifiedGoRedis struct {
+	*goRedis
+	id *dialIdentity
+}
+
+// Identity implements Identifier.
+func (g *identifiedGoRedis) Identity() (Identity, bool) { return g.id.Identity() }
 
 func newGoRedis(client redis.UniversalClient, owned bool) *goRedis {
 	g := &goRedis{client: client, owned: owned}

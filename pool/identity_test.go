@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -78,13 +79,87 @@ func TestIdentityWithoutInfo(t *testing.T) {
 	assert.ErrorContains(t, id.Err, "INFO server")
 }
 
-func TestIdentityOfAdaptedClient(t *testing.T) {
+// TestNewReadsIdentityOnEachConnection: New over a *redis.Client of the
+// caller's that has not been used tells what FromURL's Pool tells, read by
+// a dial hook before the client's handshake; a restart's new run is known
+// before the first answer on it.
+func TestNewReadsIdentityOnEachConnection(t *testing.T) {
+	srv := redistest.Start(t, redistest.AOFAlways)
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rc.Close() })
+	p := pool.New(rc)
+	_, ok := p.(pool.Identifier).Identity()
+	require.False(t, ok, "nothing is known before the first connection")
+
+	id := identify(t, p)
+	assert.Len(t, id.RunID, 40)
+	assert.Equal(t, pool.PersistenceAlways, id.Persistence, "CONFIG is read, as FromURL reads it")
+	assert.True(t, id.FreshStart)
+	assert.Equal(t, id, identify(t, pool.New(rc)), "a client given twice carries one hook")
+
+	srv.Restart(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for rc.Ping(ctx).Err() != nil { // the old connection breaks; the next one is read
+		require.NoError(t, ctx.Err())
+	}
+	again, ok := p.(pool.Identifier).Identity()
+	require.True(t, ok)
+	assert.NotEqual(t, id.RunID, again.RunID, "a restart is a new run")
+	assert.Equal(t, "PONG", rc.Ping(ctx).Val(), "the caller's client works as before")
+}
+
+// TestNewOverAUsedClientTellsOnceSettled: a client that had connections
+// before New may have one dialled before the hook, so New tells nothing
+// until a connection read after the client's DialTimeout; until then the
+// lock reads the identity through its scripts.
+func TestNewOverAUsedClientTellsOnceSettled(t *testing.T) {
 	srv := redistest.Start(t, redistest.NoPersistence)
-	p := pool.New(srv.Client(t))
-	_, err := p.SetNX(context.Background(), "k", "v", time.Second)
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: 100 * time.Millisecond, PoolSize: 2})
+	t.Cleanup(func() { _ = rc.Close() })
+	ctx := context.Background()
+	require.NoError(t, rc.Ping(ctx).Err())
+	p := pool.New(rc)
+	before := rc.Conn() // holds the connection opened before New
+	require.NoError(t, before.Ping(ctx).Err())
+	_, err := p.SetNX(ctx, "k", "v", time.Second) // on a new connection, read by the hook
 	require.NoError(t, err)
-	_, ok := p.(pool.Identifier)
-	assert.False(t, ok, "New does not see the caller's connections open: it is no Identifier")
+	_, ok := p.(pool.Identifier).Identity()
+	require.False(t, ok, "read before the DialTimeout: a dial begun before New may still be under way")
+	require.NoError(t, before.Close())
+
+	time.Sleep(150 * time.Millisecond) // past the DialTimeout: every dial begun before New has ended
+	_, ok = p.(pool.Identifier).Identity()
+	require.False(t, ok, "no connection was read since")
+	require.NoError(t, srv.Client(t).ClientKillByFilter(ctx, "TYPE", "normal").Err())
+	for rc.Ping(ctx).Err() != nil { // the pool redials, through the hook
+	}
+	id, ok := p.(pool.Identifier).Identity()
+	require.True(t, ok, "a connection read after the DialTimeout settles it")
+	assert.Len(t, id.RunID, 40)
+}
+
+// TestNewNeverFailsTheCallersClient: a connection the hook cannot read (a
+// user whose ACL now refuses scripts: the probes are refused) still goes
+// to the caller's client, whose commands keep working; New tells nothing
+// from then on, so the lock reads through its scripts, which the server
+// refuses to that user.
+func TestNewNeverFailsTheCallersClient(t *testing.T) {
+	srv := redistest.Start(t, redistest.NoPersistence)
+	ctx := context.Background()
+	admin := srv.Client(t)
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all").Err())
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "app", Password: "pw"})
+	t.Cleanup(func() { _ = rc.Close() })
+	p := pool.New(rc)
+	identify(t, p)
+
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "app", "-eval", "-evalsha").Err())
+	require.NoError(t, admin.ClientKillByFilter(ctx, "USER", "app").Err())
+	require.NoError(t, rc.Set(ctx, "k", "v", time.Minute).Err())
+	assert.Equal(t, "v", rc.Get(ctx, "k").Val())
+	_, ok := p.(pool.Identifier).Identity()
+	assert.False(t, ok, "a connection whose identity was not read makes New tell nothing")
 }
 
 func TestFreshStartKeyAgreesWithRedistest(t *testing.T) {

@@ -62,7 +62,7 @@ func ReadIdentity(conn io.ReadWriter, user, password string, db int) (Identity, 
 		b = appendCommand(b, c)
 	}
 	if _, err := conn.Write(b); err != nil {
-		return Identity{}, fmt.Errorf("pool: reading the server's identity: %w", err)
+		return Identity{}, unread{fmt.Errorf("pool: reading the server's identity: %w", err)}
 	}
 	vals := make([]any, len(cmds))
 	errs := make([]error, len(cmds))
@@ -71,7 +71,7 @@ func ReadIdentity(conn io.ReadWriter, user, password string, db int) (Identity, 
 		vals[i], errs[i] = r.value()
 		var er errorReply
 		if errs[i] != nil && !errors.As(errs[i], &er) {
-			return Identity{}, fmt.Errorf("pool: reading the server's identity: %w", errs[i])
+			return Identity{}, unread{fmt.Errorf("pool: reading the server's identity: %w", errs[i])}
 		}
 	}
 	now := time.Now()
@@ -94,6 +94,13 @@ func ReadIdentity(conn io.ReadWriter, user, password string, db int) (Identity, 
 	rep.fresh, rep.freshErr = text(v[4], e[4])
 	return rep.identity(now), nil
 }
+
+// unread is an error of ReadIdentity's that left replies unread on its
+// connection (a network error, a malformed reply): the connection is lost.
+// Any other error came after every reply was read.
+type unread struct{ error }
+
+func (u unread) Unwrap() error { return u.error }
 
 // text is a string reply, or the error answered instead.
 func text(v any, err error) (string, error) {

@@ -42,9 +42,9 @@ const DefaultQuarantine = DefaultMaxTTL + time.Duration(float64(DefaultMaxTTL)*D
 //
 // The check applies to every standalone node, whatever its Pool. A Pool
 // that tells its server's identity (pool.Identifier: pool.FromURL,
-// pool.FromURLs, rueidispool.FromURL) is judged on what it learned at its
-// latest connection; any other (pool.New or rueidispool.New over a client
-// of yours, a Pool you wrote) is called through scripts that read the
+// pool.FromURLs, rueidispool.FromURL, pool.New over a *redis.Client) is
+// judged on what it learned at its latest connection; any other, or one
+// that does not tell it now, is called through scripts that read the
 // server's run, uptime and fresh-start declaration in the same round trip
 // as the vote, so that every answer arrives with the run that gave it.
 // Scripts cannot read CONFIG: such a node is taken not to persist every

@@ -80,8 +80,8 @@ type Set struct {
 // New builds the Set of pools: each node's naming from whether its Pool is
 // a Redis Cluster (pool.Cluster), and its health checks from cfg. Every
 // standalone node tells its server's identity: through its Pool
-// (pool.Identifier) or, for a Pool that tells none, through every script
-// of the Set's, which reads it in the same round trip (witness.go). An
+// (pool.Identifier) while it tells it or, when it does not, through every
+// script of the Set's, which reads it in the same round trip (witness.go). An
 // identified node gets the same-server check, and the restart quarantine
 // when it is on; a Redis Cluster node under the quarantine gets the shard
 // check. It does no I/O; StartClocks starts the clock readings.
@@ -111,8 +111,8 @@ func New(pools []pool.Pool, cfg Config) *Set {
 		}
 		s.sameAs[i] = slices.Index(s.names, s.names[i])
 		idr, ok := p.(pool.Identifier)
-		if !ok && s.names[i] == Names(Standalone{}) {
-			w := newWitnessed(p) // every call tells the run that answered
+		if s.names[i] == Names(Standalone{}) {
+			w := newWitnessed(p) // every answer comes with the run that gave it
 			s.pools[i], idr, ok = w, w, true
 		}
 		if ok {

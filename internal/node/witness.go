@@ -11,21 +11,25 @@ import (
 	"github.com/redlockgo/redlock/pool"
 )
 
-// witnessed is the Pool a Set calls a standalone node through when the
-// node's own Pool does not tell its server's identity (no pool.Identifier:
-// pool.New over a client of the caller's, rueidispool.New, a Pool the
-// caller wrote). Every script runs with an epilogue that reads, in the
-// same round trip and atomically with the script, the server's run, its
-// uptime and the fresh-start declaration; SetNX runs as such a script. So
-// the restart quarantine sees, by the time any answer arrives, the run that
-// gave it, whatever the Pool: the guarantee does not depend on the adapter.
+// witnessed is the Pool a Set calls a standalone node through. While the
+// node's own Pool tells its server's identity (pool.Identifier: FromURL,
+// New over a *redis.Client once its dial hook has read every connection),
+// calls go to it as they are, and an answer that arrives once it no longer
+// tells is refused. Otherwise (pool.New over other clients, rueidispool.New,
+// a Pool the caller wrote, an Identifier before its first connection)
+// every script runs with an epilogue that reads, in the same round trip
+// and atomically with the script, the server's run, its uptime and the
+// fresh-start declaration; SetNX runs as such a script. So the restart
+// quarantine sees, by the time any answer arrives, the run that gave it,
+// whatever the Pool: the guarantee does not depend on the adapter.
 //
 // What a script cannot read stays unknown: CONFIG (scripts may not call
-// it), so such a node is judged as one that does not persist every write,
-// and its maxmemory-policy is not warned about.
+// it), so a node known only by scripts is judged as one that does not
+// persist every write, and its maxmemory-policy is not warned about.
 type witnessed struct {
 	pool.Pool
-	scripts sync.Map // *pool.Script -> *pool.Script, its witnessed form
+	own     pool.Identifier // the Pool's own, nil when it tells none
+	scripts sync.Map        // *pool.Script -> *pool.Script, its witnessed form
 
 	mu  sync.Mutex
 	id  pool.Identity
@@ -56,8 +60,24 @@ return {redlock_run, redlock_up, redlock_fresh, redlock_reply}
 var witnessSetNX = pool.NewScript(`return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])`)
 
 // newWitnessed returns p, called through scripts that tell its server's
-// identity.
-func newWitnessed(p pool.Pool) *witnessed { return &witnessed{Pool: p} }
+// identity whenever p does not tell it.
+func newWitnessed(p pool.Pool) *witnessed {
+	own, _ := p.(pool.Identifier)
+	return &witnessed{Pool: p, own: own}
+}
+
+// errUntold is the error of a call whose answer arrived once the node's
+// Pool no longer told the identity of the run that gave it.
+var errUntold = errors.New("node: the Pool stopped telling its server's identity during the call")
+
+// told reports whether the node's Pool tells its server's identity now.
+func (w *witnessed) told() bool {
+	if w.own == nil {
+		return false
+	}
+	_, ok := w.own.Identity()
+	return ok
+}
 
 // witness returns the witnessed form of s, made once.
 func (w *witnessed) witness(s *pool.Script) *pool.Script {
@@ -71,6 +91,13 @@ func (w *witnessed) witness(s *pool.Script) *pool.Script {
 // Eval runs script and returns its reply, having learned the identity of
 // the run that answered.
 func (w *witnessed) Eval(ctx context.Context, script *pool.Script, keys []string, args ...any) (any, error) {
+	if w.told() {
+		v, err := w.Pool.Eval(ctx, script, keys, args...)
+		if err == nil && !w.told() {
+			return nil, errUntold
+		}
+		return v, err
+	}
 	v, err := w.Pool.Eval(ctx, w.witness(script), keys, args...)
 	if err != nil {
 		return nil, err
@@ -78,8 +105,15 @@ func (w *witnessed) Eval(ctx context.Context, script *pool.Script, keys []string
 	return w.learn(v, time.Now())
 }
 
-// SetNX runs SET NX PX as a witnessed script.
+// SetNX runs SET NX PX, as a witnessed script unless the Pool tells.
 func (w *witnessed) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if w.told() {
+		ok, err := w.Pool.SetNX(ctx, key, value, ttl)
+		if err == nil && !w.told() {
+			return false, errUntold
+		}
+		return ok, err
+	}
 	if ttl <= 0 {
 		return false, fmt.Errorf("node: SetNX needs a positive ttl, got %v", ttl)
 	}
@@ -146,9 +180,14 @@ func (w *witnessed) keep(id pool.Identity) {
 	w.id, w.set = id, true
 }
 
-// Identity implements pool.Identifier: what the latest answer, of the
-// newest run that answered, told.
+// Identity implements pool.Identifier: what the Pool tells, or else what
+// the latest witnessed answer, of the newest run that answered, told.
 func (w *witnessed) Identity() (pool.Identity, bool) {
+	if w.own != nil {
+		if id, ok := w.own.Identity(); ok {
+			return id, true
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.id, w.set
