@@ -103,9 +103,8 @@ func BenchmarkUncontendedVsFloor(b *testing.B) {
 		vsFloor(b, false, func(c *redlock.Client) (*redlock.Lock, error) { return c.Lock(bg(), "ours", 10*time.Second) })
 	})
 	// The same over pool.New pools (a go-redis client of the caller's, as
-	// most users wire the library in): such a Pool tells no identity, so
-	// every script reads it (witnessed) and a plain acquisition runs
-	// acquire.lua, never a bare SET NX.
+	// most users wire the library in): its dial hook reads each
+	// connection's identity, so calls go as they are, as over FromURL.
 	b.Run("TryLock-timed-floor-pool.New", func(b *testing.B) {
 		vsFloor(b, true, func(c *redlock.Client) (*redlock.Lock, error) { return c.TryLock(bg(), "ours", 10*time.Second) }, usersClients)
 	})

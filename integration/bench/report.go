@@ -301,6 +301,7 @@ func (r *Results) targets() []target {
 		a, _ := d.Series[Ours].allocsPerOp()
 		b, _ := d.Series[Redsync].allocsPerOp()
 		add("allocations per lock+unlock ≤ 0.5x redsync", ratio(a, b), 0.5, false)
+		add("uncontended p50 over pool.New (no proxy) ≤ 1.10x floor", ratio(q(d, Ours, .5), q(d, Floor, .5)), 1.10, false)
 	}
 	for _, l := range r.Latency {
 		switch {
