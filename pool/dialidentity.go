@@ -108,8 +108,12 @@ func (d *dialIdentity) DialHook(next redis.DialHook) redis.DialHook {
 		_ = conn.SetDeadline(time.Time{})
 		var u unread
 		if errors.As(err, &u) {
+			// Replies are left unread: the connection is lost. Its first
+			// use fails the client's handshake with err, as it would have
+			// failed without the hook (a failed dial would make go-redis
+			// back off from dialling).
 			_ = conn.Close()
-			return nil, err
+			return lostConn{conn, err}, nil
 		}
 		d.learn(id, err == nil)
 		return conn, nil
@@ -153,3 +157,13 @@ func (d *dialIdentity) learn(id Identity, ok bool) {
 		d.settled = true
 	}
 }
+
+// lostConn is a connection the identity read lost: closed, it fails every
+// read and write with the error that lost it.
+type lostConn struct {
+	net.Conn
+	err error
+}
+
+func (c lostConn) Read([]byte) (int, error)  { return 0, c.err }
+func (c lostConn) Write([]byte) (int, error) { return 0, c.err }

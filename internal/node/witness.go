@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlockgo/redlock/internal/keyspace"
@@ -29,6 +30,7 @@ import (
 type witnessed struct {
 	pool.Pool
 	own     pool.Identifier // the Pool's own, nil when it tells none
+	pinged  atomic.Bool     // bare sent its one PING
 	scripts sync.Map        // *pool.Script -> *pool.Script, its witnessed form
 
 	mu  sync.Mutex
@@ -79,6 +81,24 @@ func (w *witnessed) told() bool {
 	return ok
 }
 
+// bare reports whether to call the Pool as it is: it tells its server's
+// identity now or, the first time it is asked, once a PING has made it
+// connect (an Identifier learns the identity with its first connection).
+func (w *witnessed) bare(ctx context.Context) bool {
+	if w.own == nil {
+		return false
+	}
+	if w.told() {
+		return true
+	}
+	cmd, ok := w.Pool.(pool.Commander)
+	if !ok || w.pinged.Swap(true) {
+		return false
+	}
+	_, _ = cmd.Do(ctx, "PING")
+	return w.told()
+}
+
 // witness returns the witnessed form of s, made once.
 func (w *witnessed) witness(s *pool.Script) *pool.Script {
 	if v, ok := w.scripts.Load(s); ok {
@@ -91,7 +111,7 @@ func (w *witnessed) witness(s *pool.Script) *pool.Script {
 // Eval runs script and returns its reply, having learned the identity of
 // the run that answered.
 func (w *witnessed) Eval(ctx context.Context, script *pool.Script, keys []string, args ...any) (any, error) {
-	if w.told() {
+	if w.bare(ctx) {
 		v, err := w.Pool.Eval(ctx, script, keys, args...)
 		if err == nil && !w.told() {
 			return nil, errUntold
@@ -107,7 +127,7 @@ func (w *witnessed) Eval(ctx context.Context, script *pool.Script, keys []string
 
 // SetNX runs SET NX PX, as a witnessed script unless the Pool tells.
 func (w *witnessed) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if w.told() {
+	if w.bare(ctx) {
 		ok, err := w.Pool.SetNX(ctx, key, value, ttl)
 		if err == nil && !w.told() {
 			return false, errUntold
