@@ -168,7 +168,7 @@ func TestValidityBoundary(t *testing.T) {
 					}
 				})
 			}
-			c := newClient(t, fn.pools, redlock.WithClock(clk))
+			c := newClient(t, fn.pools, redlock.WithTimeSource(clk))
 			start := clk.Now()
 			l, err := c.TryLock(bg(), "k", ttl)
 			c.WaitIdle()
@@ -213,7 +213,7 @@ func TestContextEndsLock(t *testing.T) {
 func TestLockRetriesUntilReleased(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
-	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	c := newClient(t, fn.pools, redlock.WithTimeSource(clk))
 	held, err := c.TryLock(bg(), "k", time.Minute)
 	require.NoError(t, err)
 

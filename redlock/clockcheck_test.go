@@ -45,7 +45,7 @@ func TestClockCheckWithTheFakeClock(t *testing.T) {
 		pools[i] = &fakeTimePool{Pool: p, clk: clk, start: clk.Now(), rate: rates[i]}
 	}
 	rec := &recorder{}
-	c := newClient(t, pools, redlock.WithClock(clk), redlock.WithClockCheck(time.Second),
+	c := newClient(t, pools, redlock.WithTimeSource(clk), redlock.WithClockCheck(time.Second),
 		redlock.WithQuarantine(time.Minute), redlock.WithObserver(rec))
 	for range 3 {
 		<-clk.BlockUntil(1) // the check sleeps

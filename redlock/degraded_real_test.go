@@ -139,7 +139,7 @@ func TestDegradedWarningIsRateLimited(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
 	logs := &logCapture{}
-	c := newClient(t, fn.pools, redlock.WithClock(clk), redlock.WithQuarantine(0), redlock.WithLogger(slog.New(logs)))
+	c := newClient(t, fn.pools, redlock.WithTimeSource(clk), redlock.WithQuarantine(0), redlock.WithLogger(slog.New(logs)))
 	down := errors.New("connection refused")
 	flap := func() {
 		fn.faults[1].Fail(down)

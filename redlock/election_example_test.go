@@ -58,7 +58,7 @@ func ExampleClient_Campaign() {
 
 // Observe follows an election: the current leader, each change, and the
 // zero Leader when nobody leads.
-func ExampleClient_Observe() {
+func ExampleClient_ObserveLeader() {
 	c, stop := exampleClient()
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -70,7 +70,7 @@ func ExampleClient_Observe() {
 	}
 	watch, stopWatching := context.WithCancel(ctx)
 	defer stopWatching() // closes the channel
-	leaders := c.Observe(watch, "indexer")
+	leaders := c.ObserveLeader(watch, "indexer")
 	fmt.Println("leader:", (<-leaders).Value)
 
 	if err := l.Proclaim(ctx, "worker-1 (draining)"); err != nil {

@@ -118,11 +118,3 @@ func (o *observer) send(ctx context.Context, ld Leader, leading bool) bool {
 	o.leading = leading
 	return true
 }
-
-// Observe is ObserveLeader.
-//
-// Deprecated: use ObserveLeader; Observe reads like Observer and
-// WithObserver, which are the Client's telemetry.
-func (c *Client) Observe(ctx context.Context, election string) <-chan Leader {
-	return c.ObserveLeader(ctx, election)
-}

@@ -365,7 +365,7 @@ func TestRealObserve(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(bg())
 	defer cancel()
-	ch := b.Observe(ctx, "e8")
+	ch := b.ObserveLeader(ctx, "e8")
 	ld := next(t, ch, change)
 	assert.Equal(t, "a1", ld.Value, "the current leader, at once")
 	assert.Equal(t, la.Term(), ld.Term)
@@ -409,11 +409,11 @@ func TestRealObserveStopsOnClose(t *testing.T) {
 	_, pools := realNodes(t, 5)
 	c, err := redlock.New(pools)
 	require.NoError(t, err)
-	ch := c.Observe(bg(), "e9")
+	ch := c.ObserveLeader(bg(), "e9")
 	require.NoError(t, c.Close())
 	_, ok := <-ch
 	assert.False(t, ok, "Close ends Observe")
-	_, ok = <-c.Observe(bg(), "e9")
+	_, ok = <-c.ObserveLeader(bg(), "e9")
 	assert.False(t, ok, "Observe after Close is closed at once")
 }
 
@@ -437,7 +437,7 @@ func TestRealObserveWithTwoNodesSilent(t *testing.T) {
 	b := newClient(t, pools, redlock.WithNodeTimeout(250*time.Millisecond))
 	ctx, cancel := context.WithCancel(bg())
 	defer cancel()
-	ch := b.Observe(ctx, "e-silent")
+	ch := b.ObserveLeader(ctx, "e-silent")
 
 	la, err := a.Campaign(bg(), "e-silent", "a1", 5*time.Second)
 	require.NoError(t, err)

@@ -51,7 +51,7 @@ func TestCampaignRejectsBadInput(t *testing.T) {
 	require.ErrorContains(t, err, "empty election name")
 	_, err = c.Leader(nilCtx, "e")
 	require.ErrorContains(t, err, "nil context")
-	for _, ch := range []<-chan redlock.Leader{c.Observe(bg(), ""), c.Observe(nilCtx, "e")} {
+	for _, ch := range []<-chan redlock.Leader{c.ObserveLeader(bg(), ""), c.ObserveLeader(nilCtx, "e")} {
 		_, ok := <-ch
 		assert.False(t, ok, "Observe with bad input returns a closed channel")
 	}
@@ -63,7 +63,7 @@ func TestElectionNilReceivers(t *testing.T) {
 	require.ErrorContains(t, err, "nil client")
 	_, err = c.Leader(bg(), "e")
 	require.ErrorContains(t, err, "nil client")
-	_, ok := <-c.Observe(bg(), "e")
+	_, ok := <-c.ObserveLeader(bg(), "e")
 	assert.False(t, ok)
 
 	var ls *redlock.Leadership

@@ -44,7 +44,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 			"node timeout 5.001s is above NodeTimeoutLimit (5s), the longest a counted vote may take, which a restarted node's return waits out (docs/safety.md): use at most 5s"},
 		{"negative drift", fn.pools, []redlock.Option{redlock.WithDriftFactor(-1)}, "drift factor"},
 		{"NaN drift", fn.pools, []redlock.Option{redlock.WithDriftFactor(math.NaN())}, "drift factor"},
-		{"nil clock", fn.pools, []redlock.Option{redlock.WithClock(nil)}, "nil clock"},
+		{"nil clock", fn.pools, []redlock.Option{redlock.WithTimeSource(nil)}, "nil clock"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := redlock.New(tc.pools, tc.opts...)

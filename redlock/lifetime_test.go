@@ -94,7 +94,7 @@ func waitHolders(t *testing.T, fn *fakeNodes, l *redlock.Lock, n int) {
 func TestAutoExtendSchedule(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
-	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	c := newClient(t, fn.pools, redlock.WithTimeSource(clk))
 	l, err := c.TryLock(bg(), "k", keptTTL, redlock.WithAutoExtend(time.Second))
 	require.NoError(t, err)
 	waitHolders(t, fn, l, 3)
@@ -131,7 +131,7 @@ func TestAutoExtendSchedule(t *testing.T) {
 func TestAutoExtendLossWhenAnotherOwnerTakesOver(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
-	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	c := newClient(t, fn.pools, redlock.WithTimeSource(clk))
 	l, err := c.TryLock(bg(), "k", keptTTL, redlock.WithAutoExtend(0))
 	require.NoError(t, err)
 	waitHolders(t, fn, l, 3) // stragglers landed; none can overwrite the intruder
@@ -152,7 +152,7 @@ func TestAutoExtendLossWhenAnotherOwnerTakesOver(t *testing.T) {
 func TestAutoExtendLossWhenNodesStopAnswering(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
-	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	c := newClient(t, fn.pools, redlock.WithTimeSource(clk))
 	l, err := c.TryLock(bg(), "k", keptTTL, redlock.WithAutoExtend(0))
 	require.NoError(t, err)
 	waitHolders(t, fn, l, 3)
@@ -171,7 +171,7 @@ func TestAutoExtendLossWhenNodesStopAnswering(t *testing.T) {
 func TestAutoExtendStarvedKeeperReportsLossOnWake(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
-	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	c := newClient(t, fn.pools, redlock.WithTimeSource(clk))
 	l, err := c.TryLock(bg(), "k", keptTTL, redlock.WithAutoExtend(0))
 	require.NoError(t, err)
 	<-clk.BlockUntil(1)
@@ -279,7 +279,7 @@ func doUntilLost(t *testing.T, work func(ctx context.Context) error) (*fakeNodes
 	t.Helper()
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
-	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	c := newClient(t, fn.pools, redlock.WithTimeSource(clk))
 	started, returned := make(chan struct{}), make(chan struct{})
 	driver := make(chan struct{})
 	go func() { // the clock's driver, stopped when Do returns

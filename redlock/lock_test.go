@@ -15,7 +15,7 @@ import (
 func TestExtend(t *testing.T) {
 	fn := newFakeNodes(t, 5)
 	clk := fakeClock()
-	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	c := newClient(t, fn.pools, redlock.WithTimeSource(clk))
 	l, err := c.TryLock(bg(), "k", time.Second)
 	require.NoError(t, err)
 
@@ -52,10 +52,10 @@ func TestExtendNeverRecreatesExpiredKey(t *testing.T) {
 	assert.Zero(t, fn.present("k"))
 }
 
-func TestExtendWithHealRecreatesMinorityOnly(t *testing.T) {
+func TestExtendWithRepairRecreatesMinorityOnly(t *testing.T) {
 	fn := newFakeNodes(t, 5)
 	c := newClient(t, fn.pools)
-	l, err := c.TryLock(bg(), "k", time.Minute, redlock.WithHeal())
+	l, err := c.TryLock(bg(), "k", time.Minute, redlock.WithRepairOnExtend())
 	require.NoError(t, err)
 	c.WaitIdle()
 	fn.servers[0].Del("k") // node 0 restarted without persistence
@@ -74,7 +74,7 @@ func TestExtendWithHealRecreatesMinorityOnly(t *testing.T) {
 func TestExtendUnreachableMajority(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
-	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	c := newClient(t, fn.pools, redlock.WithTimeSource(clk))
 	l, err := c.TryLock(bg(), "k", time.Minute)
 	require.NoError(t, err)
 	until := l.Until()
@@ -89,7 +89,7 @@ func TestExtendUnreachableMajority(t *testing.T) {
 func TestExtendShorterTTLFailureMovesUntilEarlier(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
-	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	c := newClient(t, fn.pools, redlock.WithTimeSource(clk))
 	l, err := c.TryLock(bg(), "k", time.Minute)
 	require.NoError(t, err)
 	fn.faults[0].Fail(errDown)

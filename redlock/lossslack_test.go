@@ -21,7 +21,7 @@ func TestLossDeclaredByTheMarginWhenTimersFireLate(t *testing.T) {
 	const ttl = 200 * time.Millisecond // node timeout 10ms, margin 20ms
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
-	c, err := redlock.New(fn.pools, redlock.WithClock(clk))
+	c, err := redlock.New(fn.pools, redlock.WithTimeSource(clk))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	l := tryLockUntilObtained(t, c, ttl, redlock.WithAutoExtend(0))

@@ -184,7 +184,7 @@ func newPatientClient(t testing.TB, pools []pool.Pool, opts ...redlock.Option) *
 // (a keeper's schedule and loss margin follow the node timeout).
 func newFakeTimeClient(t testing.TB, pools []pool.Pool, clk *clock.Fake, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
-	return newClient(t, pools, append([]redlock.Option{redlock.WithClock(clk), redlock.WithNodeTimeout(redlock.NodeTimeoutLimit)}, opts...)...)
+	return newClient(t, pools, append([]redlock.Option{redlock.WithTimeSource(clk), redlock.WithNodeTimeout(redlock.NodeTimeoutLimit)}, opts...)...)
 }
 
 // fakeClock returns a fake clock at a fixed instant.

@@ -51,7 +51,7 @@ func TestLossDeclaredBeforeUntilWhenNodesHang(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fn := newFakeNodes(t, 3)
 			clk := fakeClock()
-			opts := []redlock.Option{redlock.WithClock(clk)}
+			opts := []redlock.Option{redlock.WithTimeSource(clk)}
 			nt := min(tc.ttl/20, redlock.MaxNodeTimeout)
 			if tc.nodeTimeout > 0 {
 				nt = tc.nodeTimeout
@@ -135,7 +135,7 @@ func TestAutoExtendCutsTheLastExtensionAtTheLossPoint(t *testing.T) {
 	rec := &deadlineRecorder{Pool: fn.pools[0]}
 	rec1 := &deadlineRecorder{Pool: fn.pools[1]}
 	clk := fakeClock()
-	c := newClient(t, []pool.Pool{rec, rec1, fn.pools[2]}, redlock.WithClock(clk)) // node timeout 1s
+	c := newClient(t, []pool.Pool{rec, rec1, fn.pools[2]}, redlock.WithTimeSource(clk)) // node timeout 1s
 	l, err := c.TryLock(bg(), "k", keptTTL, redlock.WithAutoExtend(0))
 	require.NoError(t, err)
 	waitHolders(t, fn, l, 3)
@@ -167,7 +167,7 @@ func TestAutoExtendRefusesTTLTooShortForTheMargin(t *testing.T) {
 			// release may not get through on a loaded machine.
 			fn := newFakeNodes(t, 3)
 			// A fake clock, so that a lock obtained is not kept alive meanwhile.
-			opts := []redlock.Option{redlock.WithClock(clock.NewFake(time.Now()))}
+			opts := []redlock.Option{redlock.WithTimeSource(clock.NewFake(time.Now()))}
 			if tc.nodeTimeout > 0 {
 				opts = append(opts, redlock.WithNodeTimeout(tc.nodeTimeout))
 			}

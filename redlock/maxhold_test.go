@@ -19,7 +19,7 @@ func TestMaxHoldStopsTheKeeperAtTheCap(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
 	rec := &recorder{}
-	c := newClient(t, fn.pools, redlock.WithClock(clk), redlock.WithObserver(rec)) // node timeout 1s: margin 2s
+	c := newClient(t, fn.pools, redlock.WithTimeSource(clk), redlock.WithObserver(rec)) // node timeout 1s: margin 2s
 	t0 := clk.Now()
 	l, err := c.TryLock(bg(), "k", keptTTL, redlock.WithAutoExtend(0), redlock.WithMaxHold(maxHold))
 	require.NoError(t, err)
@@ -71,7 +71,7 @@ func TestMaxHoldStopsTheKeeperAtTheCap(t *testing.T) {
 func TestMaxHoldEndsDo(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
-	c := newClient(t, fn.pools, redlock.WithClock(clk))
+	c := newClient(t, fn.pools, redlock.WithTimeSource(clk))
 	started := make(chan struct{})
 	var cause error
 	done := make(chan error, 1)

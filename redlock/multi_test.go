@@ -190,7 +190,7 @@ func TestShutdownReleasesMultiLocks(t *testing.T) {
 func TestMultiLockHealsAnEmptiedNode(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	c := newClient(t, fn.pools)
-	l, err := c.TryLockAll(bg(), []string{"h1", "h2"}, time.Minute, redlock.WithHeal())
+	l, err := c.TryLockAll(bg(), []string{"h1", "h2"}, time.Minute, redlock.WithRepairOnExtend())
 	require.NoError(t, err)
 	c.WaitIdle()
 	fn.servers[0].FlushAll() // a node restarted without its data

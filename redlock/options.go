@@ -167,12 +167,7 @@ func WithRetry(s RetryStrategy) LockOption {
 // repair happens only after a majority confirmed the extension within
 // validity; repaired nodes never count toward that majority, and SET NX
 // never overwrites another owner.
-func WithRepairOnExtend() LockOption { return WithHeal() }
-
-// WithHeal is WithRepairOnExtend.
-//
-// Deprecated: use WithRepairOnExtend, whose name says what it repairs.
-func WithHeal() LockOption {
+func WithRepairOnExtend() LockOption {
 	return func(c *lockConfig) { c.heal = true }
 }
 
@@ -195,13 +190,7 @@ func WithFairness() LockOption {
 // measures validity and schedules retries, extensions and waits, such as a
 // *clock.Fake the test advances by hand. The default, clock.Real, is the
 // one to run with. (The nodes' clocks are WithClockCheck's.)
-func WithTimeSource(clk clock.Clock) Option { return WithClock(clk) }
-
-// WithClock is WithTimeSource.
-//
-// Deprecated: use WithTimeSource; WithClock reads too much like
-// WithClockCheck, which checks the nodes' clocks.
-func WithClock(clk clock.Clock) Option {
+func WithTimeSource(clk clock.Clock) Option {
 	return func(c *config) {
 		if clk == nil {
 			c.fail("nil clock")

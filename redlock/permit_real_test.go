@@ -253,9 +253,9 @@ func TestRealReaderAndPermitHealAndShutdown(t *testing.T) {
 	parallel(t)
 	servers, pools := realNodes(t, 5)
 	c := newClient(t, pools)
-	r, err := c.TryRLock(bg(), "doc", 10*time.Second, redlock.WithHeal())
+	r, err := c.TryRLock(bg(), "doc", 10*time.Second, redlock.WithRepairOnExtend())
 	require.NoError(t, err)
-	p, err := c.TryAcquirePermit(bg(), "sem", 3, 10*time.Second, redlock.WithHeal())
+	p, err := c.TryAcquirePermit(bg(), "sem", 3, 10*time.Second, redlock.WithRepairOnExtend())
 	require.NoError(t, err)
 	c.WaitIdle()
 	require.NoError(t, servers[0].Client(t).FlushAll(bg()).Err()) // node 0 restarted empty

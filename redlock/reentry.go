@@ -37,7 +37,7 @@ import "errors"
 //
 // The owner's Lock and TryLock do not join the key's queue of waiters:
 // they retry on the WithRetry schedule and are woken by an Unlock that
-// frees the key, as LockAll is; WithFairness and WithHeal cannot be
+// frees the key, as LockAll is; WithFairness and WithRepairOnExtend cannot be
 // combined with WithOwner (an error). The last hold's Unlock releases the
 // key as a plain Unlock does: it hands it to the first queued waiter, or
 // wakes the watchers. Status reports the owner's value as the Token.

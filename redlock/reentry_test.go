@@ -30,9 +30,9 @@ func TestOwnerRefusedCombinations(t *testing.T) {
 			return err
 		}, "redlock: WithFairness cannot be combined with WithOwner"},
 		{"heal", func() error {
-			_, err := c.TryLock(bg(), "k", time.Second, job, redlock.WithHeal())
+			_, err := c.TryLock(bg(), "k", time.Second, job, redlock.WithRepairOnExtend())
 			return err
-		}, "redlock: WithHeal cannot be combined with WithOwner"},
+		}, "redlock: WithRepairOnExtend cannot be combined with WithOwner"},
 		{"reader", func() error {
 			_, err := c.TryRLock(bg(), "k", time.Second, job)
 			return err

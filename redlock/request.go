@@ -147,7 +147,7 @@ func (c *Client) chooseExclusive(p *plan, delay bool) error {
 		case lc.fair:
 			return errors.New("redlock: WithFairness cannot be combined with WithOwner")
 		case lc.heal:
-			return errors.New("redlock: WithHeal cannot be combined with WithOwner")
+			return errors.New("redlock: WithRepairOnExtend cannot be combined with WithOwner")
 		}
 		p.kind, p.how = lease.NewOwned(p.key, lc.owner, lc.fencing), tryOnce
 		if p.wait {

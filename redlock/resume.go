@@ -13,7 +13,7 @@ import (
 // and it returns a Lock, valid from the start of the call for ttl less the
 // drift allowance, only when a majority did. Where key is gone or holds
 // another token nothing is written, so Resume never creates a hold that was
-// not there; WithHeal may then set the key again on the nodes that lost it,
+// not there; WithRepairOnExtend may then set the key again on the nodes that lost it,
 // as Extend does, once the majority confirmed. With WithFencing the resumed
 // Lock gets a new fence, greater than the hold's own and every earlier one
 // (the two phases of a fenced acquisition, on the nodes that hold the

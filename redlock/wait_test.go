@@ -80,7 +80,7 @@ func TestLostMessageIsCoveredByTheNextRound(t *testing.T) {
 	fn := newFakeNodes(t, 3)
 	clk := fakeClock()
 	holder := newClient(t, fn.pools)
-	waiter := newClient(t, fn.pools, redlock.WithClock(clk))
+	waiter := newClient(t, fn.pools, redlock.WithTimeSource(clk))
 	for _, f := range fn.faults {
 		f.Mute(true) // every grant message is lost
 	}

@@ -291,7 +291,7 @@ func TestValidityUsedUp(t *testing.T) {
 	for i, p := range pools {
 		slow[i] = slowPool{Pool: p, clk: clk}
 	}
-	c := newClient(t, slow, redlock.WithObserver(h), redlock.WithClock(clk))
+	c := newClient(t, slow, redlock.WithObserver(h), redlock.WithTimeSource(clk))
 	_, err := c.TryLock(bg(), "res", time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	assert.Equal(t, int64(1), h.count(t, "redlock.lock.failures", event("not_obtained"), reason("validity")))

@@ -71,14 +71,14 @@ func TestFencingAcrossRestart(t *testing.T) {
 
 // TestClockCheckAndHeal runs the Client's background work on the kit's
 // nodes in a bubble: the clock check (TIME on every node) counts them all,
-// and WithHeal puts a lock back on a node that came back.
+// and WithRepairOnExtend puts a lock back on a node that came back.
 func TestClockCheckAndHeal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		nodes := redlocktest.New(t, 3)
 		c := nodes.Client(redlock.WithClockCheck(time.Second))
 		nodes.Stop(0)
-		l, err := c.TryLock(ctx, "k", 3*time.Second, redlock.WithAutoExtend(0), redlock.WithHeal())
+		l, err := c.TryLock(ctx, "k", 3*time.Second, redlock.WithAutoExtend(0), redlock.WithRepairOnExtend())
 		if err != nil {
 			t.Fatal(err)
 		}

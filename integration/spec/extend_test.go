@@ -72,7 +72,7 @@ func extendAfterExpiry(t *testing.T, c *cluster.Cluster, cl *redlock.Client) {
 	requireValues(t, c, k, values("", 5)...)
 }
 
-// With WithHeal, Extend re-creates the copy a restarted node lost, without
+// With WithRepairOnExtend, Extend re-creates the copy a restarted node lost, without
 // counting that node toward the majority; without it, the node stays empty.
 func extendHealsRestartedNode(t *testing.T, c *cluster.Cluster, cl *redlock.Client) {
 	ctx := t.Context()
@@ -81,7 +81,7 @@ func extendHealsRestartedNode(t *testing.T, c *cluster.Cluster, cl *redlock.Clie
 		k := key(t) + map[bool]string{false: ":plain", true: ":heal"}[heal]
 		var opts []redlock.LockOption
 		if heal {
-			opts = append(opts, redlock.WithHeal())
+			opts = append(opts, redlock.WithRepairOnExtend())
 		}
 		l, err := cl.TryLock(ctx, k, time.Minute, opts...)
 		require.NoError(t, err)
@@ -98,7 +98,7 @@ func extendHealsRestartedNode(t *testing.T, c *cluster.Cluster, cl *redlock.Clie
 			// node timeout of Extend's return; five of them, for a loaded
 			// machine.
 			time.Sleep(5 * nodeTimeout)
-			require.False(t, peek(t, c, 0, k).Exists, "without WithHeal the node stays empty")
+			require.False(t, peek(t, c, 0, k).Exists, "without WithRepairOnExtend the node stays empty")
 		}
 		require.NoError(t, l.Unlock(ctx))
 		eventuallyAbsent(t, c, k)
