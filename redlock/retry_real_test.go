@@ -2,13 +2,16 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -61,6 +64,60 @@ func TestRealRetryStrategyOneRetryAfterExpiry(t *testing.T) {
 		b.WaitIdle()
 		made++
 	}
+}
+
+// A Lock that waits behind a holder the queues served (its Lock waited,
+// so its ticket is earlier) yields to it: its rounds take no free key.
+// When the holder's key vanishes without a release (an operator's DEL;
+// the kit's simulated test has the expiry, issue 60), the waiter's only
+// retry finds the key free on every node, and the waiter takes it then
+// rather than ending the wait on answers to a round that could not take.
+// The strategy deletes the key when the waiter asks for the delay after
+// retry 1, which it does just before it sends retry 1: the key is gone
+// before the retry whatever the machine's load.
+func TestRealLockTakesAVanishedKeyAtItsOnlyRetryBehindAQueuedHolder(t *testing.T) {
+	parallel(t)
+	servers, pools := realNodes(t, 5)
+	raw := make([]*redis.Client, len(servers))
+	for i, s := range servers {
+		raw[i] = s.Client(t)
+	}
+	first, holder, waiter := newClient(t, pools), newClient(t, pools), newClient(t, pools)
+	l, err := first.TryLock(bg(), "k", 10*time.Second)
+	require.NoError(t, err)
+	held := make(chan *redlock.Lock, 1)
+	go func() {
+		h, err := holder.Lock(bg(), "k", 10*time.Second)
+		assert.NoError(t, err, "the holder's Lock")
+		held <- h
+	}()
+	redistest.WaitFor(t, 10*time.Second, "the holder queued on every node", func() (bool, string) {
+		for i, c := range raw {
+			if n, _ := c.ZCard(bg(), queueKey("k")).Result(); n != 1 {
+				return false, fmt.Sprintf("node %d: %d waiters", i, n)
+			}
+		}
+		return true, ""
+	})
+	require.NoError(t, l.Unlock(bg()))
+	h := <-held
+	require.NotNil(t, h, "the release hands the key to the holder")
+
+	var deleted atomic.Bool
+	once := redlock.RetryFunc(func(k int) (time.Duration, bool) {
+		if k == 1 {
+			return 300 * time.Millisecond, true // the first round's answers are in by then: the waiter yields
+		}
+		for _, c := range raw {
+			_ = c.Del(bg(), "k").Err()
+		}
+		deleted.Store(true)
+		return 0, false
+	})
+	w, err := waiter.Lock(bg(), "k", 10*time.Second, redlock.WithRetry(once))
+	require.True(t, deleted.Load(), "the strategy was asked for the delay after retry 1")
+	require.NoError(t, err, "the key vanished before the only retry")
+	require.NoError(t, w.Unlock(bg()))
 }
 
 // The same strategy on a key held for longer than the retry's delay: Lock

@@ -63,6 +63,7 @@ func (w *Waiter) Wait(ctx context.Context, closing <-chan struct{}, delay time.D
 			return until, nil
 		}
 		w.settle()
+		w.retake()
 		w.sendOwed()
 		if w.last && !w.anyBusy() {
 			w.state = waitFailed
@@ -104,6 +105,25 @@ func (w *Waiter) onRoundTimer() clock.Timer {
 	}
 	w.sendRound(everyNode)
 	return w.nextRound(delay, more)
+}
+
+// retake sends a round at once to the nodes where a round sent while the
+// waiter yielded found the key free (nodeView.passed), once it may take a
+// free key again. Before, the key waited for the next round; and when the
+// yielding round was the strategy's last retry, the wait ended on its
+// answers, refused as "held by another owner" by nodes whose key had
+// expired (behind a 20ms lock that the queues had served to a waiter with
+// an earlier ticket, a Lock with one retry: issue 60).
+func (w *Waiter) retake() {
+	if w.state != waitQueued {
+		return
+	}
+	for _, v := range w.view {
+		if v.passed && !v.busy {
+			w.sendRound(passedOver)
+			return
+		}
+	}
 }
 
 // sendOwed sends the rounds owed to the nodes that were busy when a retry
@@ -149,10 +169,11 @@ func (w *Waiter) nextRound(delay time.Duration, retry bool) clock.Timer {
 type roundTargets int
 
 const (
-	everyNode roundTargets = iota // all of them
-	notQuiet                      // those that are not quiet (see waiter)
-	caughtUp                      // those deaf at their latest round that listen now
-	owedRetry                     // those owed a retry's round (nodeView.owed)
+	everyNode  roundTargets = iota // all of them
+	notQuiet                       // those that are not quiet (see waiter)
+	caughtUp                       // those deaf at their latest round that listen now
+	owedRetry                      // those owed a retry's round (nodeView.owed)
+	passedOver                     // those whose yielding round found the key free (nodeView.passed)
 )
 
 // sendRound sends a round to the nodes to names.
@@ -172,6 +193,7 @@ func (w *Waiter) sendRound(to roundTargets) {
 			continue
 		}
 		v.busy, v.lastSent, v.deaf, v.owed = true, now, !w.nodes.Listening(i), false
+		v.yielded, v.passed = !mayTake, false
 		w.nodes.Round(w, i, w.seq, mayTake)
 	}
 }
@@ -185,6 +207,8 @@ func (w *Waiter) skips(to roundTargets, i int, now time.Time) bool {
 		return !w.view[i].deaf || !w.nodes.Listening(i)
 	case owedRetry:
 		return !w.view[i].owed
+	case passedOver:
+		return !w.view[i].passed
 	}
 	return false
 }

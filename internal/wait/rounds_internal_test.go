@@ -77,6 +77,58 @@ func TestWaiterTakesAKeyThatVanishedEarlyAtTheNextRetry(t *testing.T) {
 	})
 }
 
+// A waiter behind a holder that the queues served, with an earlier
+// ticket, yields: its rounds take no free key. When the holder's key runs
+// out without a release and a yielding round finds it free, the waiter
+// does not yield any more and takes the key at once, with a round of its
+// own, even when the yielding round was the strategy's last retry. Before
+// (issue 60), the wait ended on that retry's answers: refused, "held by
+// another owner", by every node, although the key had expired there.
+func TestWaiterTakesAFreeKeyAtOnceWhenItStopsYielding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeQueue{}
+		once := Func(func(n int) (time.Duration, bool) { return 60 * time.Millisecond, n == 1 })
+		w := newTestWaiter(f, once)
+		d, ok := once.NextDelay(1)
+		out := start(w, t.Context(), d, ok)
+		synctest.Wait()
+		for _, r := range f.take() { // held for 20ms more by an earlier ticket
+			w.replies <- Reply{Node: r.node, Seq: r.seq, Code: scripts.EnqueueQueued, Holder: "1 holder", HolderTTL: 20 * time.Millisecond}
+		}
+		time.Sleep(60 * time.Millisecond) // the only retry: the key ran out 40ms ago
+		synctest.Wait()
+		retry := f.take()
+		if len(retry) != 3 {
+			t.Fatalf("the retry went to %v, want every node", nodesOf(retry))
+		}
+		for _, r := range retry {
+			if r.mayTake {
+				t.Fatalf("the premise: a waiter behind an earlier ticket yields, and its retry takes no free key: %v", r)
+			}
+			w.replies <- Reply{Node: r.node, Seq: r.seq, Code: scripts.EnqueueQueued} // free
+		}
+		synctest.Wait()
+		select {
+		case r := <-out:
+			t.Fatalf("the wait ended on the answers of a round that could not take the free key: %v", r.err)
+		default:
+		}
+		again := f.take()
+		if got := nodesOf(again); !slices.Equal(got, []int{0, 1, 2}) {
+			t.Fatalf("rounds went to %v once the key was found free, want every node", got)
+		}
+		for _, r := range again {
+			if !r.mayTake {
+				t.Fatalf("the round after the yield may take the key: %v", r)
+			}
+			answer(w, r, scripts.EnqueueSet, 0, "")
+		}
+		if r := <-out; r.err != nil {
+			t.Fatalf("the free key was taken on every node, yet: %v", r.err)
+		}
+	})
+}
+
 func TestWaiterGivesUpOnTimeAfterItsLastRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeQueue{}

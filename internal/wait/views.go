@@ -13,7 +13,7 @@ import (
 // onReply records a node's answer to a round.
 func (w *Waiter) onReply(r Reply) {
 	v := &w.view[r.Node]
-	v.busy = false
+	v.busy, v.passed = false, false
 	v.err = r.Err
 	if r.Err != nil {
 		return
@@ -37,6 +37,7 @@ func (w *Waiter) onReply(r Reply) {
 			return // a grant that followed this round, heard first
 		}
 		v.granted, v.queued, v.holder, v.delayed = false, r.Seq, r.Holder, r.Delayed
+		v.passed = v.yielded && r.HolderTTL == 0 && !r.Delayed // free, and left for us
 		v.heldUntil = time.Time{}
 		if r.HolderTTL > 0 {
 			v.heldUntil = w.clk.Now().Add(r.HolderTTL)

@@ -27,7 +27,9 @@ import (
 //	queued    grants valid on a majority                   won       return the validity
 //	queued    grants on a minority, and too few nodes left yielding  give the grants back (release.lua
 //	          beside those held by earlier tickets (settle)          passes each to the next waiter)
-//	yielding  a round sees no earlier holder any more       queued    take a free key again
+//	yielding  a round sees no earlier holder any more       queued    take a free key again: a round at
+//	                                                                  once to the nodes where a yielding
+//	                                                                  round found the key free (retake)
 //	queued,   round timer (retry strategy, lease refresh)  same      send a round to every idle node
 //	yielding                                                         that is not quiet (below)
 //	          a node busy at the last retry answers          same      send it the retry's round now
@@ -161,6 +163,11 @@ type nodeView struct {
 	// deaf: the node's subscription was not confirmed when the latest
 	// round went, so a grant since may have gone unannounced.
 	deaf bool
+	// yielded: the latest round went while the waiter was yielding, so it
+	// could not take a free key; passed: its answer found the key free.
+	// A passed node gets a round that may take as soon as the waiter does
+	// not yield any more (retake).
+	yielded, passed bool
 	// rtt is the node's slowest answer to one of our rounds so far.
 	rtt time.Duration
 }
