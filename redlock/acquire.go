@@ -24,7 +24,10 @@ import (
 // the node timeout, at most 50ms), up to twice while the refusals still
 // look so, before it reports ErrNotObtained; so do TryRLock, TryAcquirePermit and TryLockAll. A key
 // held by one owner on every node gives no yes, and is refused after one
-// attempt.
+// attempt. So is an attempt in which a node failed (an error, the node
+// timeout), or which decided without the answers of more nodes than a
+// majority can spare (silent past the grace above): failing nodes are no
+// split.
 //
 // SET NX cannot tell a lock from a key of another kind, so a refused
 // TryLock asks one node that refused what the key holds (one more round

@@ -16,27 +16,39 @@ import (
 // TryLockAll, TryDo, and `redlock run --wait 0` through them) settle a
 // split inside the attempt: up to splitRetries more attempts while the
 // refusals look like a split, each after a delay drawn at random from
-// splitDelay. One settling attempt left 0, 0 and 1 rounds of 1,000
-// without a winner (three Clients on three nodes, TestRealSimultaneous-
-// TryLocksHaveAWinner): two contenders that draw close delays split
-// again.
+// splitDelay. Failing nodes are no split (maybeSplit): an attempt with a
+// node that failed, or with more nodes unanswered than a majority can
+// spare, ends as one attempt does. One settling attempt left 0, 0 and 1
+// rounds of 1,000 without a winner (three Clients on three nodes,
+// TestRealSimultaneousTryLocksHaveAWinner): two contenders that draw
+// close delays split again.
 
 // maybeSplit reports whether err, a refused attempt, may be a split among
-// simultaneous contenders: this attempt won at least one node, yet every
-// node that did not agree said the key is held (or had not answered). A
-// key held by one owner on every node gives no yes at all, so a plain
-// refusal costs nothing more.
+// simultaneous contenders: this attempt won at least one node, every node
+// that did not agree said the key is held or had not answered, and those
+// that had not answered are few enough that the nodes which did could
+// make a majority. A key held by one owner on every node gives no yes at
+// all, so a plain refusal costs nothing more. Nor is it a split when a
+// majority of the nodes failed or had not answered: the attempt ends, as
+// one attempt does. (Before, an attempt cut by the contended grace with
+// three of five nodes silent, one yes and one "taken", settled, and its
+// next attempts took the lock once the failing nodes answered again:
+// issue 60.)
 func maybeSplit(err error) bool {
 	var qe *QuorumError
 	if !errors.As(err, &qe) || qe.Agreed == 0 || qe.Reason != "" || qe.ctxErr != nil {
 		return false
 	}
+	unanswered := 0
 	for _, n := range qe.Nodes {
-		if !errors.Is(n.Err, ErrTaken) && !errors.Is(n.Err, ErrPending) {
+		switch {
+		case errors.Is(n.Err, ErrPending):
+			unanswered++
+		case !errors.Is(n.Err, ErrTaken):
 			return false
 		}
 	}
-	return true
+	return unanswered <= qe.Total-qe.Needed
 }
 
 // splitDelay is the random delay before the attempt that settles a split:

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
 )
 
@@ -188,4 +189,33 @@ func TestRealTryLockOnAHeldKeyMakesOneAttempt(t *testing.T) {
 	defer mu.Unlock()
 	require.NotEmpty(t, events)
 	assert.Equal(t, 1, events[len(events)-1].Attempts)
+}
+
+// A TryLock whose majority does not answer is no split: one node agrees,
+// one refuses (another owner's key), and the first calls to the other
+// three are held until the TryLock has returned, then fail. The attempt
+// decides at the contended grace without them and ends there; before the
+// fix (issue 60) it settled, and the next attempts, whose calls to those
+// nodes wait behind the first (the Client's order), were cut at the grace
+// too: three attempts, or, with nodes that answer again, a lock got
+// through the settling (TestTryLockWithAMajorityFailingMakesOneAttempt).
+// The nodes answer only after the call: no timing decides the outcome.
+func TestRealTryLockWithAMajorityUnansweredMakesOneAttempt(t *testing.T) {
+	parallel(t)
+	servers, pools := realNodes(t, 5)
+	require.NoError(t, servers[4].Client(t).Set(bg(), "k", "another owner", time.Minute).Err())
+	gate := make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	wrapped := append([]pool.Pool(nil), pools...)
+	for i := range 3 {
+		wrapped[i] = &failsFirst{Pool: pools[i], gate: gate}
+	}
+	attempts, seen := attemptsOf()
+	c := newClient(t, wrapped, attempts)
+	t.Cleanup(release) // before the Client's Close, which waits for its calls
+
+	_, err := c.TryLock(bg(), "k", 10*time.Second)
+	release()
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	assert.Equal(t, 1, <-seen, "attempts: a majority unanswered is no split: %v", err)
 }
