@@ -48,24 +48,17 @@ type lifecycle struct {
 	held     heldLocks   // locks handed out and not unlocked, for Shutdown
 }
 
-// New returns a Client over pools, one per independent Redis master. A lock
-// needs len(pools)/2+1 of them. New checks, in this order, and fails on the
-// first that does not hold: there is at least one pool; no pool is nil (a
-// nil interface value, or a nil adapter whose Addr panics); no two pools have the same Addr (the same pool given
-// twice included); every option is valid; and the drift factor leaves some
-// validity to a TTL of at most MaxTTL. It calls nothing on a pool but Addr,
-// so it cannot tell two addresses of one server apart yet: the Client does,
-// at every vote, among the pools that tell their server's identity
-// (pool.Identifier): a node whose server another node also reaches (the same
-// run_id) counts for nothing, with ErrNodeSameServer naming both addresses.
-// That the pools are independent masters (no replicas) is the caller's to
-// ensure.
+// New returns a Client over pools, one per independent Redis master; a lock
+// needs len(pools)/2+1 of them. New fails when pools is empty, holds a nil
+// Pool or two pools with the same Addr, when an option is invalid, or when
+// the drift factor leaves no validity to a TTL of MaxTTL. It calls nothing
+// on a pool but Addr. That the pools are independent masters is the
+// caller's to ensure; two that reach one server (the same run_id, as the
+// pools that tell their identity learn) count for nothing
+// (ErrNodeSameServer).
 //
-// A Client over one or two pools tolerates no node failure: its majority
-// is every node, so one node down, silent or quarantined stops every
-// acquisition and extension. New accepts it (a single node for
-// development, say) and logs it at Warn to each WithLogger logger; three
-// nodes survive one failure, five survive two (docs/safety.md).
+// A Client over one or two pools tolerates no node failure; New accepts it
+// and logs a warning. Three nodes survive one failure, five survive two.
 func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	if len(pools) == 0 {
 		return nil, errors.New("redlock: no pools")

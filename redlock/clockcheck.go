@@ -4,23 +4,17 @@ import "time"
 
 // WithClockCheck makes the Client read every node's clock (TIME) every d,
 // in the background, and compare its progress with the Client's monotonic
-// clock over the last clockWindow readings. A node whose clock advanced
-// more than the drift allowance permits (the drift factor of the elapsed
-// time, plus 2ms), counting the round trips against the node, ran fast or
-// jumped forward: it expires keys early. Its yes then does not count toward
-// acquisitions, grants, extensions or fences (the per-node error wraps
-// ErrNodeClock) until the quarantine (WithQuarantine; MaxTTL plus drift
-// when that is off) has passed without a new fault, since keys it holds
-// from before the fault may expire early for that long. Each fault is
-// reported once as a NodeClockFault event with the measured rate.
+// clock. A node whose clock ran fast or jumped forward beyond the drift
+// allowance expires keys early: its yes does not count (the per-node error
+// wraps ErrNodeClock) until the quarantine (WithQuarantine; MaxTTL plus
+// drift when that is off) has passed without a new fault. Each fault is
+// reported once as a NodeClockFault event.
 //
-// The check is off by default (d = 0). It costs one TIME per node every d,
-// never on the path of a call; each is bounded by the node timeout, and
-// Close stops the readings. It sees a fault only after it happened: a jump
-// between two readings can still shorten a lock taken just before it was
-// noticed. It does not see a slow clock, which only keeps keys longer.
-//
-// d is 0 or between MinClockCheck and MaxTTL; New refuses any other value.
+// The check is off by default (d = 0); otherwise d must be between
+// MinClockCheck and MaxTTL, or New fails. It costs one TIME per node every
+// d, never on the path of a call; Close stops it. It sees a fault only
+// after it happened, and does not see a slow clock, which only keeps keys
+// longer. See docs/safety.md, "What the client checks: node clocks".
 func WithClockCheck(d time.Duration) Option {
 	return func(c *config) {
 		if d != 0 && (d < MinClockCheck || d > MaxTTL) {

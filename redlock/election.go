@@ -93,12 +93,10 @@ var errResigned = fmt.Errorf("%w: resigned", ErrNotHeld)
 // reads it at once. On failure the error wraps ErrNotObtained, and
 // ctx.Err() when ctx ended the wait; nothing is left held.
 //
-// election must not be empty nor begin with the reserved prefix
-// "redlock:" (refused without calling a node); any other name is accepted,
-// and its election is apart from every lock and every other election
-// ("x" and "x:leader" included). value must not be empty nor longer than
-// MaxLeaderValue; ttl is as for Lock, and must leave room to auto-extend
-// (WithAutoExtend).
+// election is refused as TryLock refuses a key, without calling a node;
+// any other name is an election apart from every lock and other election.
+// value must not be empty nor longer than MaxLeaderValue; ttl is as for
+// Lock, and must leave room to auto-extend (WithAutoExtend).
 func (c *Client) Campaign(ctx context.Context, election, value string, ttl time.Duration) (*Leadership, error) {
 	if c == nil {
 		return nil, errNilClient

@@ -18,12 +18,14 @@ const ObserveInterval = 100 * time.Millisecond
 // sent, and sends nothing while the nodes cannot tell (no majority
 // answers) or while a leader that was just handed the election has not yet
 // recorded its value: a Resign with a campaigner waiting goes from one
-// leader to the next without a zero Leader between them. It reads the nodes every ObserveInterval (Client.Leader).
+// leader to the next without a zero Leader between them. It reads the
+// nodes every ObserveInterval (Client.Leader).
 //
 // The channel is unbuffered and owned by ctx: a goroutine sends on it
 // until ctx ends or the Client closes, then closes it (within one read of
 // the nodes, at most the node timeout). For a nil Client, a nil ctx or an
-// election name that Campaign refuses (empty or reserved), or after Close, the channel is closed at once.
+// election name that Campaign refuses, or after Close, the channel is
+// closed at once.
 //
 // (Observer and WithObserver are telemetry: the Client's events, not an
 // election's leader.)

@@ -5,19 +5,14 @@ import "github.com/redlockgo/redlock/internal/node"
 // WithFencing makes the acquisition produce a fencing token, Lock.Fence():
 // a number strictly greater than the fence of every earlier successful
 // fenced acquisition of the same key, as long as a majority of nodes keep
-// their data (appendfsync always) and the other assumptions of the lock hold.
-// A resource that accepts a write only with a fence at least as high as the
-// highest it has seen rejects a holder whose lease ran out while it was
-// paused. See docs/fencing.md.
+// their data and the other assumptions of the lock hold. A resource that
+// accepts a write only with a fence at least as high as the highest it has
+// seen rejects a holder whose lease ran out while it was paused.
 //
-// It costs one more round to the nodes: phase 1 sets the key and reads each
-// node's counter, the client picks max+1, and phase 2 raises the counter on
-// a majority while the key still holds our token. The lock is returned only
-// after phase 2, within validity; a failed attempt's fence is never handed
-// out. The counter of key K is the Redis key "K:fence" on every node, and
-// has no TTL. On Redis Cluster nodes, give K a hash tag (e.g.
-// "{orders:42}") so that both keys share a slot; standalone masters, the
-// intended setup, need nothing.
+// It costs one more round to the nodes; the lock is returned only after
+// it, within validity, and a failed attempt's fence is never handed out.
+// The counter is a companion key without TTL (docs/design.md, "Key
+// names"). See docs/fencing.md.
 func WithFencing() LockOption {
 	return func(c *lockConfig) { c.fencing = true }
 }

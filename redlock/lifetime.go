@@ -11,27 +11,19 @@ import (
 // extends the lock to its full TTL every interval (0 means ttl/3), retries a
 // failed extension within the remaining validity, and when the lock cannot be
 // guaranteed any more, closes Done and sets Err to an error wrapping
-// ErrLockLost.
+// ErrLockLost. A negative interval is an error.
 //
-// Loss is declared at the latest the loss margin before Until(): the larger
+// Loss is declared at the latest the loss margin before Until(), the larger
 // of ttl/10 and twice the node timeout, so that work can stop while the lock
-// is still valid. The keeper aims a little earlier, by the smaller of a
-// quarter of the node timeout and 2ms, so that a timer that fires late, or
-// an extension whose cut takes a moment to return, still declares the loss
-// in time; a process that does not run for longer than that (a GC pause,
-// SIGSTOP, an overloaded machine) declares it as soon as it runs again. An
-// extension still in flight at that point is cut short, and the next
-// extension is due early enough to end before it even when it takes a full
-// node timeout less that slack (a longer interval is shortened to fit). A lock
-// call with WithAutoExtend returns an error, and touches no node, when the
-// ttl cannot hold the margin plus one node timeout: ttl less the drift
-// allowance must exceed max(ttl/10, 2×node timeout) + node timeout. With
-// the default node timeout and drift factor that is every ttl from 6ms.
+// is still valid; a process that did not run then (a GC pause) declares it
+// as soon as it runs again. A lock call with WithAutoExtend returns an error,
+// touching no node, when ttl less the drift allowance does not exceed that
+// margin plus one node timeout (with the defaults, any ttl from 6ms passes).
 //
 // The background goroutine belongs to the Lock: Unlock stops it, and so do
 // Client.Close and Client.Shutdown (the lock is then reported lost with
 // ErrClosed). Without WithMaxHold it renews the lock for as long as the
-// process lives: a forgotten Unlock holds the key for good.
+// process lives. See docs/usage.md, "Behaviour you can rely on".
 func WithAutoExtend(interval time.Duration) LockOption {
 	return func(c *lockConfig) {
 		if interval < 0 {

@@ -14,25 +14,16 @@ import (
 const DefaultMaxTTL = time.Minute
 
 // WithMaxTTL sets the longest TTL the Client accepts, d between 1ms and
-// MaxTTL (the default is DefaultMaxTTL). Every acquisition (TryLock, Lock,
-// Do, TryDo, Resume, the multi-locks, readers, permits, Campaign and Lead)
-// refuses a longer TTL with an error that names the option to set.
+// MaxTTL (the default is DefaultMaxTTL). Every acquisition refuses a longer
+// TTL with an error that names the option to set.
 //
-// The bound is what the restart quarantine must cover: its default is d
-// plus its drift allowance (WithQuarantine). Every Client of the same nodes
-// must use the same bound, or a Client with a shorter one would count a
-// restarted node while a longer lock it forgot is still valid. So the
-// Client records its bound on each standalone node it grants a lease on
-// (the marker redlock:max-ttl, without TTL, the largest recorded winning),
-// and adopts a recorded bound larger than its own for its quarantine: a
-// node that restarted counts only once it is older than the largest of the
-// two, plus its drift allowance. A node young enough for any bound to
-// matter counts only once the Client has read the records of a quorum of
-// the nodes since it saw the node's run (one background read, one round
-// trip per node). A record lives with the node's data: one lost by a
-// majority of the nodes at once cannot be read back (docs/safety.md). A
-// Redis Cluster keeps no record; its shard check uses the Client's own
-// quarantine.
+// The bound is what the restart quarantine must cover (WithQuarantine), so
+// every Client of the same nodes should use the same one. The Client
+// records its bound on each standalone node it grants a lease on, and
+// adopts a larger recorded bound for its quarantine; a node young enough
+// for the bound to matter counts only once the Client has read the records
+// of a quorum of the nodes. See docs/safety.md, "What the client enforces:
+// the restart quarantine".
 func WithMaxTTL(d time.Duration) Option {
 	return func(c *config) {
 		if d < time.Millisecond || d > MaxTTL {

@@ -34,45 +34,21 @@ type Declaration struct {
 }
 
 // DeclareFresh declares every node of a new deployment fresh: on each, it
-// sets pool.FreshStartKey to the server's current run_id, so that the
-// restart quarantine counts the node at once though it does not persist
-// every write. Call it once, when the nodes have started for the first
-// time, before any client takes a lock; a Pool that connected before
-// learns of the declaration at its next connection.
+// sets pool.FreshStartKey to the server's current run_id (on a Redis
+// Cluster node, the shard's marker on each master), so that the restart
+// quarantine counts the node at once though it does not persist every
+// write. Call it once, after the nodes first started and before any client
+// takes a lock; a Pool that connected before learns of it at its next
+// connection. It returns the declarations it set.
 //
-// It refuses, and declares no node, while any node, declared or not,
-// carries evidence of a lease that may still be valid, or holds a key of
-// this library. On a standalone node that evidence is its live lease
-// ceiling (redlock:ceiling), which every grant and extension of every
-// kind raises and which outlives each lease: it also tells of the leases
-// that nodes which restarted empty forgot (nodes_fresh_lease.go). And it
-// scans each node's keys (SCAN) for names under the library's reserved
-// prefix "redlock:" (companions, election keys, markers, an earlier run's
-// declaration; the live ceiling is judged as above) and for keys with a TTL
-// holding what a lock of any kind writes under the caller's key (a token,
-// a multi-lock's or an owner's value, the readers' marker, a permit in any
-// slot): locks on any node mean the deployment is not new, and a node of
-// it that came back empty is a restart, which the quarantine must judge.
-// The error joins one *NodeError per node that carries such evidence,
-// wrapping ErrNotFresh and saying when its ceiling and up to three of its
-// keys expire (retry after the ceilings have), or per node that could not
-// be read or written. A node whose Pool is not a pool.Commander is
-// refused too.
-//
-// On a Redis Cluster node (a pool.Masters, as FromURL's redis+cluster
-// pools are), whose masters keep no lease ceiling, each shard master is
-// read and declared alone: SCAN there,
-// and redlock:fresh-start{n} set to that master's run_id, n the shard's
-// tag (WithQuarantine). A shard whose marker names this reign (a Client
-// looked at the shard during this run, and the quarantine refused it) is
-// still new; one that names another reign, or a master that took over
-// from another (a failover: no declaration spares it), is refused.
-// Between the check and the SET each master's run is read again, and a
-// master that changed is not declared.
-//
-// Each command is bounded by MaxNodeTimeout; the scan by ctx. A node that
-// restarts between the scan and the SET gets a declaration of its earlier
-// run, which does not apply.
+// It declares no node while any node carries evidence of a lease that may
+// still be valid (a live lease ceiling) or holds a key of this library (a
+// name under the reserved prefix, or a lock's value under a caller's key),
+// nor a cluster master that took over from another. The error then joins
+// one *NodeError per such node, wrapping ErrNotFresh and saying when its
+// evidence expires, and one per node that could not be read or written or
+// whose Pool is not a pool.Commander. Each command is bounded by
+// MaxNodeTimeout, the scan by ctx. See docs/cli.md, "redlock nodes".
 func DeclareFresh(ctx context.Context, pools []pool.Pool) ([]Declaration, error) {
 	if ctx == nil {
 		return nil, errors.New("redlock: nil context")

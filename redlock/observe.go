@@ -125,36 +125,20 @@ func WithObserver(o Observer) Option {
 
 // WithLogger logs every event to l, at the level of what an operator can
 // act on:
-//   - Debug: acquired, extended, released; and a lock not obtained because
-//     others hold it or the caller's context ended: contention is ordinary,
-//     and the caller has the error.
-//   - Warn: a lock not obtained because nodes failed (unreachable, timed
-//     out, script errors) or validity ran out while they answered; a failed
-//     extension or release.
+//   - Debug: acquired, extended, released; a lock not obtained because
+//     others hold it or the caller's context ended.
+//   - Info: a node that counts again before its quarantine's end
+//     (NodeReturned); a degraded node that is ok again.
+//   - Warn: a lock not obtained because nodes failed or validity ran out; a
+//     failed extension or release; fewer than three nodes (at New); a node
+//     that is another node's server (NodeSameServer), or whose server may
+//     evict keys; a node out of the majority (NodeStates), when its state
+//     changes, at most once per node per minute.
 //   - Error: a lock kept alive was lost.
 //
-// New also logs, at Warn, one line when there are fewer than three nodes ("redlock: fewer than
-// three nodes tolerate no node failure"). A node that counts again before
-// its quarantine's end (a NodeReturned event) is logged at Info, with its
-// address and its run's age then; a node that is another node's server
-// under another address (a NodeSameServer event) at Warn, once per run,
-// with both addresses.
-//
-// A degraded Client is visible before it is down: after an operation that
-// succeeded, each node that is out (NodeStates: silent, failing,
-// quarantined, clock_suspect) is logged at Warn ("redlock: node degraded",
-// with its index, address, state, error, and the number of nodes ok and
-// needed) when its state differs from the one last logged for it, at most
-// once per node per minute, never once per operation; once it is ok again,
-// one Info line says so ("redlock: node ok again"). A node whose server may
-// evict keys (maxmemory-policy other than noeviction, learned by the pools
-// that tell their node's identity: pool.Identity) is logged once at Warn
-// ("redlock: node may evict lock keys").
-//
-// Node addresses appear in errors; credentials and tokens never do. The
-// go-redis client logs on its own (dial failures, for one): see
-// redis.SetLogger in github.com/redis/go-redis/v9; this package does not
-// change it.
+// Credentials and tokens are never logged. The go-redis client logs on its
+// own (redis.SetLogger); this package does not change it. See
+// docs/ecosystem.md, "Logs with slog".
 func WithLogger(l *slog.Logger) Option {
 	if l == nil {
 		return func(c *config) { c.fail("nil logger") }

@@ -65,26 +65,17 @@ func (c *config) fail(format string, args ...any) {
 }
 
 // WithNodeTimeout bounds every call to a single node (acquire, extend,
-// release, status) by d. By default each call uses min(ttl/20, 500ms): 5%
-// of the TTL, at least 1ms and at most MaxNodeTimeout, small against the
-// TTL as the algorithm requires, so that a dead node cannot eat the lock's
-// validity. Status, which concerns no TTL, uses MaxNodeTimeout by default.
-// A d above about a third of a TTL leaves no time to extend that lock: see
-// WithAutoExtend. d must be positive and at most NodeTimeoutLimit, which
-// every Client of the nodes must keep to: a restarted node counts again
-// once the votes of every Client can have landed, and a longer d would
-// count votes that land after (New reports it).
+// release, status) by d: a node that has not answered within d counts as
+// failed (ErrNodeTimeout), and the call decides without it. By default a
+// lock's calls use min(ttl/20, 500ms), at least 1ms, so that a dead node
+// cannot eat the lock's validity; Status uses MaxNodeTimeout. d must be
+// positive and at most NodeTimeoutLimit (New reports it otherwise); a d
+// above about a third of a TTL leaves no time to extend that lock (see
+// WithAutoExtend).
 //
-// d is when a call decides without a node: a node that has not answered
-// within d counts as failed (ErrNodeTimeout), and validity is counted from
-// the call's start to that decision as always. The node's own call is not
-// cut then: it runs on in the background for up to 4×d in all, so that a
-// connection that is slow to set up (TLS, a proxy, a loaded host) is
-// completed and kept rather than closed by the deadline and dialled again
-// by the next call. Its answer is handled as any late answer: a SET that
-// lands after a failed attempt is released, one after a successful attempt
-// is part of the lock, and the Client's later calls on the key wait for it
-// on that node. Close waits for these calls.
+// The node's own call runs on in the background for up to 4×d, so that a
+// slow connection setup is kept rather than dialled again; a late answer
+// is handled as part of the call, and Close waits for it.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {

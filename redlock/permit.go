@@ -12,20 +12,13 @@ import (
 // *NodeError per node that did not agree: ErrTaken where every permit is
 // held.
 //
-// A permit is one of limit slots of the semaphore, each held like an
-// exclusive lock on its own: a majority of nodes must agree on the same
-// slot, with the same validity rule as Lock, so no two holders ever hold the
-// same slot and there are never more than limit holders. Each permit has its
-// own token and expiry: Extend, Unlock, WithAutoExtend, Done/Err and
-// WithFencing work on it as on a lock, and a crashed holder's permit frees
-// itself at its TTL. Every caller of key must pass the same limit. The key
-// holds a Redis hash on the nodes; it must not be used as a lock key too.
-// WithFairness does not apply and is ignored. See docs/permits.md.
-//
-// limit must be between 1 and MaxPermits; ttl has the range of TryLock's;
-// otherwise, or with a key TryLock refuses (empty or reserved), it returns an error without calling a
-// node. The cleanup of a failed attempt runs in the background, each node
-// call bounded by the node timeout.
+// Each permit has its own token and expiry: Extend, Unlock, WithAutoExtend,
+// Done/Err and WithFencing work on it as on a lock; WithFairness is
+// ignored. Every caller of key must pass the same limit, and key must not
+// be used as a lock key too. limit must be between 1 and MaxPermits, and
+// the other arguments are checked as by TryLock; otherwise it returns an
+// error without calling a node. The cleanup of a failed attempt runs in the
+// background. See docs/permits.md.
 func (c *Client) TryAcquirePermit(ctx context.Context, key string, limit int, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, request{kind: permitKind, key: key, limit: limit, ttl: ttl, opts: opts})
 }

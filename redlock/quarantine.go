@@ -18,79 +18,25 @@ import (
 const DefaultQuarantine = DefaultMaxTTL + time.Duration(float64(DefaultMaxTTL)*DefaultDriftFactor) + driftConstant
 
 // WithQuarantine sets how long a node that restarted without persisting
-// every write stays out of the majority: its yes does not count toward an
-// acquisition of any kind (TryLock and Lock, readers, permits, multi-locks,
-// a waiter's grant), an extension or a fence until its uptime reaches d. The
-// default is the Client's max TTL plus its drift allowance (WithMaxTTL;
-// DefaultQuarantine with the defaults), lengthened to a larger max TTL
-// recorded on the nodes by another Client and its drift. A d shorter than
-// the max TTL is the caller's statement that no lock on these nodes lives
-// longer. 0 disables the check.
+// every write stays out of the majority: until its uptime reaches d, its
+// yes counts toward no acquisition, grant, extension or fence. The default
+// is the Client's max TTL plus its drift allowance (DefaultQuarantine with
+// the defaults), lengthened to a larger max TTL recorded on the nodes by
+// another Client. A d shorter than the max TTL states that no lock on these
+// nodes lives longer; 0 disables the check.
 //
-// A node that restarted alone counts again sooner: once its uptime passes
-// the longest lease its peers may share with it (the largest lease ceiling
-// a quorum of the other nodes report, each counting itself, plus the drift
-// allowance), every lock it could have forgotten has expired. The Client
-// that finds a node quarantined establishes this in the background,
-// declares the node's run fresh on it, and reports a NodeReturned event;
-// every Client then counts the node. (A Client whose Pool connected to the
-// node before the declaration reads it in the background at its first
-// vote that finds the node out, one round trip: that vote does not count
-// the node, the next ones do.) A majority restarted together, or a
-// node whose peers cannot be read, sits out the whole quarantine
-// (docs/safety.md, "A restarted node's return").
+// A node counts at once when it persists every write (appendonly yes,
+// appendfsync always) or carries the fresh-start declaration
+// (pool.FreshStartKey, DeclareFresh) for its current run. A node that
+// restarted alone counts again, with a NodeReturned event, once its peers
+// show that every lock it could have forgotten has expired. A node whose
+// uptime cannot be read counts, and is reported (NodeUnverified); one
+// whose persistence cannot be read is taken not to persist.
 //
-// The check applies to every standalone node, whatever its Pool. A Pool
-// that tells its server's identity (pool.Identifier: pool.FromURL,
-// pool.FromURLs, rueidispool.FromURL, pool.New over a *redis.Client) is
-// judged on what it learned at its latest connection; any other, or one
-// that does not tell it now, is called through scripts that read the
-// server's run, uptime and fresh-start declaration in the same round trip
-// as the vote, so that every answer arrives with the run that gave it.
-// Scripts cannot read CONFIG: such a node is taken not to persist every
-// write. A node counts at once when it persists every write (appendonly
-// yes, appendfsync always), or when it carries the fresh-start declaration
-// (pool.FreshStartKey) for its current run. A node whose uptime cannot be
-// read (INFO hidden) counts, and is reported once per run (a NodeUnverified
-// event, NodeStatus.Unverified); one whose persistence cannot be read
-// (CONFIG hidden) is treated as not persisting every write.
-//
-// A node that is a Redis Cluster (pool.Cluster) is judged per key, by the
-// master that serves the key's slot: after its yes, one script on that
-// master (bounded by the vote's deadline) reads its run, replication id,
-// cluster node id and config epoch, and the shard's marker
-// (redlock:reign{n}, n the first of 0, 1, 2, ... whose slot the master
-// serves). The yes does not count while that master
-//
-//   - took over from another (a failover: a replica promoted before it
-//     received the key) less than d ago. Redis does not say when a
-//     promotion happened, and forgets it at a restart, so a takeover is
-//     timed from its first sight, recorded on the master itself in the
-//     marker: every Client, including one created later, counts d from
-//     there, and the marker survives the master's restarts when it
-//     persists every write. A takeover is known from this run
-//     (second_repl_offset set), or from the marker: one that names another
-//     node (the master's data came from it by replication), or this node
-//     under another config epoch (a promotion draws a new epoch), or a
-//     takeover recorded before. Neither persistence nor a declaration
-//     spares it: the master never received the keys;
-//   - or, never having taken over, restarted less than d ago (uptime)
-//     without persisting every write (appendonly yes and appendfsync
-//     always, as CONFIG GET says on that run, read once per run by the
-//     Pool, pool.ShardIdentifier, only when this alone keeps the master
-//     out; unknown counts as not persisting) and without
-//     the shard's fresh-start declaration (redlock:fresh-start{n} set to
-//     the master's run_id).
-//
-// So a cluster formed with redis-cli --cluster create whose masters
-// persist every write counts at once, and after their restarts too; a
-// promoted shard counts for nobody for d after it is first seen, which
-// with the default is about a minute. Keys of the cluster's other shards are not
-// affected. Not seen: a replica that never received the shard's marker (it
-// lagged from before the shard's first use, or from before a marker unread
-// for max(2d, 24h) expired), promoted, never seen promoted by any Client,
-// then restarted, looks like a new shard (docs/safety.md). The cost: one
-// more round trip per yes of a cluster node; state the longest TTL with d.
+// A Redis Cluster node is judged per key by the master of the key's slot
+// (one more round trip per yes): a master that restarted, or took over
+// from another, less than d ago does not count. See docs/safety.md, "What
+// the client enforces: the restart quarantine" and "Redis Cluster nodes".
 func WithQuarantine(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {

@@ -6,30 +6,18 @@ import (
 )
 
 // TryRLock makes one attempt to take a read lock on key for ttl: a shared
-// hold that any number of readers may have at once, which excludes Lock and
-// TryLock on the same key and which a writer's lock excludes. It returns
-// the reader's *Lock, or an error wrapping ErrNotObtained (and ctx.Err()
-// when ctx ended the attempt) with one *NodeError per node that did not
-// agree: ErrTaken where a writer holds the key or waits for it.
+// hold that any number of readers may have at once, which excludes writers
+// (Lock, TryLock) on the same key. It returns the reader's *Lock, or an
+// error wrapping ErrNotObtained (and ctx.Err() when ctx ended the attempt)
+// with one *NodeError per node that did not agree: ErrTaken where a writer
+// holds the key or waits for it, so readers cannot starve a waiting writer.
 //
-// Each reader is a lease of its own on a majority of nodes, with its own
-// token and expiry, and the same validity rule as Lock: Extend, Unlock,
-// WithAutoExtend, Done/Err and Client.Do's loss reporting work on it as on
-// a lock, and act on that reader only. A reader that dies holds the key no
-// longer than its own TTL; no reader ever extends another's lease.
-//
-// Writers go first: a reader is refused on a node while a writer waits in
-// the key's queue there (a Lock call that found the key held), so a stream
-// of readers cannot starve a waiting writer. TryLock does not queue, so it
-// gets no such priority. Readers waiting in RLock are not queued: under a
-// stream of writers they may wait long. WithFencing gives the reader a fence
-// greater than that of every fenced acquisition of key (read or write) that
-// completed before this one began; readers that overlap may share a fence.
-// WithFairness does not apply to readers and is ignored. See docs/rwlock.md.
-//
-// ttl has the range of TryLock's; outside it, or with a key TryLock refuses (empty or reserved), TryRLock
-// returns an error without calling a node. The cleanup of a failed attempt
-// runs in the background, each node call bounded by the node timeout.
+// Each reader is a lease of its own, with its own token and expiry: Extend,
+// Unlock, WithAutoExtend and Done/Err act on that reader only. WithFencing
+// gives it a fence greater than that of every fenced acquisition of key
+// completed before it began (overlapping readers may share one);
+// WithFairness is ignored. Arguments are checked as by TryLock; the cleanup
+// of a failed attempt runs in the background. See docs/rwlock.md.
 func (c *Client) TryRLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, request{kind: readerKind, key: key, ttl: ttl, opts: opts})
 }

@@ -7,28 +7,20 @@ import (
 )
 
 // Shutdown releases every lock this Client holds, then closes it as Close
-// does. Call it when the process stops (on SIGTERM, once the work done under
-// the locks has stopped): other processes then get the keys at once instead
-// of after their TTL, which matters in a rolling deploy.
+// does. Call it when the process stops, once the work done under the locks
+// has stopped: other processes then get the keys at once instead of after
+// their TTL.
 //
-// In order, Shutdown refuses new acquisitions (they return ErrClosed), ends
-// the waits of callers blocked in Lock (ErrClosed), stops auto-extensions
-// (those locks report ErrLockLost and ErrClosed, and Do cancels fn's context
-// with that cause), and waits for operations in flight; then it releases, in
-// parallel and as Unlock does, every lock this Client handed out that has not
-// been unlocked, including those obtained by calls that were in flight. A
-// holder that keeps working after Shutdown began works without its lock:
-// stop the work first. Unlock calls made while Shutdown runs may return
-// ErrClosed; Shutdown releases those locks itself.
-//
-// Every release decides at the node timeout, even when ctx has ended (as
-// in Unlock), and Close's bound follows, so Shutdown returns within a few
-// times Close's (see Close); ctx's
-// values reach the observers. It returns the errors of releases that did not
-// reach a majority (ErrNotReleased), joined; a lock that had expired or
-// passed to another owner is no error here. Calling Shutdown again, or Close
-// after it, does nothing more. Shutdown after Close still releases the locks
-// held.
+// It refuses new acquisitions and ends blocked ones (ErrClosed), stops
+// auto-extensions (those locks report ErrLockLost and ErrClosed, and Do
+// cancels fn's context), waits for operations in flight, then releases in
+// parallel every lock not yet unlocked; Unlock calls made meanwhile may
+// return ErrClosed. Each release decides at the node timeout even when ctx
+// has ended, so Shutdown returns within a few times Close's bound. It
+// returns the joined errors of releases that did not reach a majority
+// (ErrNotReleased); a lock that had expired or passed on is no error.
+// Calling Shutdown again, or Close after it, does nothing more; Shutdown
+// after Close still releases the locks held.
 func (c *Client) Shutdown(ctx context.Context) error {
 	if c == nil {
 		return errNilClient
