@@ -14,38 +14,20 @@ import (
 )
 
 // New adapts a go-redis v9 client to a Pool. The caller keeps ownership of
-// client: Close on the returned Pool does not close it.
+// client: Close on the returned Pool does not close it. A
+// *redis.ClusterClient makes a node that is a Redis Cluster (the Pool
+// implements Cluster).
 //
-// The lock bounds every node call with a context deadline. A *redis.Client
-// created with ContextTimeoutEnabled honours it on the socket; for any other
-// client the adapter stops waiting at the deadline and lets the command finish
-// in the background, bounded by the client's own ReadTimeout. Clients with
-// MaxRetries > 0 may resend a SET NX whose reply was lost, which then reports
-// the key as taken; the lock stays safe but may fail an attempt it could have
-// won. [FromURL] avoids both by construction.
+// The lock bounds every call with a context deadline: a client without
+// ContextTimeoutEnabled is waited for only until the deadline, and one with
+// MaxRetries > 0 may fail an attempt it could have won. [FromURL] avoids
+// both. Over a *redis.Client, New adds a dial hook that reads the server's
+// identity on each new connection (ReadIdentity), so the Pool is an
+// Identifier while every connection that may answer was read; otherwise the
+// lock reads the server's run with each script, at a small cost per call.
 //
-// A *redis.ClusterClient makes a node that is a Redis Cluster: the Pool
-// implements Cluster and reports true. Give it the same settings.
-//
-// A nil client, or a nil pointer of a client type such as
-// (*redis.Client)(nil), yields a Pool whose SetNX, Eval, Do and Listen fail with
-// an error that says so, without touching client. Its Addr names the nil
-// client's type ("<nil *redis.Client>"), IsCluster reports false, and
-// Close, having nothing to release, returns nil.
-//
-// Over a *redis.Client, New adds a dial hook to client (once per client)
-// that reads the server's identity on each connection the client opens,
-// as FromURL does (ReadIdentity, one round trip before the client's own
-// handshake), and the Pool is an Identifier. The hook never fails a dial
-// the server answered. The Pool tells an identity only while every
-// connection that may answer was read: a client that had connections
-// before New tells once it opens one after its DialTimeout, and a client
-// whose connection could not be read (a credentials provider the hook
-// cannot call, a user refused INFO or scripts) stops telling. While the
-// Pool does not tell, and over any other client, the lock's Client reads
-// the server's run in the same round trip as each of its scripts (so the
-// restart quarantine covers the node all the same), which costs a little
-// on each call and cannot read CONFIG.
+// A nil client, or a nil pointer of a client type, yields a Pool whose
+// calls fail with an error that says so; its Close returns nil.
 func New(client redis.UniversalClient) Pool {
 	g := newGoRedis(client, false)
 	if c, ok := g.client.(*redis.Client); ok {

@@ -1,32 +1,21 @@
 // Package pool is one independent Redis node, as the lock algorithm sees it.
 //
-// # For users of the lock
-//
-// One call: [FromURL] for one node, [FromURLs] for several, from redis:// or
-// rediss:// URLs (redis+cluster:// for a Redis Cluster), with settings suited
-// to locking (context deadlines honoured, no hidden client-side retries, the
-// server's identity learned on every connection for the restart
-// quarantine):
+// Users of the lock need one call: [FromURL] for one node, [FromURLs] for
+// several, from redis://, rediss:// or redis+cluster:// URLs, with settings
+// suited to locking; or [New] over a go-redis v9 client of their own:
 //
 //	pools, err := pool.FromURLs("redis://127.0.0.1:6379", "redis://127.0.0.1:6380", "redis://127.0.0.1:6381")
 //
-// [New] adapts a go-redis v9 client of yours instead (its restarts are
-// checked too: see redlock.WithQuarantine). Every Pool handed to one
-// redlock.Client must reach a different, independent Redis master: two pools
-// on the same server, or on a primary and its replica, break the majority
-// argument. A Redis Cluster of masters is one such node.
+// Every Pool handed to one redlock.Client must reach a different,
+// independent Redis master (a Redis Cluster of masters is one such node):
+// two pools on one server, or on a primary and its replica, break the
+// majority.
 //
-// # For adapters of other Redis clients
-//
-// The rest is for adapters (see pool/rueidispool and pool/conformance), not
-// for users of the lock: the [Pool] interface itself, [Script], which
-// Pool.Eval runs; the optional [Identifier] ([Identity], [ReadIdentity]),
-// through which the restart quarantine learns a node's run, and
-// [ShardIdentifier] for a cluster's masters; [Cluster]; and the optional
-// [Notifier], with its [Listener] and [Message], through which a release
-// wakes the lock's waiters (on a Redis 7 cluster the go-redis adapter's
-// Listener is a [ShardedListener] too, so that a release notifies only the
-// shard that owns the key).
+// The rest is for authors of adapters of other Redis clients (see
+// pool/rueidispool and pool/conformance): the [Pool] interface and its
+// optional ones, [Identifier] for the restart quarantine, [Cluster], and
+// [Notifier], through which a release wakes the lock's waiters. See
+// docs/ecosystem.md, "Writing another adapter".
 package pool
 
 import (
@@ -59,9 +48,8 @@ type Pool interface {
 
 // Cluster is an optional interface of a Pool whose node is a Redis Cluster
 // (one Redlock node made of several shards). The lock names a key's
-// companion keys (fence counter, queue) in the key's hash slot, with the
-// same names on every kind of node, so that each of its scripts touches
-// one slot. A Pool that wraps another should forward it.
+// companion keys in the key's hash slot, so that each of its scripts
+// touches one slot. A Pool that wraps another should forward it.
 type Cluster interface {
 	// IsCluster reports whether the node is a Redis Cluster.
 	IsCluster() bool

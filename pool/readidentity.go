@@ -9,28 +9,19 @@ import (
 )
 
 // ReadIdentity reads the identity of the Redis server at the other end of
-// conn, a connection just opened on which no command has run yet: what the
-// pools made by FromURL read at each new connection (INFO server, CONFIG
-// GET appendonly, appendfsync and maxmemory-policy, GET FreshStartKey, and
-// the probes of EVALSHA and EVAL that tell whether the user may run
-// scripts), in one round trip over
-// RESP2, preceded by AUTH when user or password is not empty (user "" is
-// the default user) and SELECT when db is not 0, so that the fresh-start key is
-// read in the database the connection will use.
+// conn, a connection just opened on which no command has run yet, in one
+// round trip over RESP2: its run, uptime, persistence and maxmemory-policy,
+// FreshStartKey, and whether the user may run EVAL and EVALSHA. It sends
+// AUTH first when user or password is not empty, and SELECT when db is not
+// 0. It is for adapters that see each connection before their client's own
+// handshake (a dial hook), as FromURL's pools do.
 //
-// It is for adapters whose client lets them see a connection before its
-// own handshake (a dial hook) but not after it: an adapter that calls it on
-// every connection its client opens, before handing the connection over,
-// knows the identity before any command of the client's runs there, which
-// is what Identifier promises.
-//
-// ReadIdentity blocks until every reply has arrived, bounded by conn's
-// deadline, which the caller sets. It reads exactly the replies to what it
-// sent, so nothing is left unread on conn. A command the server refuses
-// leaves its fields unknown (Identity.Err says why); a refused AUTH or
-// SELECT, a user that may not run EVAL or EVALSHA (NOPERM: the error names
-// the command), a network error or a malformed reply is returned instead,
-// and conn must not be used further. Errors never contain the password.
+// It blocks until every reply has arrived, bounded by conn's deadline, and
+// leaves nothing unread on conn. A command the server refuses leaves its
+// fields unknown (Identity.Err says why); a refused AUTH or SELECT, a user
+// that may not run EVAL or EVALSHA (NOPERM), a network error or a malformed
+// reply is returned instead, and conn must not be used further. Errors
+// never contain the password.
 func ReadIdentity(conn io.ReadWriter, user, password string, db int) (Identity, error) {
 	var cmds [][]string
 	switch {

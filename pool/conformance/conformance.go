@@ -1,15 +1,8 @@
 // Package conformance is the test suite every client adapter of pool.Pool
-// must pass, run on real redis-server processes: the contract of SetNX and
-// Eval (TTL in milliseconds, reply normalisation, NOSCRIPT fallback), context
-// deadlines against a node that stopped answering, addresses without
-// credentials, TLS and ACL logins, the lock algorithm end to end, the
-// node's identity that the lock's restart quarantine reads (pool.Identifier:
-// learned on each new connection, new after a restart by the time the first
-// answer from the new run arrives), the quarantine itself over the Pool
-// (RunRestart runs it alone), and, for
-// an adapter that implements the optional pool.Notifier, release
-// notifications: delivery, Unsubscribe, Close, and resubscription after the
-// node restarts.
+// must pass, run on real redis-server processes: SetNX and Eval's contract,
+// context deadlines against a silent node, credentials, TLS and ACL logins,
+// the lock end to end, the node's identity (pool.Identifier) and the restart
+// quarantine over it, and, for a pool.Notifier, release notifications.
 //
 // An adapter's test calls [Run] with a function that builds its Pool from a
 // URL:
@@ -23,8 +16,8 @@
 //		})
 //	}
 //
-// redis-server must be installed; without it the suite fails with the
-// install hint, or is skipped when REDLOCK_SKIP_REDIS=1 (outside CI).
+// Without redis-server the suite fails, or is skipped when
+// REDLOCK_SKIP_REDIS=1 (outside CI).
 package conformance
 
 import (

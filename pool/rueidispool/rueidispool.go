@@ -1,7 +1,7 @@
 // Package rueidispool adapts a github.com/redis/rueidis client to a
 // pool.Pool, so that a redlock.Client can run over rueidis instead of
-// go-redis. It is a module of its own, so that programs that do not use it do
-// not depend on rueidis.
+// go-redis. It is a module of its own, so that programs that do not use it
+// do not depend on rueidis.
 //
 // [FromURL] builds a client with settings suited to locking; [New] wraps a
 // client the caller configured:
@@ -13,32 +13,11 @@
 //	defer p.Close()
 //	c, err := redlock.New([]pool.Pool{p, ...})
 //
-// rueidis sends the commands of concurrent callers over a few shared
-// connections (auto-pipelining). That suits the lock, whose commands are
-// small and answered at once: a lock's fan-out needs no connection per call.
-// The cost is head-of-line blocking: a slow reply to another command on the
-// same connection delays the lock's, which then fails at its node timeout.
-// Give the lock a client of its own, as FromURL does, rather than sharing one
-// that also runs large or slow commands. Client-side caching is never used by
-// the lock; FromURL turns it off (DisableCache), which saves a CLIENT
-// TRACKING round trip per connection and the server's tracking table.
-//
-// The Pool implements pool.Notifier, so that a release wakes the lock's
-// waiters instead of their backoff: each Listener holds one connection of
-// its own (rueidis's Dedicate), outside the auto-pipelined ones, and opens
-// it again, subscribed to the same channels, after the node restarts or the
-// connection is lost.
-//
-// A node may be a Redis Cluster: pass New a rueidis client in cluster mode
-// (rueidis.NewClient with the cluster's seed addresses, which detects it).
-// The Pool then implements pool.Cluster, so that the lock keeps a key's
-// companion keys in its hash slot, and its Listener is a
-// pool.ShardedListener: on a cluster with sharded pub/sub (Redis 7.0 and
-// later) the lock's channels are subscribed with SSUBSCRIBE on the master
-// that owns their slot, one dedicated connection per such master, and the
-// release scripts publish with SPUBLISH, which only that shard sends. Plain
-// channels are subscribed on one node, which hears a PUBLISH like every
-// shard. FromURL makes standalone nodes only.
+// rueidis pipelines concurrent commands over a few shared connections, so a
+// slow reply to another command delays the lock's: give the lock a client
+// of its own. The Pool implements pool.Notifier (a dedicated connection per
+// Listener) and, over a client in cluster mode, pool.Cluster. See
+// docs/ecosystem.md, "Choosing a client adapter".
 package rueidispool
 
 import (
@@ -57,29 +36,16 @@ import (
 )
 
 // New adapts a rueidis client to a pool.Pool. The caller keeps ownership of
-// client: Close on the returned Pool does not close it.
+// client: Close on the returned Pool does not close it. Commands run with
+// Do, never DoCache, and are not retried by rueidis, whatever the client's
+// options. Addr is the client's node addresses when New is called.
 //
-// rueidis honours context deadlines on every call, so the lock's node timeout
-// bounds each command. A call that times out may still reach the node later;
-// the lock allows for that. Commands run with Do, never DoCache, and are not
-// retried by rueidis (SET and EVALSHA are not read-only), whatever the
-// client's options.
-//
-// Addr is the client's node addresses, as rueidis reports them when New is
-// called.
-//
-// The Pool is not a pool.Identifier: the client's connections open where
-// the adapter does not see them. The lock's restart quarantine covers its
-// node all the same: the lock's Client reads the server's run in the same
-// round trip as each of its scripts (redlock.WithQuarantine). It cannot
-// read CONFIG that way, so after a restart the node sits out the
-// quarantine even if it persists every write; FromURL reads it.
-//
-// A nil client, or a nil pointer of a type that implements rueidis.Client,
-// yields a Pool whose SetNX, Eval and Listen fail with an error that says
-// so, without touching client. Its Addr names the nil client's type
-// ("<nil client>" for an untyped nil), IsCluster reports false, and Close,
-// having nothing to release, returns nil.
+// The Pool is not a pool.Identifier: the lock reads the server's run with
+// each script instead, and cannot read its persistence, so after a restart
+// the node sits out the quarantine even if it persists every write
+// (FromURL's pools read it). A nil client, or a nil pointer of a type that
+// implements rueidis.Client, yields a Pool whose calls fail with an error
+// that says so; its Close returns nil.
 func New(client rueidis.Client) pool.Pool {
 	if isNil(client) {
 		a := &adapter{addr: "<nil client>"}

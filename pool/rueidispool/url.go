@@ -50,50 +50,24 @@ func WithCredentials(username, password string) Option {
 	}
 }
 
-// FromURL returns a Pool for the one node at rawURL, which has the form
+// FromURL returns a Pool for the one standalone node at rawURL, with opts
+// applied in order:
 //
 //	redis://[[user]:password@]host[:port][/db][?option=value...]
 //	rediss://...   (the same over TLS)
 //
-// then opts applied in order. In the user name and password, "/", "?", "#"
-// and "@" must be percent-encoded (%2F, %3F, %23, %40), or given with
-// WithCredentials. The host is a name, an IPv4 address, or an IPv6 address
-// in brackets ([::1]:6379); a host with more than one ":" outside brackets
-// (host:6379:1) is an error.
+// In the user name and password, "/", "?", "#" and "@" must be
+// percent-encoded, or given with WithCredentials. The query takes db,
+// dial_timeout, write_timeout, protocol, client_name, skip_verify,
+// max_retries (0 or -1) and client_cache (0), each at most once; any other
+// option (addr= and master_set= included), or a value out of bounds, is an
+// error naming the option. Errors never contain the user name or password.
 //
-// The query takes the options rueidis.ParseURL reads, each at most once and
-// not empty, within these bounds:
-//
-//	db                              0 to 2^31-2, or the path /db, not both
-//	dial_timeout, write_timeout     1ms to 10m, as time.ParseDuration writes it (500ms, 2s)
-//	protocol                        2 or 3
-//	client_name                     printable ASCII, no spaces
-//	skip_verify                     true, false, 1 or 0; rediss:// without WithTLSConfig only
-//	max_retries                     0 or -1: the client never resends a command
-//	client_cache                    0: the client does not cache
-//
-// Any other option, or a value out of bounds, is an error naming the option,
-// rather than silently ignored as by rueidis. A URL naming more than one
-// address (addr=) or a sentinel master set (master_set=) is an error too: a
-// Pool is one independent node.
-//
-// The client it creates talks to that node only (no cluster discovery),
-// never resends a command, and does not cache; see the package comment for
-// auto-pipelining. It connects on first use, not here, bounded by that call's
-// context: a node that is down, hung or refuses the credentials fails each
-// call, so that a lock can start with a minority of its nodes unavailable.
-// Close on the returned Pool closes the client.
-//
-// The Pool implements pool.Identifier, as pool.FromURL's does: on every new
-// connection, before any command of the lock's runs on it, it reads the
-// server's run_id, uptime and persistence and the fresh-start key
-// (pool.ReadIdentity, one round trip), so that the lock's restart
-// quarantine covers the node. A command the server refuses (a renamed
-// CONFIG) leaves its field unknown; a network error fails the connection.
-//
-// Errors never contain the user name or password, nor any part of them,
-// however malformed the URL: they quote it without userinfo and query, and
-// name the option at fault.
+// The client it creates talks to that node only, never resends a command,
+// does not cache, and connects on first use, bounded by that call's
+// context; Close on the Pool closes it. The Pool is a pool.Identifier: each
+// new connection reads the server's identity (pool.ReadIdentity) before any
+// command of the lock's runs on it.
 func FromURL(rawURL string, opts ...Option) (pool.Pool, error) {
 	u, err := redisurl.Parse(rawURL)
 	if err != nil {
