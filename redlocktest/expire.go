@@ -14,30 +14,18 @@ import (
 var expireScript string
 
 // Expire ends every hold on key on every node now, up or down, as if the
-// holders' TTLs had run out at once: an exclusive lock, a multi-lock that
-// includes key, every reader of key (TryRLock, RLock) and every permit of
-// key (TryAcquirePermit, AcquirePermit), and every hold of an owner
-// (redlock.WithOwner). It does not block. The holders are
-// not told: a Lock kept alive (WithAutoExtend, Do) learns it at its next
-// extension, which fails, so its Done closes with Err wrapping
-// redlock.ErrLockLost and Do's context is canceled with a cause wrapping
-// ErrLockLost. Until then the old holder still believes it holds the lock
-// while another caller may take key, as after a GC pause past the TTL:
-// fencing tokens (redlock.WithFencing) guard against that.
+// holders' TTLs had run out at once: a lock, a multi-lock that includes
+// key, every reader and permit of key, every hold of an owner. It does not
+// block, and the holders are not told: a Lock kept alive learns it at its
+// next extension (Done closes, Err wraps redlock.ErrLockLost). What
+// survives an expiry survives Expire: the fence counter, the queue of
+// waiters (who find the key free at their next retry), and a lock-delay
+// marker, whose delay starts now.
 //
-// What survives an expiry survives Expire: the fence counter (so the next
-// holder's fence is higher), the queue of waiting callers (who find the key
-// free at their next retry, as after an expiry on Redis: no release grants
-// it to them), and a lock-delay marker (redlock.WithLockDelay), which is
-// shortened as if its lock had expired now, so the delay starts now.
-//
-// As with Stop, a lock call returns at the majority, so its command to the
-// last node may land after Expire and hold that node until its TTL; wait
-// until the call landed everywhere (Client.Status, synctest.Wait) to expire
-// a hold on every node. On each node the change is atomic (one script on a
-// running node). A
-// failure, which only a bug can cause, is reported with t.Errorf: Expire
-// may be called from any goroutine.
+// A lock call returns at the majority, so its command to the last node may
+// land after Expire; wait until it landed everywhere (Client.Status,
+// synctest.Wait) first. On each node the change is atomic. A failure is
+// reported with t.Errorf; Expire may be called from any goroutine.
 func (n *Nodes) Expire(key string) {
 	for i, nd := range n.nodes {
 		if err := nd.expire(key); err != nil {
