@@ -8,30 +8,15 @@
 //	}
 //	c, err := redlock.New(pools, redlock.WithObserver(obs))
 //
-// Metrics (durations in seconds, as OpenTelemetry recommends):
-//
-//	redlock.lock.acquisitions   counter    redlock.event = acquired | not_obtained
-//	redlock.lock.failures       counter    redlock.event = not_obtained | extend_failed | release_failed | lost; redlock.reason
-//	redlock.lock.wait.duration  histogram  redlock.event = acquired | not_obtained
-//	redlock.lock.hold.duration  histogram  redlock.event = released | release_failed | lost
-//	redlock.lock.lost           counter    redlock.reason
-//	redlock.node.errors         counter    server.address, server.port, redlock.operation, redlock.reason
-//	redlock.node.state          gauge      redlock.node, server.address, server.port, redlock.node.state
-//
-// redlock.node.state is registered per Client with ObserveNodes: for each
-// node, one series per state (ok, silent, failing, quarantined,
-// clock_suspect), 1 for the node's current state and 0 for the others, as
-// OpenTelemetry's state-set gauges (hw.status) do, so that a dashboard can
-// sum the nodes in each state and an alert fires on state != ok.
-//
-// redlock.reason is one of taken, timeout, canceled, validity, not_held,
-// closed, network, error (see docs/ecosystem.md). Lock keys are not metric attributes (they would make one
-// series per key); they are on the spans.
-//
-// Spans: one per operation, named redlock.lock, redlock.extend,
-// redlock.unlock, or redlock.lost, from the event's Start to Start+Duration,
-// child of the span in the operation's context, with status Error and an
-// event per failed node when the operation failed.
+// Metrics (durations in seconds): redlock.lock.acquisitions, .failures,
+// .wait.duration, .hold.duration and .lost, with redlock.event and
+// redlock.reason attributes; redlock.node.errors per node address; and the
+// state-set gauge redlock.node.state, registered per Client with
+// ObserveNodes. Lock keys are not metric attributes; they are on the spans:
+// one per operation (redlock.lock, redlock.extend, redlock.unlock,
+// redlock.lost), with status Error and an event per failed node when the
+// operation failed. See docs/ecosystem.md, "OpenTelemetry metrics and
+// spans".
 package redlockotel
 
 import (
