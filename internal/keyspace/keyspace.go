@@ -3,10 +3,10 @@
 //
 // A lock key is the caller's key, unchanged (so redis-cli, Status and the
 // peers' tools see it as it is). Everything the library keeps beside it (a
-// companion: fence counter, queue, readers, holder marker, election record,
-// the CLI's holder record) and every marker of the library's on a node
-// (fresh-start declaration, lease ceiling, a shard master's reign) is named
-// under one reserved prefix, Prefix ("redlock:"). Companions are named by
+// companion, named by one of the words below) and every marker of the
+// library's on a node (the constants below) is named under one reserved
+// prefix, Prefix ("redlock:"); this file is the one list of them, which
+// docs/design.md, "Key names", shows to users. Companions are named by
 // keyslot.Companion, an injective encoding that keeps a companion in its
 // key's Redis Cluster slot; the same names serve standalone nodes. An
 // election's lock key is a companion of its name.

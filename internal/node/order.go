@@ -9,24 +9,16 @@ import (
 // node by node, where the order matters:
 //
 //   - a write (SET NX, and a release) is sent to a node only once this
-//     Client's previous write of the same key on that node has answered or
-//     timed out: a re-lock's SET never overtakes the delete before it, nor
-//     a later Lock's SET the late SET of the one before;
-//   - every call with a token (a lock's or a waiter's) is sent only once the
-//     previous call with the same token has answered or timed out on that
-//     node: an Unlock never overtakes its lock's SET or its waiter's queue
-//     round, and a waiter's give-back never overtakes its round, which
-//     would put it back in a queue it left.
+//     Client's previous write of the same key there has answered or timed
+//     out: a re-lock's SET never overtakes the delete before it;
+//   - a call with a token (a lock's or a waiter's) is sent only once the
+//     previous call with the same token has answered or timed out there:
+//     an Unlock never overtakes its lock's SET or its waiter's round.
 //
-// Calls return at the majority, so the slowest node may still be working
-// on the previous call when the next one starts. Ordering costs nothing on a
-// healthy node (the previous call has long answered) and at most one node
-// timeout on a slow one, which the majority does not wait for. Different
-// waiters' rounds are not ordered among themselves, so a busy key's waiters
-// never queue behind each other inside the Client.
-//
-// The lock is held only to read and swap the tail of a chain, never across
-// I/O.
+// Calls return at the majority, so a slow node may still run the previous
+// call when the next starts; ordering costs at most one node timeout on
+// such a node. Different waiters' rounds are not ordered among themselves.
+// The mutex guards only the tail of a chain, never I/O.
 type Order struct {
 	mu     sync.Mutex
 	chains map[chainID]*chain

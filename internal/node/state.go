@@ -6,16 +6,13 @@ import (
 	"sync/atomic"
 )
 
-// State is what the Client last learned of a node from its answers: the
-// node's state as the lock sees it, kept per node without I/O and read by
-// the Client's degraded warning and its NodeStates.
-//
-// A node's state is made of two parts, each kept where it is learned:
+// State is what the Client last learned of a node from its answers, kept
+// per node without I/O and read by the degraded warning and NodeStates. It
+// is made of two parts, each kept where it is learned:
 //
 //	reach (Note, every judged answer and every release):
 //	  an answer, or a refusal about the key (Config.Refusal)  -> StateOK
-//	  cut by a deadline (ErrTimeout; the caller's shorter one
-//	  cannot be told from the node timeout)                    -> StateSilent
+//	  cut by a deadline (ErrTimeout)                           -> StateSilent
 //	  any other error (network, NOPERM, a malformed reply)     -> StateFailing
 //	  cut by the caller's cancellation (context.Canceled)      -> unchanged
 //	trust (Health, every yes that would count, and every grant):
@@ -24,10 +21,8 @@ import (
 //	  ErrClock                                                 -> StateClockSuspect
 //	  any other error of a check (a shard's reign unread)      -> StateFailing
 //
-// The node's State is its reach when that is not StateOK, else its trust: a
-// node that does not answer is out whatever it said before; one that
-// answers is as trusted as its last yes was. Trust is learned only from a
-// yes (a node that only refuses keeps the trust of its last yes).
+// The node's State is its reach when that is not StateOK, else its trust,
+// which only a yes changes.
 type State uint32
 
 // States of a node.

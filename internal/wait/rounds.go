@@ -170,7 +170,7 @@ type roundTargets int
 
 const (
 	everyNode  roundTargets = iota // all of them
-	notQuiet                       // those that are not quiet (see waiter)
+	notQuiet                       // those that are not quiet (see quiet)
 	caughtUp                       // those deaf at their latest round that listen now
 	owedRetry                      // those owed a retry's round (nodeView.owed)
 	passedOver                     // those whose yielding round found the key free (nodeView.passed)
@@ -214,16 +214,25 @@ func (w *Waiter) skips(to roundTargets, i int, now time.Time) bool {
 }
 
 // quiet reports whether a round to node i at now would only tell what the
-// waiter will hear anyway (see waiter).
+// waiter will hear anyway, so a heartbeat skips it: its last answer found
+// the key held with time to live left, our place there was refreshed
+// within the heartbeat, and its listener was confirmed when that round
+// went, so a release there will be announced. A retry asks quiet nodes too:
+// a key that vanished without a release (a DEL, an expiry) announces
+// nothing.
 func (w *Waiter) quiet(i int, now time.Time) bool {
 	v := w.view[i]
 	return v.err == nil && !v.granted && w.Granted() == 0 && now.Before(v.heldUntil) &&
 		now.Sub(v.lastSent) < w.heartbeat && !v.deaf && w.nodes.Listening(i)
 }
 
-// Bounds of the deaf timer (see Deaf nodes): a node's subscription
-// confirmed after its round is noticed within MaxDeafPoll. The redlock
-// package's wake-ups of the retrying kinds poll with the same bounds.
+// Bounds of the deaf timer. A round sent to a node whose subscription is
+// not yet confirmed (a new listener still connecting) leaves a window in
+// which a release is announced to nobody: the deaf timer looks, without
+// I/O, from MinDeafPoll to MaxDeafPoll apart, for such a node that listens
+// now, and sends it a round (onDeafTimer), so a waiter hears of a grant
+// within MaxDeafPoll of the confirmation. The redlock package's wake-ups of
+// the retrying kinds poll with the same bounds.
 const (
 	// MinDeafPoll is the deaf timer's first delay.
 	MinDeafPoll = 10 * time.Millisecond

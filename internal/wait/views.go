@@ -69,7 +69,11 @@ func (w *Waiter) onGrant(g Grant) {
 	v.granted, v.seq, v.err, w.grantMark, w.heard = true, g.Seq, nil, w.seq, true
 }
 
-// valid returns the end of validity if a majority granted us within it.
+// valid returns the end of validity if a majority granted us within it. A
+// node grants after it ran one of our rounds (seq), sent at sent[seq], so
+// its key lives at least until sent[seq]+ttl on its clock, as if we had
+// sent SET NX then: validity ends at the quorum-th latest of those send
+// times, plus ttl, less the drift (docs/safety.md).
 func (w *Waiter) valid() (time.Time, bool) {
 	now := w.clk.Now()
 	var bases []time.Time
@@ -97,7 +101,7 @@ func (w *Waiter) live(v nodeView, now time.Time) bool {
 // end is the end of validity of a grant that followed a round sent at t.
 func (w *Waiter) end(t time.Time) time.Time { return t.Add(w.ttl - w.drift) }
 
-// settle moves between queued and yielding (see the table on waiter). A
+// settle moves between queued and yielding (see the table on Waiter). A
 // waiter yields when the nodes held by earlier waiters leave it too few for
 // a majority; nodes that failed its latest round count as lost too while an
 // earlier waiter holds any node, so that a split with a silent node in it

@@ -6,69 +6,28 @@ import (
 	"github.com/redlockgo/redlock/clock"
 )
 
-// A waiter is one Lock call waiting in the nodes' queues (enqueue.lua,
-// release.lua). It does not try to take the lock over and over: it joins
-// the queue kept next to the key on every node, and a release on a node sets
-// the key at once to the token of the first waiter there and tells it. The
-// waiter counts these grants; once a majority of nodes granted it within
-// validity, it holds the lock.
+// A Waiter is one Lock call waiting in the nodes' queues (enqueue.lua,
+// release.lua): it joins the queue kept next to the key on every node, a
+// release there sets the key to the first waiter's token and tells it, and
+// once a majority of nodes granted it within validity (valid) it holds the
+// lock. On failure the caller gives back whatever it may hold.
 //
-// Validity. A node grants a waiter after it processed one of the waiter's
-// rounds, and names that round (seq) in the grant. The round was sent at
-// sent[seq], before the node ran it, so the node's key lives at least until
-// sent[seq]+ttl on the node's clock, exactly as if the waiter had sent SET NX
-// at that moment. The waiter's lock is valid until the quorum-th latest of
-// those send times, plus ttl, less the drift allowance. The argument is in
-// docs/safety.md.
+// States (waitState; "waiting" is queued or yielding), with the event that
+// moves the waiter and what it does:
 //
-// States (waitState), with the event that moves the waiter and what it does:
-//
-//	state     event                                       next      action
-//	queued    grants valid on a majority                   won       return the validity
-//	queued    grants on a minority, and too few nodes left yielding  give the grants back (release.lua
-//	          beside those held by earlier tickets (settle)          passes each to the next waiter)
-//	yielding  a round sees no earlier holder any more       queued    take a free key again: a round at
-//	                                                                  once to the nodes where a yielding
-//	                                                                  round found the key free (retake)
-//	queued,   round timer (retry strategy, lease refresh)  same      send a round to every idle node
-//	yielding                                                         that is not quiet (below)
-//	          a node busy at the last retry answers          same      send it the retry's round now
-//	          grant on a minority                           same      arm the check timer (checkAfter)
-//	          check timer                                   same      send a round to idle, ungranted nodes
-//	          deaf timer, and a node that was not listening  same      send a round to the idle nodes
-//	          at its latest round listens now                         that did so (caughtUp)
-//	          retries exhausted and no round in flight      failed    return the last error
-//	          a node says the key holds another kind         failed    return at once (Reply.Final)
-//	          ctx ended, or the Client closed               failed    return at once
-//
-// Quiet nodes. A heartbeat round (one that only keeps the waiter's place,
-// between retries further apart than the heartbeat) is not sent to a node
-// that is quiet: its last answer found the key held, with time to live
-// left, the waiter's place there was refreshed within the heartbeat, and
-// the Client's listener on the node has its subscription confirmed, so a
-// release there will be announced, and had it already when that round
-// went. A retry round asks every node, quiet ones too: a key that vanished
-// without a release (an operator's DEL, a holder that shortened its lease
-// and died, an expiry the test kit forces) is announced by nobody, and is
-// found at the next retry, as Lock's and WithRetry's docs say. The
-// strategy's floor (MinDelay, 10ms) bounds how often that is. A node whose
-// previous round is still in flight when the strategy's last retry is due
-// (a heartbeat that a loaded machine slowed) gets the retry's round as soon
-// as it answers that one: an answer to a round sent before the retry was
-// due is not the retry's, and the wait must not fail on it. (Before an
-// earlier retry, the next retry asks such a node anyway.)
-//
-// Deaf nodes. A round that goes while the node's subscription is not yet
-// confirmed (a new Client's listener still connecting, a sharded channel
-// still being placed on its shard) leaves a window: a release before the
-// confirmation is announced to nobody. The deaf timer looks, without I/O,
-// at growing intervals (MinDeafPoll to MaxDeafPoll), for such a node that
-// listens now, and then sends a round at once, which finds any grant made
-// in the window: a waiter hears of it within MaxDeafPoll of the
-// confirmation instead of at the heartbeat.
-//
-// The caller gives back whatever the waiter may hold on failure (the
-// waiter's token leaves every queue and every key it was granted).
+//	state     event                                    next      action
+//	queued    grants valid on a majority                won       return the validity
+//	queued    grants on a minority, too few nodes left  yielding  give the grants back (settle)
+//	yielding  a round sees no earlier holder any more   queued    take a free key again: a round at
+//	                                                              once to the nodes where a yielding
+//	                                                              round found it free (retake)
+//	waiting   round timer (retry, heartbeat)            same      round to idle nodes not quiet
+//	waiting   a node busy at the last retry answers     same      send it the retry's round (sendOwed)
+//	waiting   grant on a minority; then check timer     same      round to idle, ungranted nodes
+//	waiting   deaf timer, a deaf node listens now       same      round to those nodes (onDeafTimer)
+//	waiting   retries exhausted, no round in flight     failed    return the last error
+//	waiting   the key holds another kind (Reply.Final)  failed    return at once
+//	waiting   ctx ended, or the Client closed           failed    return at once
 type Waiter struct {
 	nodes  Nodes
 	clk    clock.Clock
@@ -91,7 +50,7 @@ type Waiter struct {
 	// timeout, at most 50ms; checkAfter shortens it to a few of the
 	// majority's round trips once it has measured them.
 	check time.Duration
-	// deafPoll is the deaf timer's next delay (see Deaf nodes).
+	// deafPoll is the deaf timer's next delay (see MinDeafPoll).
 	deafPoll time.Duration
 
 	replies chan Reply // one slot per node: at most one round in flight per node
@@ -114,7 +73,7 @@ type Waiter struct {
 	last      bool // the retry strategy said stop: fail once the last round is in
 }
 
-// waitState names where a waiter is; see the table on waiter.
+// waitState names where a waiter is; see the table on Waiter.
 type waitState int
 
 const (

@@ -23,7 +23,7 @@ import (
 // subscribes in the background (Grants.Start): a registration made before
 // (a new Client's first blocked call, a listener reconnecting) leaves a
 // window in which a release is announced to nobody. As for Lock's waiter
-// (Deaf nodes, waiter.go), the pause after such an attempt looks, without
+// (MinDeafPoll, rounds.go), the pause after such an attempt looks, without
 // I/O, at growing intervals, for such a node that listens now, and then
 // tries again at once: that attempt finds the key freed in the window, or
 // registers where it will be heard. A wake-up is otherwise lost only with
