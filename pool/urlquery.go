@@ -73,8 +73,8 @@ func checkQuery(u *url.URL, ownTLS bool) error {
 // checkTimeouts checks the timeouts. A dial or pool timeout of zero or less
 // would fail every dial or every wait for a connection at once; a read or
 // write timeout of zero means none, the call's context only. A negative one
-// is refused, as FromURL documents: go-redis's URL parser reads it as none
-// too, where its Options read -2 as "never set a socket deadline".
+// is refused: go-redis's URL parser reads it as none too, where its Options
+// read -2 as "never set a socket deadline".
 func checkTimeouts(q *redisurl.Query) {
 	const syntax, lo = redisurl.GoDurationOrSeconds, time.Millisecond
 	q.Duration("dial_timeout", syntax, lo, maxTimeout, false, 0)

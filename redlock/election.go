@@ -80,18 +80,15 @@ var errNilLeadership = fmt.Errorf("%w: nil leadership", ErrNotHeld)
 var errResigned = fmt.Errorf("%w: resigned", ErrNotHeld)
 
 // Campaign makes the caller the leader of election, with value, and blocks
-// until it is (or ctx ends, or the Client closes). Campaigners wait in
-// arrival order, across Clients and processes: a Resign hands the
-// leadership to the next at once, and a leader that vanished is succeeded
-// once its validity ended (its ttl, since its last extension). The
-// leadership is kept alive every ttl/3 until Resign; when it can no longer
-// be guaranteed, Done is closed and Err wraps ErrLockLost.
-//
-// The returned Leadership's Term is strictly greater than the term of every
-// earlier leader of the election (a fencing token, see WithFencing), and
-// its value is recorded on a majority before Campaign returns, so Leader
-// reads it at once. On failure the error wraps ErrNotObtained, and
-// ctx.Err() when ctx ended the wait; nothing is left held.
+// until it is, ctx ends or the Client closes. Campaigners are served in
+// arrival order across Clients: a Resign hands the leadership to the next
+// at once, and a leader that vanished is succeeded once its ttl ran out.
+// The leadership is kept alive until Resign; when it can no longer be
+// guaranteed, Done is closed and Err wraps ErrLockLost. Its Term is
+// strictly greater than every earlier leader's (a fencing token), and its
+// value is recorded on a majority before Campaign returns. On failure the
+// error wraps ErrNotObtained, and ctx.Err() when ctx ended the wait;
+// nothing is left held.
 //
 // election is refused as TryLock refuses a key, without calling a node;
 // any other name is an election apart from every lock and other election.

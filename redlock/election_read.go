@@ -33,22 +33,14 @@ type Leader struct {
 }
 
 // Leader reads who leads election from every node, in parallel and
-// without changing anything, each call bounded by the node timeout (as
-// Status is): a majority must hold one leader's token on the election key,
-// and its record (value and term) must be on one of them at least. It
-// returns that leader; an error
-// wrapping ErrNoLeader when nobody leads (no token on a majority, or a new
-// leader whose Campaign has not yet recorded its value); or one wrapping
-// ErrNoMajority (and ctx.Err() when ctx ended the call) when the nodes
-// that answered cannot tell: fewer than a majority answered, or no token
-// holds a majority of them while the silent nodes could still complete
-// one.
-//
-// The value reported is the newest one that a majority of the holding
-// nodes have: a Proclaim that reached only a minority is not reported.
-// When fewer than a majority of them answered with the leader's record
-// (nodes down, or a write still on its way), it is the oldest value those
-// nodes have of this leader.
+// without changing anything, each call bounded by the node timeout. It
+// returns the leader whose token holds the election's key on a majority,
+// with the newest value a majority of those nodes have (a Proclaim that
+// reached only a minority is not reported; with fewer answers, the oldest
+// value they have of that leader). Otherwise the error wraps
+// ErrNoLeader when nobody leads (or a new leader has not yet recorded its
+// value), or ErrNoMajority (and ctx.Err() when ctx ended the call) when the
+// nodes that answered cannot tell.
 func (c *Client) Leader(ctx context.Context, election string) (Leader, error) {
 	done, err := c.begin()
 	if err != nil {

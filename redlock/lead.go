@@ -6,25 +6,15 @@ import (
 	"time"
 )
 
-// Lead campaigns in election with value (Campaign: it blocks until the
-// caller leads, ctx ends or the Client closes), runs fn as the leader, and
-// resigns when fn returns or panics; a panic is re-raised after the
-// resignation. The next campaigner, if any, then leads at once.
-//
-// fn's context is derived from ctx and also ends when the leadership does
-// (see Leadership.Context): when it is lost, context.Cause returns an
-// error wrapping ErrLockLost with the failed extension's per-node detail,
-// at the latest the loss margin before the leadership's validity ends
-// (WithAutoExtend). fn must stop acting as the leader then. Cancellation
-// cannot stop a write already on its way: where that matters, use
-// Campaign, whose Leadership.Term fences the leader's writes.
-//
-// Lead returns Campaign's error if the caller never led (it wraps
-// ErrNotObtained, and ctx.Err() when ctx ended the wait); otherwise fn's
-// error joined with the loss (errors.Is(err, ErrLockLost)) when the
-// leadership was lost before the resignation, or with Resign's error.
-// When fn returns the loss itself (context.Cause(ctx), maybe wrapped), it
-// is reported once. A nil fn is an error, before any campaign.
+// Lead campaigns in election with value as Campaign does, runs fn as the
+// leader, and resigns when fn returns or panics (a panic is re-raised
+// after the resignation); the next campaigner then leads at once. fn's
+// context is derived from ctx and is canceled with a cause wrapping
+// ErrLockLost when the leadership is lost, at the latest the loss margin
+// before its validity ends: fn must stop acting as the leader then. Lead
+// returns Campaign's error if the caller never led; otherwise fn's error
+// joined with the loss or with Resign's error, the loss reported once. A
+// nil fn is an error, before any campaign.
 func (c *Client) Lead(ctx context.Context, election, value string, ttl time.Duration, fn func(ctx context.Context) error) (err error) {
 	if fn == nil {
 		return errors.New("redlock: nil function")

@@ -7,23 +7,16 @@ import (
 	"time"
 )
 
-// WithAutoExtend keeps the lock alive in the background until Unlock: it
-// extends the lock to its full TTL every interval (0 means ttl/3), retries a
-// failed extension within the remaining validity, and when the lock cannot be
-// guaranteed any more, closes Done and sets Err to an error wrapping
-// ErrLockLost. A negative interval is an error.
-//
-// Loss is declared at the latest the loss margin before Until(), the larger
-// of ttl/10 and twice the node timeout, so that work can stop while the lock
-// is still valid; a process that did not run then (a GC pause) declares it
-// as soon as it runs again. A lock call with WithAutoExtend returns an error,
-// touching no node, when ttl less the drift allowance does not exceed that
-// margin plus one node timeout (with the defaults, any ttl from 6ms passes).
-//
-// The background goroutine belongs to the Lock: Unlock stops it, and so do
-// Client.Close and Client.Shutdown (the lock is then reported lost with
-// ErrClosed). Without WithMaxHold it renews the lock for as long as the
-// process lives. See docs/usage.md, "Behaviour you can rely on".
+// WithAutoExtend keeps the lock alive in the background until Unlock,
+// extending it to its full TTL every interval (0 means ttl/3; negative is
+// an error). When the lock can no longer be guaranteed it closes Done and
+// sets Err to an error wrapping ErrLockLost, at the latest the loss margin,
+// max(ttl/10, 2×node timeout), before Until(). A lock call refuses, without
+// calling a node, a ttl too short for that margin plus a node timeout (with
+// the defaults, under 6ms). The goroutine belongs to the Lock: Unlock stops
+// it, and Client.Close and Shutdown too (the lock is then lost with
+// ErrClosed). Without WithMaxHold it renews the lock as long as the process
+// lives. See docs/usage.md, "Behaviour you can rely on".
 func WithAutoExtend(interval time.Duration) LockOption {
 	return func(c *lockConfig) {
 		if interval < 0 {
@@ -67,22 +60,15 @@ func (l *Lock) Err() error {
 	}
 }
 
-// Do takes the lock on key (retrying as Lock does), runs fn while keeping the
-// lock alive (WithAutoExtend, every ttl/3 unless given), and releases it when
-// fn returns or panics; a panic is re-raised after the release.
-//
-// fn's context is derived from ctx. When the lock can no longer be
-// guaranteed, it is canceled with a cause, from context.Cause, that wraps
-// ErrLockLost and the per-node detail, at the latest the loss margin before
-// Until() (see WithAutoExtend, which also says which ttls Do refuses); fn
-// must stop touching the protected resource then. Cancellation alone cannot
-// stop a write already on its way: pair the lock with fencing tokens for
-// that.
-//
-// Do returns the acquisition error if the lock was not obtained; otherwise
-// fn's error joined with the loss (errors.Is(err, ErrLockLost)) or with the
-// release error. When fn returns the loss itself (context.Cause(ctx), maybe
-// wrapped), it is reported once.
+// Do takes the lock on key as Lock does, runs fn while keeping the lock
+// alive (WithAutoExtend), and releases it when fn returns or panics; a
+// panic is re-raised after the release. fn's context is derived from ctx,
+// and is canceled with a cause wrapping ErrLockLost (context.Cause) when the
+// lock can no longer be guaranteed, at the latest the loss margin before
+// Until(): fn must stop touching the resource then, and fencing tokens
+// guard writes already on their way. Do returns the acquisition error if
+// the lock was not obtained; otherwise fn's error joined with the loss or
+// with the release error, the loss reported once.
 func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) error {
 	return c.do(ctx, fn, opts, func(all []LockOption) (*Lock, error) { return c.Lock(ctx, key, ttl, all...) })
 }

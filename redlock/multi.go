@@ -7,41 +7,25 @@ import (
 )
 
 // TryLockAll makes one attempt to take the locks on every key of keys at
-// once, for ttl: it returns one Lock over all of them, or takes none. On
-// each node one script sets every key or none; the lock is obtained when a
-// majority of nodes set them all within validity, as for TryLock. A failed
-// attempt is undone in the background, each call bounded by the node
-// timeout. On failure the error wraps ErrNotObtained (and ctx.Err() when
-// ctx ended the attempt), with one *NodeError per node that did not agree;
-// ErrTaken names a key that was held.
-//
-// keys are sorted and deduplicated (Keys() lists them so). More than
-// MaxKeys keys, no key, or a key TryLock refuses is an error, and no node
-// is called; so is, on a Redis Cluster node, keys that do not share one
-// hash slot (give them one hash tag, as in "{order:42}:items").
-//
-// The returned Lock extends, unlocks and auto-extends all keys together.
-// WithFencing gives it a fence greater than every earlier fenced
-// acquisition of any of its keys; WithFairness has no effect. See
-// docs/multilock.md.
+// once, for ttl: it returns one Lock over all of them, or takes none; the
+// Lock extends, unlocks and auto-extends them together. Errors are as for
+// TryLock, ErrTaken naming a key that was held. keys are sorted and
+// deduplicated; more than MaxKeys keys, no key, a key TryLock refuses, or,
+// on a Redis Cluster node, keys of different hash slots (give them one hash
+// tag, as in "{order:42}:items") is an error, and no node is called.
+// WithFencing gives a fence greater than every earlier fenced acquisition
+// of any of the keys; WithFairness has no effect. See docs/multilock.md.
 func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, request{kind: multiKind, keys: keys, ttl: ttl, opts: opts})
 }
 
 // LockAll takes the locks on every key of keys at once, as TryLockAll does,
-// waiting until it succeeds, the retry strategy stops, or ctx ends; it
-// returns within ctx's deadline whatever the nodes do. On failure the error
-// wraps ErrNotObtained and, when ctx ended the wait, ctx.Err() (ErrClosed
-// when the Client closed), with the per-node detail of the last attempt.
-//
-// It retries after each delay of the retry strategy, and at once when one
-// of its keys is freed for it. While it waits it keeps one place in every
-// key's queue: a key freed while it heads that queue is reserved for it,
-// so later Lock callers do not pass it forever. Two LockAll calls over
-// overlapping sets never deadlock and are served in arrival order. A
-// Client that died keeps its reservations for at most a third of the TTL
-// (at least a third of a second) plus two node timeouts and a second. See
-// docs/multilock.md, "Key order and no deadlock".
+// waiting as Lock does until it succeeds, the retry strategy stops, or ctx
+// ends; errors are as for Lock. While it waits it holds one place in every
+// key's queue, and a key freed for it is reserved for it, so later callers
+// do not pass it forever; two LockAll calls over overlapping sets never
+// deadlock. A Client that died keeps such a reservation for at most a
+// third of its TTL plus a few seconds. See docs/multilock.md.
 func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, request{kind: multiKind, keys: keys, ttl: ttl, opts: opts, wait: true})
 }

@@ -97,19 +97,13 @@ type NodeCheck struct {
 // CheckNodes reads, on every node in parallel, what decides whether it can
 // be part of a lock's majority now, and changes nothing. A node that does
 // not answer is reported in its NodeCheck.Err; the error is for bad
-// arguments only. Of opts, WithQuarantine sets the quarantine the nodes
-// are judged by (its default otherwise) and WithNodeTimeout bounds each of
-// the few commands sent to a node (MaxNodeTimeout otherwise); the others
-// are accepted and ignored, so a program may pass its Client's options.
-//
-// The uptime, persistence and declaration are read anew, not from what a
-// Pool learned when it connected: a node declared fresh since counts here
-// at once, and for a Client at its Pool's next connection. Reading them
-// needs a pool.Commander (FromURL's pools are); a Pool that is not one is
-// only asked the time, and counts, as the quarantine counts a node it
-// cannot age. Nodes whose servers report the same run_id are one server
-// under several addresses: none of them counts (NodeCheck.SameServer), as
-// a Client counts none of them (ErrNodeSameServer).
+// arguments only. Of opts, WithQuarantine sets the quarantine the nodes are
+// judged by and WithNodeTimeout bounds each command (MaxNodeTimeout
+// otherwise); the others are ignored, so a program may pass its Client's.
+// Uptime, persistence and declaration are read anew, which needs a
+// pool.Commander; a Pool that is not one is only asked the time, and
+// counts. Nodes that are one server under several addresses count for
+// nothing (NodeCheck.SameServer).
 func CheckNodes(ctx context.Context, pools []pool.Pool, opts ...Option) (NodesReport, error) {
 	if ctx == nil {
 		return NodesReport{}, errors.New("redlock: nil context")

@@ -33,22 +33,16 @@ type Declaration struct {
 	Key string
 }
 
-// DeclareFresh declares every node of a new deployment fresh: on each, it
-// sets pool.FreshStartKey to the server's current run_id (on a Redis
-// Cluster node, the shard's marker on each master), so that the restart
-// quarantine counts the node at once though it does not persist every
-// write. Call it once, after the nodes first started and before any client
-// takes a lock; a Pool that connected before learns of it at its next
-// connection. It returns the declarations it set.
-//
-// It declares no node while any node carries evidence of a lease that may
-// still be valid (a live lease ceiling) or holds a key of this library (a
-// name under the reserved prefix, or a lock's value under a caller's key),
-// nor a cluster master that took over from another. The error then joins
-// one *NodeError per such node, wrapping ErrNotFresh and saying when its
-// evidence expires, and one per node that could not be read or written or
-// whose Pool is not a pool.Commander. Each command is bounded by
-// MaxNodeTimeout, the scan by ctx. See docs/cli.md, "redlock nodes".
+// DeclareFresh declares every node of a new deployment fresh, so that the
+// restart quarantine counts it at once though it does not persist every
+// write: it sets pool.FreshStartKey to each server's run_id (on a Redis
+// Cluster, a marker per shard master) and returns the declarations. Call it
+// once, before any client takes a lock. It declares nothing while any node
+// may hold a valid lease or a key of this library: the error then joins
+// one *NodeError per such node, wrapping ErrNotFresh and saying when to
+// retry, and one per node that could not be read or written. Each command
+// is bounded by MaxNodeTimeout, the scan by ctx. See docs/cli.md, "redlock
+// nodes".
 func DeclareFresh(ctx context.Context, pools []pool.Pool) ([]Declaration, error) {
 	if ctx == nil {
 		return nil, errors.New("redlock: nil context")

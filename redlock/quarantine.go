@@ -19,24 +19,15 @@ const DefaultQuarantine = DefaultMaxTTL + time.Duration(float64(DefaultMaxTTL)*D
 
 // WithQuarantine sets how long a node that restarted without persisting
 // every write stays out of the majority: until its uptime reaches d, its
-// yes counts toward no acquisition, grant, extension or fence. The default
-// is the Client's max TTL plus its drift allowance (DefaultQuarantine with
-// the defaults), lengthened to a larger max TTL recorded on the nodes by
-// another Client. A d shorter than the max TTL states that no lock on these
-// nodes lives longer; 0 disables the check.
-//
-// A node counts at once when it persists every write (appendonly yes,
-// appendfsync always) or carries the fresh-start declaration
-// (pool.FreshStartKey, DeclareFresh) for its current run. A node that
-// restarted alone counts again, with a NodeReturned event, once its peers
-// show that every lock it could have forgotten has expired. A node whose
-// uptime cannot be read counts, and is reported (NodeUnverified); one
-// whose persistence cannot be read is taken not to persist.
-//
-// A Redis Cluster node is judged per key by the master of the key's slot
-// (one more round trip per yes): a master that restarted, or took over
-// from another, less than d ago does not count. See docs/safety.md, "What
-// the client enforces: the restart quarantine" and "Redis Cluster nodes".
+// yes counts toward no acquisition, extension or fence. The default is the
+// Client's max TTL plus its drift allowance (DefaultQuarantine), or longer
+// when another Client recorded a larger max TTL on the nodes; 0 disables
+// the check. A node counts at once when it persists every write or carries
+// a fresh-start declaration for its run (DeclareFresh), and sooner when its
+// peers show that every lock it could have forgotten has expired
+// (NodeReturned). On a Redis Cluster node the master of the key's slot is
+// judged, failovers included. See docs/safety.md, "What the client
+// enforces: the restart quarantine".
 func WithQuarantine(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {

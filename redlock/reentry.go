@@ -12,21 +12,15 @@ import "errors"
 // the call starts: the plain exclusive kind does not look at owners.
 
 // WithOwner names the owner of the hold that Lock, TryLock or Do takes (a
-// job id, a request id: a goroutine has no identity to use). A call by an
-// owner that holds the key already re-enters it: it gets a hold of its own
-// (its own Token, Until, Extend and Unlock), and the key stays held until
-// every hold of the owner was given back or ran out. Anyone else, a plain
-// Lock or TryLock included, is refused while the owner holds the key.
-//
-// A re-entry is a compare-and-extend granted only where a majority still
-// holds the owner's value, valid from the start of the call; it never
-// re-creates an expired hold. An Unlock gives back exactly its own hold.
-// With WithFencing every hold of an owner reports the owner's one fence.
-// The owner's Lock does not join the key's queue: it retries on the
-// WithRetry schedule and is woken by a release. WithFairness and WithRepairOnExtend
-// cannot be combined with WithOwner, and readers, permits, multi-locks and
-// Resume take no owner; an empty owner is an error too. See docs/usage.md,
-// "Re-entering a hold: WithOwner".
+// job id, a request id: a goroutine has no identity). A call by an owner
+// that holds the key already re-enters it with a hold of its own (its own
+// Token, Until, Extend and Unlock); the key stays held until every hold was
+// given back or ran out, and everyone else is refused meanwhile. A
+// re-entry is granted only where a majority still holds the owner's value;
+// all of an owner's holds share one fence. It cannot be combined with
+// WithFairness or WithRepairOnExtend, nor given to readers, permits, multi-locks or
+// Resume; an empty owner is an error. See docs/usage.md, "Re-entering a
+// hold: WithOwner".
 func WithOwner(owner string) LockOption {
 	return func(c *lockConfig) {
 		if owner == "" {

@@ -7,20 +7,15 @@ import (
 )
 
 // Shutdown releases every lock this Client holds, then closes it as Close
-// does. Call it when the process stops, once the work done under the locks
-// has stopped: other processes then get the keys at once instead of after
-// their TTL.
-//
-// It refuses new acquisitions and ends blocked ones (ErrClosed), stops
-// auto-extensions (those locks report ErrLockLost and ErrClosed, and Do
-// cancels fn's context), waits for operations in flight, then releases in
-// parallel every lock not yet unlocked; Unlock calls made meanwhile may
-// return ErrClosed. Each release decides at the node timeout even when ctx
-// has ended, so Shutdown returns within a few times Close's bound. It
+// does; call it when the process stops, once the work under the locks has
+// stopped. It refuses new acquisitions and ends blocked ones (ErrClosed),
+// stops auto-extensions (their locks report ErrLockLost and ErrClosed),
+// waits for calls in flight, then releases every lock not yet unlocked, in
+// parallel, each deciding at the node timeout even when ctx has ended. It
 // returns the joined errors of releases that did not reach a majority
 // (ErrNotReleased); a lock that had expired or passed on is no error.
-// Calling Shutdown again, or Close after it, does nothing more; Shutdown
-// after Close still releases the locks held.
+// Calling it again, or Close after it, does nothing more; Shutdown after
+// Close still releases the locks held.
 func (c *Client) Shutdown(ctx context.Context) error {
 	if c == nil {
 		return errNilClient
