@@ -18,9 +18,7 @@ import (
 //	state     event                                    next      action
 //	queued    grants valid on a majority                won       return the validity
 //	queued    grants on a minority, too few nodes left  yielding  give the grants back (settle)
-//	yielding  a round sees no earlier holder any more   queued    take a free key again: a round at
-//	                                                              once to the nodes where a yielding
-//	                                                              round found it free (retake)
+//	yielding  a round sees no earlier holder any more   queued    take a free key at once (retake)
 //	waiting   round timer (retry, heartbeat)            same      round to idle nodes not quiet
 //	waiting   a node busy at the last retry answers     same      send it the retry's round (sendOwed)
 //	waiting   grant on a minority; then check timer     same      round to idle, ungranted nodes
