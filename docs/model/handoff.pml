@@ -2,9 +2,9 @@
  * Promela model of the waiting protocol (issue 15): per-node queues of
  * waiters, and the hand-off of the lock key to the head of a queue when the
  * key is released.  The companion of redlock.pml, in the same style;
- * docs/model.md ("The waiting protocol") explains what is modelled, the
- * bounds, the properties and the results; docs/model/run.sh runs every
- * configuration.  Switches are set with
+ * docs/model.md gives the properties and what the configurations show;
+ * docs/model/run.sh runs every configuration, each with a comment that
+ * says what it checks.  Switches are set with
  *   spin -a -DNAME=VALUE handoff.pml
  *
  * The protocol, per node (each script runs atomically):

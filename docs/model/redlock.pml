@@ -1,7 +1,8 @@
 /*
  * Promela model of Redlock with two-phase fencing tokens.
- * docs/model.md explains what is modelled, what is abstracted away, the
- * properties and the results; docs/model/run.sh runs every configuration.
+ * docs/model.md gives the properties, what the configurations show and the
+ * limits; docs/model/run.sh runs every configuration, each with a comment
+ * that says what it checks.
  *
  * One file serves all configurations; switches are set with
  *   spin -a -DNAME=VALUE redlock.pml
