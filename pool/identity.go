@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/redlockgo/redlock/internal/keyspace"
 )
 
 // Persistence is how much of its data a Redis server keeps across a restart,
@@ -52,7 +50,7 @@ func (p Persistence) String() string {
 // "redlock:", which no lock key may use.
 //
 //	redis-cli SET redlock:fresh-start "$(redis-cli INFO server | sed -n 's/^run_id:\(.*\)\r$/\1/p')"
-const FreshStartKey = keyspace.FreshStart
+const FreshStartKey = "redlock:fresh-start"
 
 // Identity is what a Pool learned of the server behind it when it last
 // connected to it.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlockgo/redlock/internal/keyspace"
 	"github.com/redlockgo/redlock/internal/redistest"
 	"github.com/redlockgo/redlock/pool"
 )
@@ -164,4 +165,5 @@ func TestNewNeverFailsTheCallersClient(t *testing.T) {
 
 func TestFreshStartKeyAgreesWithRedistest(t *testing.T) {
 	assert.Equal(t, pool.FreshStartKey, redistest.FreshStartKey)
+	assert.Equal(t, keyspace.FreshStart, pool.FreshStartKey, "the library's one list of names and the Pool's constant")
 }

@@ -21,7 +21,7 @@ const module = "github.com/redlockgo/redlock/"
 var floors = [][]string{
 	{"clock", "internal/random", "internal/keyslot", "internal/fanout"},
 	{"internal/keyspace"},
-	{"pool"}, // and pool/internal/...
+	{"pool"}, // and pool/internal/...; neither imports internal/
 	{"internal/scripts", "internal/shardwatch", "internal/pooltest"},
 	{"internal/node", "internal/redistest"},
 	{"internal/wait", "internal/redistls"},
@@ -114,6 +114,8 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s imports the command %s", pkg, dep)
 			case !ok:
 				t.Errorf("%s imports %s, which is on no floor", pkg, dep)
+			case (pkg == "pool" || strings.HasPrefix(pkg, "pool/internal/")) && strings.HasPrefix(dep, "internal/"):
+				t.Errorf("%s imports %s: what adapters and users call imports nothing of the engine", pkg, dep)
 			case depHome == home:
 				// its own subtree
 			case to >= from:
