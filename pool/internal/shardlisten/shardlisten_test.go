@@ -85,9 +85,13 @@ type cluster struct {
 
 // newCluster returns a cluster whose Set is started, and closed at the
 // test's end.
-func newCluster(t *testing.T) *cluster {
+func newCluster(t *testing.T) *cluster { return newClusterKnown(t, true) }
+
+// newClusterKnown is newCluster whose probe answers known until told
+// otherwise: false makes the first probes unanswered.
+func newClusterKnown(t *testing.T, known bool) *cluster {
 	t.Helper()
-	c := &cluster{sharded: true, known: true, owner: map[string]string{}}
+	c := &cluster{sharded: true, known: known, owner: map[string]string{}}
 	c.set = shardlisten.New(shardlisten.Config[*fakeShard]{
 		Probe: func(context.Context) (bool, bool) {
 			c.mu.Lock()
@@ -219,10 +223,7 @@ func TestSetUnknownCommandTurnsShardedOff(t *testing.T) {
 
 func TestSetProbesAgainUntilAnswered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCluster(t)
-		c.mu.Lock()
-		c.known = false
-		c.mu.Unlock()
+		c := newClusterKnown(t, false) // unanswered from the first probe: Start probes at once
 		synctest.Wait()
 		if c.set.Sharded() {
 			t.Fatal("sharded before the probe answered")
