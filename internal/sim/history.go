@@ -32,22 +32,45 @@ func (e event) String() string {
 	return fmt.Sprintf("%12.6fs c%d %-4s %s", e.at.Seconds(), e.client, e.key, e.what)
 }
 
+// kind is what a hold excludes: an exclusive hold (a lock, a multi-lock,
+// an owner's hold) every other hold of its keys, a reader only exclusive
+// holds, a permit only the permits over its key's limit, a leader every
+// other leader of its election.
+type kind int
+
+const (
+	exclusive kind = iota
+	reader
+	permit
+	leader
+)
+
+func (k kind) String() string { return [...]string{"holder", "reader", "permit", "leader"}[k] }
+
 // hold is one holder's validity, as the checker judges it: from the
 // moment its lock call returned (or its Do's fn started) to the moment it
 // stopped acting as the holder, cut at its own Until() (the Client's word
 // for when the lock stops being safe to use).
 type hold struct {
-	client   int
-	n        int // the holder's number in the run
-	key      string
+	client int
+	n      int // the holder's number in the run
+	kind   kind
+	keys   []string // one key, a multi-lock's keys, or an election's name
+	// group names the holds that are one holder: the handles of one token
+	// (Resume) or one owner's holds (WithOwner). "" is a group of one.
+	group    string
+	called   time.Duration // when the call that took it began
 	from, to time.Duration
-	fence    uint64 // 0 without WithFencing
+	fence    uint64 // the fence (0 without WithFencing), or a leader's term (0 for Lead)
 }
 
 func (h hold) String() string {
-	s := fmt.Sprintf("holder #%d (c%d) of %s over [%.6fs, %.6fs)", h.n, h.client, h.key, h.from.Seconds(), h.to.Seconds())
+	s := fmt.Sprintf("%v #%d (c%d) of %s over [%.6fs, %.6fs)", h.kind, h.n, h.client, strings.Join(h.keys, "+"), h.from.Seconds(), h.to.Seconds())
+	if h.group != "" {
+		s += " of " + h.group
+	}
 	if h.fence != 0 {
-		s += fmt.Sprintf(" fence %d", h.fence)
+		s += fmt.Sprintf(" %s %d", map[bool]string{false: "fence", true: "term"}[h.kind == leader], h.fence)
 	}
 	return s
 }
@@ -61,6 +84,9 @@ type history struct {
 	holds  []hold
 	seqs   map[int]int
 	ops    int
+	// flagged is what a worker saw break at the moment it happened (a
+	// loss reported after Until, a resumed fence not above the hold's).
+	flagged []violation
 
 	trace func(at time.Duration, line string) // the network's trace, if on
 }
@@ -98,6 +124,26 @@ func (h *history) held(hd hold) {
 	h.holds = append(h.holds, hd)
 }
 
+// flag records a violation a worker saw.
+func (h *history) flag(key, format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.flagged = append(h.flagged, violation{key, fmt.Sprintf(format, args...)})
+}
+
+// counts names how many live holds of each kind the run made.
+func (h *history) counts() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := map[kind]int{}
+	for _, hd := range h.holds {
+		if hd.live() {
+			n[hd.kind]++
+		}
+	}
+	return fmt.Sprintf("%d holders, %d readers, %d permits, %d leaders", n[exclusive], n[reader], n[permit], n[leader])
+}
+
 // since is a time on the virtual clock as a duration since the run's start.
 func (h *history) since(t time.Time) time.Duration { return t.Sub(h.start) }
 
@@ -130,11 +176,12 @@ func digest(events []event) string {
 	return hex.EncodeToString(s.Sum(nil))[:16]
 }
 
-// of returns the events on key, for a violation's report.
+// of returns the events on key (a multi-lock's events are on each of
+// its keys), for a violation's report.
 func of(events []event, key string) []event {
 	var out []event
 	for _, e := range events {
-		if e.key == key {
+		if slices.Contains(strings.Split(e.key, "+"), key) {
 			out = append(out, e)
 		}
 	}
@@ -159,6 +206,10 @@ func class(err error) string {
 		return "not-held"
 	case errors.Is(err, redlock.ErrClosed):
 		return "closed"
+	case errors.Is(err, redlock.ErrNoLeader):
+		return "no-leader"
+	case errors.Is(err, redlock.ErrNotProclaimed):
+		return "not-proclaimed"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return "ctx"
 	}

@@ -25,30 +25,31 @@ func TestSameSeedSameHistory(t *testing.T) {
 }
 
 // The negative control is caught within its budget: with the restart
-// quarantine off while nodes restart empty, some seed of 255 to 274 shows
-// two holders at once (seed 264 did when the test was written: node 0,
-// without persistence, restarted empty and counted at once). Seed 28 did
-// before the fix of a waiter's given-back grants (internal/wait, onReply),
-// and no longer does.
+// quarantine off while nodes restart empty, some seed of 130 to 139 shows
+// two holders at once (seeds 137 and 139 did when the workloads of every
+// kind came in: a node without persistence restarted empty and counted at
+// once).
 func TestUnsafeSettingIsCaught(t *testing.T) {
 	if raceOn {
-		t.Skip("under -race seed 264's schedule may differ (docs/simulation.md); make sim-unsafe runs without it")
+		t.Skip("under -race the seeds' schedule may differ (docs/simulation.md); make sim-unsafe runs without it")
 	}
-	for seed := uint64(255); seed < 275; seed++ {
+	for seed := uint64(130); seed < 140; seed++ {
 		if rep := runSeed(t, seed, NoQuarantine); len(rep.Violations) > 0 {
 			t.Logf("seed %d: %s", seed, rep.Violations[0])
 			return
 		}
 	}
-	t.Errorf("no violation in seeds 255 to 274 with the quarantine off")
+	t.Errorf("no violation in seeds 130 to 139 with the quarantine off")
 }
 
-// Seeds 1138 and 137 once gave two holders at once: a waiter gave back
-// grants its lock could not confirm, then counted them again when a later
-// round found the key still holding its token, and the give-back, still on
-// its way, deleted the key under the new lock (internal/wait, onReply).
+// A waiter that gave back grants its lock could not confirm counted them
+// again when a later round found the key still holding its token, and the
+// give-back, still on its way, deleted the key under the new lock
+// (internal/wait, onReply). With that fix reverted, seed 1874 shows two
+// leaders at once (an election's campaigners wait as Lock's waiters do);
+// seeds 1138 and 137 showed two holders before the workloads of every kind.
 func TestGivenBackGrantsDoNotMakeASecondHolder(t *testing.T) {
-	for _, seed := range []uint64{1138, 137} {
+	for _, seed := range []uint64{1874} {
 		if rep := runSeed(t, seed, Safe); len(rep.Violations) > 0 {
 			t.Errorf("seed %d: %v", seed, rep.Violations)
 		}

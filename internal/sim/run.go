@@ -42,6 +42,7 @@ type Report struct {
 	History    []string // every event, one a line
 	Shown      []string // the shortest history that shows the first violation: its key's events
 	Params     string   // the run's drawn parameters
+	Holds      string   // how many holds of each kind the run made
 	// Trace is the history with every message's fate between its lines
 	// (network.trace), when tracing is on.
 	Trace []string
@@ -67,10 +68,23 @@ const span = 5 * time.Second
 
 // runner is one run.
 type runner struct {
-	nw   *network
-	h    *history
-	keys []string
-	span time.Duration // how long the workers keep making calls
+	t       *testing.T
+	seed    uint64
+	setting Setting
+	nw      *network
+	h       *history
+	// locks are the keys of exclusive locks, readers and multi-locks;
+	// permits the keys of semaphores, each with its limit; elections the
+	// elections' names.
+	locks     []string
+	permits   []string
+	limits    map[string]int
+	elections []string
+	weights   []int         // of each workload (workloads), drawn per run
+	fencing   bool          // every node persists: fences are promised (docs/fencing.md)
+	clients   int           // the workers, each with its Client
+	span      time.Duration // how long the workers keep making calls
+	params    string
 }
 
 // Run runs seed under setting. It must be called inside a synctest bubble
@@ -80,19 +94,47 @@ func Run(t *testing.T, seed uint64, setting Setting) Report {
 	defer random.Seed(seed)()
 	cryptotest.SetGlobalRandom(t, seed) // tokens: not in the digest, but the same run gets the same ones
 	rng := rand.New(rand.NewPCG(seed, 1))
+	r := newRunner(t, seed, setting, rng)
+	var trace []event
+	var traceMu sync.Mutex
+	if tracing {
+		r.nw.keys = r.traced()
+		r.nw.trace = func(at time.Duration, line string) {
+			traceMu.Lock()
+			defer traceMu.Unlock()
+			trace = append(trace, event{at: at, client: -1, seq: len(trace), what: line})
+		}
+		r.h.trace = r.nw.trace
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { r.crashes() })
+	for _, w := range r.workers(rng) {
+		wg.Go(w.run)
+	}
+	wg.Wait()
+	r.nw.wg.Wait()
+	return r.report(trace)
+}
+
+// newRunner draws a run's nodes, network, faults, keys and workload mix.
+func newRunner(t *testing.T, seed uint64, setting Setting, rng *rand.Rand) *runner {
 	n := []int{3, 5}[rng.IntN(2)]
 	clients := 2 + rng.IntN(3)
-	r := &runner{span: span}
-	for k := range 1 + rng.IntN(2) {
-		r.keys = append(r.keys, fmt.Sprintf("k%d", k))
+	r := &runner{t: t, seed: seed, setting: setting, clients: clients, span: span, limits: map[string]int{}}
+	for k := range 1 + rng.IntN(3) {
+		r.locks = append(r.locks, fmt.Sprintf("k%d", k))
 	}
+	r.permits = []string{"p0"}
+	r.limits["p0"] = 1 + rng.IntN(3)
+	r.elections = []string{"e0"}
+	r.weights = drawWeights(rng)
 	kit := redlocktest.New(t, n)
 	nw := &network{start: time.Now(), loss: rng.Float64() * 0.05, spike: rng.Float64() * 0.05}
 	nw.plan = newPlan(rng, n, clients, 6, r.span)
-	allPersist := true
+	r.fencing = true
 	for j, p := range kit.Pools() {
 		nd := &simNode{index: j, addr: p.Addr(), server: p, persist: rng.IntN(2) == 0, fresh: map[int]bool{0: true}}
-		allPersist = allPersist && nd.persist
+		r.fencing = r.fencing && nd.persist
 		// The deployment declared every node's first run fresh (pool.FreshStartKey).
 		if _, err := p.(pool.Commander).Do(context.Background(), "SET", keyspace.FreshStart, runID(j, 0)); err != nil {
 			t.Fatalf("sim: declaring node %d fresh: %v", j, err)
@@ -101,56 +143,78 @@ func Run(t *testing.T, seed uint64, setting Setting) Report {
 	}
 	r.nw = nw
 	r.h = &history{start: nw.start, seqs: map[int]int{}}
-	var trace []event
-	var traceMu sync.Mutex
-	if tracing {
-		nw.keys = r.keys
-		nw.trace = func(at time.Duration, line string) {
-			traceMu.Lock()
-			defer traceMu.Unlock()
-			trace = append(trace, event{at: at, client: -1, seq: len(trace), what: line})
-		}
-		r.h.trace = nw.trace
-	}
-	params := fmt.Sprintf("nodes=%d clients=%d keys=%d loss=%.3f spike=%.3f persist=%v", n, clients, len(r.keys), nw.loss, nw.spike, persisting(nw.nodes))
+	r.params = fmt.Sprintf("nodes=%d clients=%d locks=%d permits=%d loss=%.3f spike=%.3f persist=%v mix=%s",
+		n, clients, len(r.locks), r.limits["p0"], nw.loss, nw.spike, persisting(nw.nodes), mix(r.weights))
+	return r
+}
 
-	var wg sync.WaitGroup
-	wg.Go(func() { r.crashes() })
-	for c := range clients {
-		timeout := 20*time.Millisecond + time.Duration(rng.Int64N(int64(maxTimeout-20*time.Millisecond)))
-		// The quarantine the documentation asks for: the longest TTL any
-		// Client uses (worker.ttl, Extend included) plus its drift
-		// allowance, rounded up; off in the unsafe setting.
-		quarantine := quarantine
-		if setting == NoQuarantine {
-			quarantine = 0
-		}
-		opts := []redlock.Option{redlock.WithNodeTimeout(timeout), redlock.WithQuarantine(quarantine)}
-		w := &worker{r: r, c: c, rng: rand.New(rand.NewPCG(seed, uint64(100+c))), timeout: timeout, fencing: allPersist}
-		links := make([]pool.Pool, n)
-		for j, nd := range nw.nodes {
-			links[j] = &link{nw: nw, client: c, node: nd, rng: rand.New(rand.NewPCG(seed, uint64(1000+c*64+j)))}
-		}
-		client, err := redlock.New(links, opts...)
-		if err != nil {
-			t.Fatalf("sim: redlock.New: %v", err)
-		}
-		w.client = client
-		params += fmt.Sprintf(" c%d.timeout=%v", c, timeout)
-		wg.Go(w.run)
+// traced is every key the trace shows the values of.
+func (r *runner) traced() []string {
+	keys := slices.Concat(r.locks, r.permits)
+	for _, e := range r.elections {
+		key, _ := keyspace.Election(e)
+		keys = append(keys, key)
 	}
-	wg.Wait()
-	nw.wg.Wait()
+	return keys
+}
 
-	rep := Report{Seed: seed, Ops: r.h.ops, Faults: len(nw.plan.faults), Params: params}
+// workers draws the run's workers: the first starts with the run, each
+// other one with it or, one time in three, at a drawn time in the first
+// half of the run (a Client created mid-run); each has its own node
+// timeout.
+func (r *runner) workers(rng *rand.Rand) []*worker {
+	var out []*worker
+	for c := range r.clients {
+		w := &worker{r: r, c: c, rng: rand.New(rand.NewPCG(r.seed, uint64(100+c))), timeout: r.timeout(rng)}
+		if c > 0 && rng.IntN(3) == 0 {
+			w.start = time.Duration(rng.Int64N(int64(r.span / 2)))
+		}
+		r.params += fmt.Sprintf(" c%d.timeout=%v", c, w.timeout)
+		if w.start > 0 {
+			r.params += fmt.Sprintf(" c%d.start=%v", c, w.start)
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// timeout draws a Client's node timeout.
+func (r *runner) timeout(rng *rand.Rand) time.Duration {
+	return 20*time.Millisecond + time.Duration(rng.Int64N(int64(maxTimeout-20*time.Millisecond)))
+}
+
+// client creates a Client with node timeout timeout whose messages cross
+// the links of Client id, faulted as worker c's (a Client a worker creates
+// to resume a lock runs on the worker's machine).
+func (r *runner) client(c, id int, timeout time.Duration) *redlock.Client {
+	// The quarantine the documentation asks for: the longest TTL any
+	// Client uses (worker.ttl, Extend included) plus its drift allowance,
+	// rounded up; off in the unsafe setting.
+	q := quarantine
+	if r.setting == NoQuarantine {
+		q = 0
+	}
+	links := make([]pool.Pool, len(r.nw.nodes))
+	for j, nd := range r.nw.nodes {
+		links[j] = &link{nw: r.nw, client: c, node: nd, rng: rand.New(rand.NewPCG(r.seed, uint64(1000+id*64+j)))}
+	}
+	client, err := redlock.New(links, redlock.WithNodeTimeout(timeout), redlock.WithQuarantine(q))
+	if err != nil {
+		r.t.Errorf("sim: redlock.New: %v", err)
+	}
+	return client
+}
+
+// report checks the run's history and reports it.
+func (r *runner) report(trace []event) Report {
+	rep := Report{Seed: r.seed, Ops: r.h.ops, Faults: len(r.nw.plan.faults), Params: r.params, Holds: r.h.counts()}
 	events := r.h.sorted()
 	rep.Digest = digest(events)
-	vs := check(r.h.holds)
-	vs = append(vs, r.leftovers()...)
+	vs := slices.Concat(r.h.flagged, check(r.h.holds), r.leftovers())
 	for _, v := range vs {
 		rep.Violations = append(rep.Violations, v.what)
 	}
-	for _, f := range nw.plan.faults {
+	for _, f := range r.nw.plan.faults {
 		rep.Faulted = append(rep.Faulted, f.String())
 	}
 	for _, e := range events {

@@ -96,7 +96,7 @@ func seeds(t *testing.T, setting Setting, name string) totals {
 		rep := runSeed(t, seed, setting)
 		sum.add(totals{1, rep.Ops, rep.Faults, len(rep.Violations)})
 		if *flagList {
-			fmt.Printf("seed %d: %d operations, %d faults, %d violations, digest %s\n", seed, rep.Ops, rep.Faults, len(rep.Violations), rep.Digest)
+			fmt.Printf("seed %d: %d operations, %d faults, %d violations, digest %s; %s\n", seed, rep.Ops, rep.Faults, len(rep.Violations), rep.Digest, rep.Holds)
 		}
 		if *flagSeed != 0 || len(rep.Violations) > 0 {
 			fmt.Print(report(rep, name))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/redlockgo/redlock/redlock"
@@ -18,139 +19,214 @@ type worker struct {
 	rng     *rand.Rand
 	client  *redlock.Client
 	timeout time.Duration // the Client's node timeout
-	fencing bool          // locks are fenced (every node persists)
+	start   time.Duration // when the Client is created
+	spawned int           // Clients created to resume a lock, for their links' sources
+	groups  int           // groups of holds made, for their names
 }
 
-// run makes calls until the run's span has passed, then closes the Client.
+// workload is one kind of call a worker makes; a run draws how often
+// each is made (drawWeights).
+type workload struct {
+	name string
+	run  func(w *worker)
+}
+
+var workloads = []workload{
+	{"lock", (*worker).exclusive}, // TryLock, Lock, Do, TryDo, auto-extended
+	{"read", (*worker).read},      // TryRLock, RLock, on the locks' keys
+	{"permit", (*worker).permit},  // TryAcquirePermit, AcquirePermit
+	{"multi", (*worker).multi},    // TryLockAll, LockAll, DoAll over the locks' keys
+	{"elect", (*worker).elect},    // Campaign and Resign, Lead
+	{"resume", (*worker).resume},  // Resume by another Client, with another TTL
+	{"owner", (*worker).owner},    // WithOwner, re-entered
+}
+
+// drawWeights draws how often each workload is made in a run: 0 to 3
+// parts each, at least one part in all.
+func drawWeights(rng *rand.Rand) []int {
+	ws := make([]int, len(workloads))
+	sum := 0
+	for i := range ws {
+		ws[i] = rng.IntN(4)
+		sum += ws[i]
+	}
+	if sum == 0 {
+		ws[rng.IntN(len(ws))] = 1
+	}
+	return ws
+}
+
+// mix names a run's weights, for its parameters.
+func mix(ws []int) string {
+	var parts []string
+	for i, n := range ws {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s:%d", workloads[i].name, n))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// run creates the worker's Client at its start and makes calls until the
+// run's span has passed, then closes the Client.
 func (w *worker) run() {
+	w.r.nw.sleepUntil(w.start)
+	w.client = w.r.client(w.c, w.c, w.timeout)
+	if w.client == nil {
+		return
+	}
 	defer w.client.Close()
 	for w.r.nw.now() < w.r.span {
 		time.Sleep(time.Duration(w.rng.Int64N(int64(300 * time.Millisecond))))
-		key := w.r.keys[w.rng.IntN(len(w.r.keys))]
-		switch w.rng.IntN(4) {
-		case 0:
-			w.tryLock(key)
-		case 1:
-			w.lock(key)
-		case 2:
-			w.do(key)
-		default:
-			w.keep(key)
-		}
+		w.pick().run(w)
 	}
+}
+
+// pick draws the next workload by the run's weights.
+func (w *worker) pick() workload {
+	sum := 0
+	for _, n := range w.r.weights {
+		sum += n
+	}
+	x := w.rng.IntN(sum)
+	for i, n := range w.r.weights {
+		if x < n {
+			return workloads[i]
+		}
+		x -= n
+	}
+	panic("unreachable")
 }
 
 // ttl draws a TTL a lock kept alive accepts with this Client's node
 // timeout: over three times the node timeout, plus room.
-func (w *worker) ttl() time.Duration {
-	lo := 4*w.timeout + 100*time.Millisecond
+func (w *worker) ttl() time.Duration { return w.ttlFor(w.timeout) }
+
+func (w *worker) ttlFor(timeout time.Duration) time.Duration {
+	lo := 4*timeout + 100*time.Millisecond
 	return lo + time.Duration(w.rng.Int64N(int64(2*time.Second)))
 }
 
-// options draws the lock options of one call.
-func (w *worker) options(extra ...redlock.LockOption) []redlock.LockOption {
-	if w.fencing && w.rng.IntN(2) == 0 {
+// wait draws how long a waiting call may wait.
+func (w *worker) wait() time.Duration { return time.Duration(w.rng.Int64N(int64(3 * time.Second))) }
+
+// fenced draws whether a call asks for a fence: half the time, where every
+// node persists (fences are promised only there, docs/fencing.md).
+func (w *worker) fenced() bool { return w.r.fencing && w.rng.IntN(2) == 0 }
+
+// options draws the lock options of one call: a fence perhaps, and
+// auto-extension when kept.
+func (w *worker) options(kept bool, extra ...redlock.LockOption) []redlock.LockOption {
+	if w.fenced() {
 		extra = append(extra, redlock.WithFencing())
+	}
+	if kept {
+		extra = append(extra, redlock.WithAutoExtend(0))
 	}
 	return extra
 }
 
-// tryLock takes key with TryLock, holds it a while (extending it once,
-// perhaps), and unlocks it.
-func (w *worker) tryLock(key string) {
-	ttl := w.ttl()
-	w.r.h.call(w.c, key, "TryLock ttl=%v", ttl)
-	l, err := w.client.TryLock(context.Background(), key, ttl, w.options()...)
-	w.held(key, l, err, false)
+// lockKey and permitKey draw a key of each kind.
+func (w *worker) lockKey() string   { return w.r.locks[w.rng.IntN(len(w.r.locks))] }
+func (w *worker) permitKey() string { return w.r.permits[w.rng.IntN(len(w.r.permits))] }
+
+// acquire records the lock call desc on hd's keys, makes it with take (its
+// context ends after a drawn wait when waiting), and uses the Lock it
+// returns (use).
+func (w *worker) acquire(hd hold, desc string, ttl time.Duration, waiting, kept bool, take func(ctx context.Context) (*redlock.Lock, error)) {
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if waiting {
+		wait := w.wait()
+		desc += fmt.Sprintf(" wait=%v", wait)
+		ctx, cancel = context.WithTimeout(ctx, wait)
+	}
+	hd.client, hd.called = w.c, w.r.nw.now()
+	w.r.h.call(w.c, on(hd), "%s", desc)
+	l, err := take(ctx)
+	cancel()
+	w.use(hd, ttl, l, err, kept)
 }
 
-// lock takes key with Lock, waiting up to a drawn deadline.
-func (w *worker) lock(key string) {
-	ttl := w.ttl()
-	wait := time.Duration(w.rng.Int64N(int64(3 * time.Second)))
-	w.r.h.call(w.c, key, "Lock ttl=%v wait=%v", ttl, wait)
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	l, err := w.client.Lock(ctx, key, ttl, w.options()...)
-	w.held(key, l, err, false)
-}
+// on names hd's keys in the history.
+func on(hd hold) string { return strings.Join(hd.keys, "+") }
 
-// keep takes key with TryLock and WithAutoExtend, and holds it for a time
-// that may span several TTLs, or until the lock is lost.
-func (w *worker) keep(key string) {
-	ttl := w.ttl()
-	w.r.h.call(w.c, key, "TryLock+AutoExtend ttl=%v", ttl)
-	l, err := w.client.TryLock(context.Background(), key, ttl, w.options(redlock.WithAutoExtend(0))...)
-	w.held(key, l, err, true)
-}
-
-// held reports a lock call's result and, when it returned a lock, holds it
-// for a drawn time, then unlocks it.
-func (w *worker) held(key string, l *redlock.Lock, err error, kept bool) {
+// use reports a lock call's result and, when it returned a lock, holds it
+// for a drawn time (extending it once half way, perhaps, when it is not
+// kept alive), then unlocks it.
+func (w *worker) use(hd hold, ttl time.Duration, l *redlock.Lock, err error, kept bool) {
+	key := on(hd)
 	if err != nil {
-		w.r.h.note(w.c, key, "< %s", class(err))
+		w.returned(key, err)
 		return
 	}
-	from := w.r.nw.now()
+	hd.from = w.r.nw.now()
 	w.r.h.note(w.c, key, "< ok until=%s fence=%d", w.at(l.Until()), l.Fence())
 	w.r.h.tracef("c%d holds %s with token %s", w.c, key, l.Token())
-	ttl := l.Until().Sub(w.r.nw.start.Add(from))
-	stop := w.r.nw.now() + time.Duration(w.rng.Float64()*1.5*float64(ttl))
+	valid := l.Until().Sub(w.r.nw.start.Add(hd.from))
+	stop := hd.from + time.Duration(w.rng.Float64()*1.5*float64(valid))
 	if kept {
-		stop = w.r.nw.now() + time.Duration(w.rng.Int64N(int64(4*ttl)))
+		stop = hd.from + time.Duration(w.rng.Int64N(int64(4*valid)))
 	} else if w.rng.IntN(3) == 0 {
-		// Extend half way, before or after the TTL ran out.
-		w.r.nw.sleepUntil(from + (stop-from)/2)
-		ext := w.ttl()
-		w.r.h.call(w.c, key, "Extend ttl=%v", ext)
-		err := l.Extend(context.Background(), ext)
-		w.r.h.note(w.c, key, "< %s until=%s", class(err), w.at(l.Until()))
+		w.r.nw.sleepUntil(hd.from + (stop-hd.from)/2) // before or after the TTL ran out
+		w.extend(key, l)
 	}
-	w.sleepOrDone(stop, l.Done())
-	w.r.h.held(hold{client: w.c, key: key, from: from, to: min(w.r.nw.now(), w.r.h.since(l.Until())), fence: l.Fence()})
-	if l.Err() != nil {
-		w.r.h.note(w.c, key, "! %s", class(l.Err()))
-	}
+	hd.fence = l.Fence()
+	w.held(hd, stop, l.Done(), l.Until, l.Err)
+	w.unlock(key, l)
+}
+
+// extend extends l by a drawn TTL.
+func (w *worker) extend(key string, l *redlock.Lock) {
+	ext := w.ttl()
+	w.r.h.call(w.c, key, "Extend ttl=%v", ext)
+	err := l.Extend(context.Background(), ext)
+	w.r.h.note(w.c, key, "< %s until=%s", class(err), w.at(l.Until()))
+}
+
+// unlock unlocks l.
+func (w *worker) unlock(key string, l *redlock.Lock) {
 	w.r.h.call(w.c, key, "Unlock")
-	err = l.Unlock(context.Background())
-	w.r.h.note(w.c, key, "< %s", class(err))
+	err := l.Unlock(context.Background())
+	w.returned(key, err)
 }
 
-// do runs Do on key with a function that works for a drawn time or until
-// its context ends.
-func (w *worker) do(key string) {
-	ttl := w.ttl()
-	w.r.h.call(w.c, key, "Do ttl=%v", ttl)
-	work := time.Duration(w.rng.Int64N(int64(3 * ttl)))
-	var opts []redlock.LockOption
-	if w.fencing && w.rng.IntN(2) == 0 {
-		opts = append(opts, redlock.WithFencing())
+// held acts as the holder hd until stop, or until done closes (a loss),
+// then records the hold, cut at until().
+func (w *worker) held(hd hold, stop time.Duration, done <-chan struct{}, until func() time.Time, lost func() error) {
+	w.sleepOrDone(stop, done)
+	hd.to = min(w.r.nw.now(), w.r.h.since(until()))
+	w.r.h.held(hd)
+	if err := lost(); err != nil {
+		w.r.h.note(w.c, on(hd), "! %s", class(err))
 	}
-	wait := time.Duration(w.rng.Int64N(int64(3 * time.Second)))
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	err := w.client.Do(ctx, key, ttl, func(ctx context.Context) error {
-		from := w.r.nw.now()
-		w.r.h.note(w.c, key, "  fn starts")
-		w.r.h.tracef("c%d's Do holds %s", w.c, key)
-		w.sleepOrDone(from+work, ctx.Done())
-		w.r.h.held(hold{client: w.c, key: key, from: from, to: w.r.nw.now()})
-		return ctx.Err()
-	}, opts...)
-	w.r.h.note(w.c, key, "< %s", class(err))
 }
 
-// sleepOrDone sleeps until t since the run's start, or until done closes.
-func (w *worker) sleepOrDone(t time.Duration, done <-chan struct{}) {
+// sleepOrDone sleeps until t since the run's start, or until done or
+// also closes (a nil channel never does).
+func (w *worker) sleepOrDone(t time.Duration, done <-chan struct{}, also ...<-chan struct{}) {
 	timer := time.NewTimer(max(t-w.r.nw.now(), 0))
 	defer timer.Stop()
+	var other <-chan struct{}
+	if len(also) > 0 {
+		other = also[0]
+	}
 	select {
 	case <-timer.C:
 	case <-done:
+	case <-other:
 	}
 }
 
 // at formats a time on the virtual clock as seconds since the run's start.
 func (w *worker) at(t time.Time) string {
 	return fmt.Sprintf("%.6fs", w.r.h.since(t).Seconds())
+}
+
+// returned records a call's result by its class; the trace, if on, gets
+// the whole error.
+func (w *worker) returned(key string, err error) {
+	w.r.h.note(w.c, key, "< %s", class(err))
+	if err != nil {
+		w.r.h.tracef("c%d's error on %s: %v", w.c, key, err)
+	}
 }
