@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/redlockgo/redlock/internal/keyspace"
 )
 
 // violation is one broken safety property, with the key it concerns.
@@ -19,10 +21,13 @@ type violation struct {
 //   - no two holds in conflict whose windows overlap: two exclusive holds,
 //     an exclusive hold and a reader, two leaders (holds of one group are
 //     one holder and never conflict);
-//   - fences: a hold in conflict with an earlier one has a greater fence.
-//
-// Permits are not checked yet.
-func check(holds []hold) []violation {
+//   - never more permits of a key at once than its limit (limits);
+//   - fences and terms: a hold in conflict with an earlier one has a
+//     greater fence, and every fenced hold has a greater fence than each
+//     one whose call returned before its own call began (readers and
+//     permits that overlap may share one), except within an owner's holds,
+//     which share the owner's fence.
+func check(holds []hold, limits map[string]int) []violation {
 	byKey := map[string][]hold{}
 	for _, h := range holds {
 		for _, k := range h.keys {
@@ -34,6 +39,9 @@ func check(holds []hold) []violation {
 		hs := byKey[key]
 		slices.SortFunc(hs, func(a, b hold) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.n, b.n)) })
 		out = append(out, overlaps(key, hs)...)
+		if limit, ok := limits[key]; ok {
+			out = append(out, overLimit(key, hs, limit)...)
+		}
 		out = append(out, fences(key, hs)...)
 	}
 	return out
@@ -47,7 +55,7 @@ func conflict(a, b hold) bool {
 	switch {
 	case a.group != "" && a.group == b.group:
 		return false
-	case a.kind == permit || b.kind == permit: // not checked yet
+	case a.kind == permit || b.kind == permit: // counted by overLimit
 		return false
 	case a.kind == reader && b.kind == reader:
 		return false
@@ -79,6 +87,28 @@ func overlaps(key string, hs []hold) []violation {
 	return out
 }
 
+// overLimit finds the instants at which more permits of key were held than
+// its limit.
+func overLimit(key string, hs []hold, limit int) []violation {
+	var out []violation
+	var held []hold
+	for _, h := range hs {
+		if h.kind != permit || !h.live() {
+			continue
+		}
+		held = slices.DeleteFunc(held, func(o hold) bool { return o.to <= h.from })
+		held = append(held, h)
+		if len(held) > limit {
+			names := make([]string, len(held))
+			for i, o := range held {
+				names[i] = o.String()
+			}
+			out = append(out, violation{key, fmt.Sprintf("%d permits at once, limit %d: %s", len(held), limit, strings.Join(names, ", "))})
+		}
+	}
+	return out
+}
+
 // fences checks the fences (terms) of key's holds, sorted by start.
 func fences(key string, hs []hold) []violation {
 	var out []violation
@@ -87,11 +117,14 @@ func fences(key string, hs []hold) []violation {
 			continue
 		}
 		for _, b := range hs[i+1:] {
-			if b.fence == 0 || b.fence > a.fence {
+			if b.fence == 0 || b.fence > a.fence || strings.HasPrefix(a.group, "owner") && a.group == b.group {
 				continue
 			}
-			if a.live() && b.live() && conflict(a, b) && a.to <= b.from {
+			switch {
+			case a.live() && b.live() && conflict(a, b) && a.to <= b.from:
 				out = append(out, violation{key, fmt.Sprintf("fence did not increase: %v after %v", b, a)})
+			case a.from < b.called:
+				out = append(out, violation{key, fmt.Sprintf("fence not above one returned before the call began: %v after %v", b, a)})
 			}
 		}
 	}
@@ -99,8 +132,6 @@ func fences(key string, hs []hold) []violation {
 }
 
 // lasting reports whether a key without a TTL at the end of a run is one
-// the documentation says lives on: a fence counter (K:fence, docs/fencing.md)
-// or one of the library's node markers (redlock:..., docs/safety.md).
-func lasting(key string) bool {
-	return strings.HasSuffix(key, ":fence") || strings.HasPrefix(key, "redlock:")
-}
+// the documentation says lives on (keyspace.Lasting: fence counters, the
+// fresh-start declarations, the recorded max TTL).
+func lasting(key string) bool { return keyspace.Lasting(key) }

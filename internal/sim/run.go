@@ -85,6 +85,7 @@ type runner struct {
 	clients   int           // the workers, each with its Client
 	span      time.Duration // how long the workers keep making calls
 	params    string
+	watchers  sync.WaitGroup // worker.watch's goroutines
 }
 
 // Run runs seed under setting. It must be called inside a synctest bubble
@@ -112,6 +113,7 @@ func Run(t *testing.T, seed uint64, setting Setting) Report {
 		wg.Go(w.run)
 	}
 	wg.Wait()
+	r.watchers.Wait()
 	r.nw.wg.Wait()
 	return r.report(trace)
 }
@@ -210,7 +212,7 @@ func (r *runner) report(trace []event) Report {
 	rep := Report{Seed: r.seed, Ops: r.h.ops, Faults: len(r.nw.plan.faults), Params: r.params, Holds: r.h.counts()}
 	events := r.h.sorted()
 	rep.Digest = digest(events)
-	vs := slices.Concat(r.h.flagged, check(r.h.holds), r.leftovers())
+	vs := slices.Concat(r.h.flagged, check(r.h.holds, r.limits), r.leftovers())
 	for _, v := range vs {
 		rep.Violations = append(rep.Violations, v.what)
 	}

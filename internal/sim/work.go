@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -162,6 +163,7 @@ func (w *worker) use(hd hold, ttl time.Duration, l *redlock.Lock, err error, kep
 	hd.from = w.r.nw.now()
 	w.r.h.note(w.c, key, "< ok until=%s fence=%d", w.at(l.Until()), l.Fence())
 	w.r.h.tracef("c%d holds %s with token %s", w.c, key, l.Token())
+	w.watch(key, ttl, w.timeout, l.Done(), l.Until, l.Err)
 	valid := l.Until().Sub(w.r.nw.start.Add(hd.from))
 	stop := hd.from + time.Duration(w.rng.Float64()*1.5*float64(valid))
 	if kept {
@@ -199,6 +201,30 @@ func (w *worker) held(hd hold, stop time.Duration, done <-chan struct{}, until f
 	if err := lost(); err != nil {
 		w.r.h.note(w.c, on(hd), "! %s", class(err))
 	}
+}
+
+// watch checks, in a goroutine of the run's that ends when done closes
+// (every handle's Done does, at its Unlock or Resign at the latest), that
+// a loss of the handle on key is reported before until() and by the
+// margin WithAutoExtend states: max(ttl/10, 2×timeout) before it, where
+// ttl is the handle's and timeout its Client's node timeout. A nil done
+// (a handle not kept alive) reports no loss.
+func (w *worker) watch(key string, ttl, timeout time.Duration, done <-chan struct{}, until func() time.Time, lost func() error) {
+	if done == nil {
+		return
+	}
+	w.r.watchers.Go(func() {
+		<-done
+		err := lost()
+		if !errors.Is(err, redlock.ErrLockLost) || errors.Is(err, redlock.ErrClosed) {
+			return
+		}
+		at, end := w.r.nw.now(), w.r.h.since(until())
+		margin := max(ttl/10, 2*timeout)
+		if at > end-margin {
+			w.r.h.flag(key, "c%d's loss on %s reported at %.6fs, not %v (the loss margin) before Until %.6fs", w.c, key, at.Seconds(), margin, end.Seconds())
+		}
+	})
 }
 
 // sleepOrDone sleeps until t since the run's start, or until done or

@@ -35,6 +35,7 @@ func (w *worker) elect() {
 		hd.fence = ls.Term()
 	}
 	w.r.h.note(w.c, e, "< ok until=%s term=%d", w.at(ls.Until()), ls.Term())
+	w.watch(e, ttl, w.timeout, ls.Done(), ls.Until, ls.Err)
 	stop := hd.from + time.Duration(w.rng.Int64N(int64(3*ttl)))
 	if w.rng.IntN(3) == 0 {
 		w.sleepOrDone(hd.from+(stop-hd.from)/2, ls.Done())

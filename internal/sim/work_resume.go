@@ -27,6 +27,7 @@ func (w *worker) resume() {
 	}
 	first.from, first.fence = w.r.nw.now(), l.Fence()
 	w.r.h.note(w.c, key, "< ok until=%s fence=%d", w.at(l.Until()), l.Fence())
+	w.watch(key, ttl, w.timeout, l.Done(), l.Until, l.Err)
 	handoff := first.from + time.Duration(w.rng.Int64N(int64(ttl)))
 	w.sleepOrDone(handoff, l.Done())
 
@@ -45,6 +46,10 @@ func (w *worker) resume() {
 	}
 	second.from, second.fence = w.r.nw.now(), l2.Fence()
 	w.r.h.note(w.c, key, "< ok until=%s fence=%d", w.at(l2.Until()), l2.Fence())
+	w.watch(key, ttl2, timeout, l2.Done(), l2.Until, l2.Err)
+	if fenced && l2.Fence() <= l.Fence() {
+		w.r.h.flag(key, "resumed fence %d not above the hold's %d", l2.Fence(), l.Fence())
+	}
 	stop := second.from + time.Duration(w.rng.Int64N(int64(2*min(ttl, ttl2))))
 	w.heldBoth(first, second, stop, l, l2)
 	a, b := l, l2
@@ -127,6 +132,8 @@ func (w *worker) owner() {
 		// its own.
 		w.groups++
 		h2.group = fmt.Sprintf("owner c%d #%d", w.c, w.groups)
+	case fenced && l2.Fence() != l1.Fence():
+		w.r.h.flag(key, "an owner's holds at once have fences %d and %d, not one", l1.Fence(), l2.Fence())
 	}
 	type held struct {
 		hd hold
