@@ -124,16 +124,17 @@ func (w *worker) owner() {
 	}
 	ttl := l1.Until().Sub(w.r.nw.start.Add(h1.from))
 	w.r.nw.sleepUntil(h1.from + time.Duration(w.rng.Int64N(int64(ttl))))
+	// The second hold is a re-entry, or, once the first has run out on the
+	// nodes, a first hold again: either way one holder with the first for
+	// the checker, as no other holder came between. A re-entry shares the
+	// owner's fence; a first hold again has a greater one.
 	h2, l2 := take()
 	switch {
-	case l2 == nil:
-	case h2.from >= w.r.h.since(l1.Until()):
-		// The first hold had run out: a first hold again, a holder of
-		// its own.
-		w.groups++
-		h2.group = fmt.Sprintf("owner c%d #%d", w.c, w.groups)
-	case fenced && l2.Fence() != l1.Fence():
+	case l2 == nil || !fenced:
+	case h2.from < w.r.h.since(l1.Until()) && l2.Fence() != l1.Fence():
 		w.r.h.flag(key, "an owner's holds at once have fences %d and %d, not one", l1.Fence(), l2.Fence())
+	case l2.Fence() < l1.Fence():
+		w.r.h.flag(key, "an owner's second hold has fence %d, below its first's %d", l2.Fence(), l1.Fence())
 	}
 	type held struct {
 		hd hold
