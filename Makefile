@@ -62,7 +62,8 @@ bench chaos chaos-unsafe:
 ## virtual time; SIM_SEEDS seeds in SIM_PROCS processes, one summary line
 ## "sim: S seeds, O operations, F faults, V violations"; fails on a
 ## violation, after printing its seed, history, digest and replay command.
-## SEED=n replays seed n alone and prints its whole history and digest.
+## SEED=n replays seed n alone and prints its whole history and digest;
+## SIM_TWICE=1 runs every seed twice and fails if a history differs.
 ## sim-unsafe: the negative control, the restart quarantine off while
 ## nodes restart empty: passes only if it finds a violation within
 ## SIM_UNSAFE_SEEDS seeds. Neither needs Docker or redis-server.
@@ -74,7 +75,7 @@ SIM_ARGS_sim-unsafe = -sim.unsafe -sim.seeds=$(SIM_UNSAFE_SEEDS)
 sim sim-unsafe:
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	$(GO) test -c -o "$$dir/sim.test" ./internal/sim && \
-	GOGC=$${GOGC:-400} "$$dir/sim.test" -test.run '^TestSim$$' -test.timeout=30m $(SIM_ARGS_$@) $(if $(SEED),-sim.seed=$(SEED)) $(if $(TRACE),-sim.trace)
+	GOGC=$${GOGC:-400} "$$dir/sim.test" -test.run '^TestSim$$' -test.timeout=30m $(SIM_ARGS_$@) $(if $(SEED),-sim.seed=$(SEED)) $(if $(TRACE),-sim.trace) $(if $(SIM_TWICE),-sim.twice)
 
 ## model: model-check the protocol with SPIN (docs/model.md); fails if a safe
 ## configuration reports an error or an unsafe one stops producing its

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"net"
 	"regexp"
@@ -66,11 +67,11 @@ func (nw *network) sleepUntil(t time.Duration) {
 // pool.Pool for that node (with pool.Identifier and pool.Commander).
 type link struct {
 	nw     *network
-	client int
+	client int    // the Client whose faults the link shares (its worker's)
+	seed   uint64 // the run's seed and the link's own, for its draws
 	node   *simNode
 
 	mu  sync.Mutex
-	rng *rand.Rand // draws every delay and loss of this link's messages
 	id  pool.Identity
 	set bool
 }
@@ -87,17 +88,23 @@ type draw struct {
 	lostOut, lostBack bool
 }
 
-func (l *link) draw() draw {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// draw draws the fate of message what sent at sent from a source seeded
+// with the link's seed, the time and the message: a function of the
+// message, not of the order in which the Client's goroutines sent the
+// messages of one instant (several may leave at once on one link, as a
+// fan-out's cleanup and a keeper's extension do).
+func (l *link) draw(sent time.Duration, what string) draw {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d %s", sent, what)
+	rng := rand.New(rand.NewPCG(l.seed, h.Sum64()))
 	one := func() time.Duration {
-		d := 100*time.Microsecond + time.Duration(l.rng.ExpFloat64()*float64(time.Millisecond))
-		if l.rng.Float64() < l.nw.spike {
-			d += time.Duration(l.rng.Int64N(int64(spikeMax)))
+		d := 100*time.Microsecond + time.Duration(rng.ExpFloat64()*float64(time.Millisecond))
+		if rng.Float64() < l.nw.spike {
+			d += time.Duration(rng.Int64N(int64(spikeMax)))
 		}
 		return d
 	}
-	return draw{out: one(), back: one(), lostOut: l.rng.Float64() < l.nw.loss, lostBack: l.rng.Float64() < l.nw.loss}
+	return draw{out: one(), back: one(), lostOut: rng.Float64() < l.nw.loss, lostBack: rng.Float64() < l.nw.loss}
 }
 
 // send carries op to the node and its reply back, and returns the reply,
@@ -108,7 +115,8 @@ func (l *link) send(ctx context.Context, what string, op func(ctx context.Contex
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	d, sent := l.draw(), l.nw.now()
+	sent := l.nw.now()
+	d := l.draw(sent, what)
 	out := make(chan reply, 1)
 	l.nw.wg.Go(func() { l.carry(sent, d, what, op, out) })
 	select {

@@ -170,6 +170,12 @@ func (r *runner) workers(rng *rand.Rand) []*worker {
 		w := &worker{r: r, c: c, rng: rand.New(rand.NewPCG(r.seed, uint64(100+c))), timeout: r.timeout(rng)}
 		if c > 0 && rng.IntN(3) == 0 {
 			w.start = time.Duration(rng.Int64N(int64(r.span / 2)))
+		} else {
+			// Created here, one after another: a Client draws its
+			// channel's name from the one seeded source of tokens, so
+			// Clients created at one instant by several goroutines
+			// would draw in the scheduler's order.
+			w.client = r.client(c, c, w.timeout)
 		}
 		r.params += fmt.Sprintf(" c%d.timeout=%v", c, w.timeout)
 		if w.start > 0 {
@@ -198,7 +204,7 @@ func (r *runner) client(c, id int, timeout time.Duration) *redlock.Client {
 	}
 	links := make([]pool.Pool, len(r.nw.nodes))
 	for j, nd := range r.nw.nodes {
-		links[j] = &link{nw: r.nw, client: c, node: nd, rng: rand.New(rand.NewPCG(r.seed, uint64(1000+id*64+j)))}
+		links[j] = &link{nw: r.nw, client: c, node: nd, seed: r.seed<<20 + uint64(1000+id*64+j)}
 	}
 	client, err := redlock.New(links, redlock.WithNodeTimeout(timeout), redlock.WithQuarantine(q))
 	if err != nil {
@@ -224,7 +230,7 @@ func (r *runner) report(trace []event) Report {
 	}
 	if tracing {
 		all := append(slices.Clone(events), trace...)
-		slices.SortStableFunc(all, func(a, b event) int { return cmp.Compare(a.at, b.at) })
+		slices.SortStableFunc(all, traceOrder)
 		for _, e := range all {
 			rep.Trace = append(rep.Trace, e.String())
 		}
@@ -280,4 +286,22 @@ func persisting(nodes []*simNode) string {
 		s += map[bool]string{true: "y", false: "n"}[nd.persist]
 	}
 	return s
+}
+
+// traceOrder orders a trace by time; at one instant the history's events
+// first, in their order, then the trace's lines by their text, which the
+// goroutines of an instant append in the scheduler's order.
+func traceOrder(a, b event) int {
+	if a.at != b.at {
+		return cmp.Compare(a.at, b.at)
+	}
+	switch ta, tb := a.client < 0, b.client < 0; {
+	case ta != tb && ta:
+		return 1
+	case ta != tb:
+		return -1
+	case ta:
+		return strings.Compare(a.what, b.what)
+	}
+	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ var (
 	flagProcs  = flag.Int("sim.procs", 1, "run the seeds in this many processes (the seeded randomness is one per process)")
 	flagShard  = flag.String("sim.shard", "", "i/n: run only the seeds s with s%n == i (set by -sim.procs)")
 	flagTrace  = flag.Bool("sim.trace", false, "with -sim.seed: print every message's fate and the keys' values on each node")
+	flagTwice  = flag.Bool("sim.twice", false, "run each seed twice, the second time on one processor, and count a different digest as a violation")
 )
 
 // runSeed runs one seed in a bubble of its own.
@@ -94,6 +96,9 @@ func seeds(t *testing.T, setting Setting, name string) totals {
 			continue
 		}
 		rep := runSeed(t, seed, setting)
+		if *flagTwice {
+			rep = again(t, rep, setting)
+		}
 		sum.add(totals{1, rep.Ops, rep.Faults, len(rep.Violations)})
 		if *flagList {
 			fmt.Printf("seed %d: %d operations, %d faults, %d violations, digest %s; %s\n", seed, rep.Ops, rep.Faults, len(rep.Violations), rep.Digest, rep.Holds)
@@ -108,6 +113,17 @@ func seeds(t *testing.T, setting Setting, name string) totals {
 	return sum
 }
 
+// again runs rep's seed again on one processor, and adds a violation to
+// rep when the second run's history differs.
+func again(t *testing.T, rep Report, setting Setting) Report {
+	procs := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(procs)
+	if b := runSeed(t, rep.Seed, setting); b.Digest != rep.Digest {
+		rep.Violations = append(rep.Violations, fmt.Sprintf("a second run gave digest %s: %s", b.Digest, firstDifference(rep.History, b.History)))
+	}
+	return rep
+}
+
 // shards runs the budget in procs copies of this test binary, each on
 // every procs-th seed, forwards their reports and sums their summaries.
 func shards(t *testing.T, procs int) totals {
@@ -118,7 +134,7 @@ func shards(t *testing.T, procs int) totals {
 	)
 	for i := range procs {
 		args := []string{"-test.run=^TestSim$", fmt.Sprintf("-sim.shard=%d/%d", i, procs)}
-		for _, f := range []string{"sim.seeds", "sim.first", "sim.unsafe", "sim.list"} {
+		for _, f := range []string{"sim.seeds", "sim.first", "sim.unsafe", "sim.list", "sim.twice"} {
 			args = append(args, fmt.Sprintf("-%s=%v", f, flag.Lookup(f).Value))
 		}
 		cmd := exec.Command(os.Args[0], args...)

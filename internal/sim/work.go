@@ -68,11 +68,14 @@ func mix(ws []int) string {
 	return strings.Join(parts, ",")
 }
 
-// run creates the worker's Client at its start and makes calls until the
-// run's span has passed, then closes the Client.
+// run creates the worker's Client at its start, unless the run created it
+// already, and makes calls until the run's span has passed, then closes
+// the Client.
 func (w *worker) run() {
-	w.r.nw.sleepUntil(w.start)
-	w.client = w.r.client(w.c, w.c, w.timeout)
+	if w.client == nil {
+		w.r.nw.sleepUntil(w.start)
+		w.client = w.r.client(w.c, w.c, w.timeout)
+	}
 	if w.client == nil {
 		return
 	}
