@@ -11,7 +11,8 @@ import (
 // extending it to its full TTL every interval (0 means ttl/3; negative is
 // an error). When the lock can no longer be guaranteed it closes Done and
 // sets Err to an error wrapping ErrLockLost, at the latest the loss margin,
-// max(ttl/10, 2×node timeout), before Until(). A lock call refuses, without
+// max(ttl/10, 2×node timeout), before Until() (at once for a lock returned
+// with less than that left, as after a long wait). A lock call refuses, without
 // calling a node, a ttl too short for that margin plus a node timeout (with
 // the defaults, under 6ms). The goroutine belongs to the Lock: Unlock stops
 // it, and Client.Close and Shutdown too (the lock is then lost with

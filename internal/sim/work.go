@@ -210,12 +210,15 @@ func (w *worker) held(hd hold, stop time.Duration, done <-chan struct{}, until f
 // (every handle's Done does, at its Unlock or Resign at the latest), that
 // a loss of the handle on key is reported before until() and by the
 // margin WithAutoExtend states: max(ttl/10, 2×timeout) before it, where
-// ttl is the handle's and timeout its Client's node timeout. A nil done
-// (a handle not kept alive) reports no loss.
+// ttl is the handle's and timeout its Client's node timeout, or at once
+// for a handle obtained with less than the margin left. A nil done (a
+// handle not kept alive) reports no loss. It is called as the handle is
+// returned.
 func (w *worker) watch(key string, ttl, timeout time.Duration, done <-chan struct{}, until func() time.Time, lost func() error) {
 	if done == nil {
 		return
 	}
+	got := w.r.nw.now()
 	w.r.watchers.Go(func() {
 		<-done
 		err := lost()
@@ -224,7 +227,7 @@ func (w *worker) watch(key string, ttl, timeout time.Duration, done <-chan struc
 		}
 		at, end := w.r.nw.now(), w.r.h.since(until())
 		margin := max(ttl/10, 2*timeout)
-		if at > end-margin {
+		if at >= end || at > max(end-margin, got) {
 			w.r.h.flag(key, "c%d's loss on %s reported at %.6fs, not %v (the loss margin) before Until %.6fs", w.c, key, at.Seconds(), margin, end.Seconds())
 		}
 	})
