@@ -144,7 +144,10 @@ func (d *dialIdentity) credentials(ctx context.Context) (user, password string, 
 	return d.opt.Username, d.opt.Password, true
 }
 
-// learn records a read: id when ok, blindness when not.
+// learn records a read: id when ok, blindness when not. A read of another
+// run than the one known is kept only if it keeps the node out at least as
+// long (two dials' reads can be handled out of order), so the node is
+// judged by the stricter of the two, whichever run is current.
 func (d *dialIdentity) learn(id Identity, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -152,7 +155,9 @@ func (d *dialIdentity) learn(id Identity, ok bool) {
 		d.blind = true
 		return
 	}
-	d.id, d.set = id, true
+	if !d.set || id.RunID == d.id.RunID || !stricter(d.id, id) {
+		d.id, d.set = id, true
+	}
 	if !d.settled && !d.settles.IsZero() && !id.Learned.Before(d.settles) {
 		d.settled = true
 	}
@@ -167,3 +172,19 @@ type lostConn struct {
 
 func (c lostConn) Read([]byte) (int, error)  { return 0, c.err }
 func (c lostConn) Write([]byte) (int, error) { return 0, c.err }
+
+// stricter reports whether a server of identity a stays out of the
+// majority longer after a restart than one of identity b: a run judged by
+// its age (neither persisting every write, nor declared fresh, nor of
+// unknown uptime) against one that counts at once, or the younger of two
+// judged by age. (internal/node keeps the same rule for its scripts'
+// reads.)
+func stricter(a, b Identity) bool {
+	atOnce := func(id Identity) bool {
+		return id.FreshStart || id.Persistence == PersistenceAlways || id.Started.IsZero()
+	}
+	if atOnce(a) != atOnce(b) {
+		return atOnce(b)
+	}
+	return !atOnce(a) && a.Started.After(b.Started)
+}

@@ -181,9 +181,12 @@ func (w *witnessed) learn(v any, now time.Time) (any, error) {
 	return arr[3], nil
 }
 
-// keep records id unless an identity of a later run is known already:
-// answers handled out of order must not make the node look older than the
-// newest run that answered. A run, once declared fresh, stays so.
+// keep records id, unless it is of another run than the one known and the
+// known one keeps the node out longer (stricter): answers handled out of
+// order, or runs started within the uptime's one-second grain of each
+// other, cannot be ordered by their start, so the node is judged by the
+// stricter of the two, which is safe whichever run is current. A run, once
+// declared fresh, stays so.
 func (w *witnessed) keep(id pool.Identity) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -194,10 +197,25 @@ func (w *witnessed) keep(id pool.Identity) {
 		if w.id.Started.After(id.Started) {
 			id.Started = w.id.Started // the younger estimate
 		}
-	case !id.Started.After(w.id.Started) && !w.id.Started.IsZero():
-		return // an earlier run's answer, handled late
+	case stricter(w.id, id):
+		return
 	}
 	w.id, w.set = id, true
+}
+
+// stricter reports whether a server of identity a stays out of the
+// majority longer after a restart than one of identity b: a run judged by
+// its age (neither persisting every write, nor declared fresh, nor of
+// unknown uptime) against one that counts at once, or the younger of two
+// judged by age.
+func stricter(a, b pool.Identity) bool {
+	atOnce := func(id pool.Identity) bool {
+		return id.FreshStart || id.Persistence == pool.PersistenceAlways || id.Started.IsZero()
+	}
+	if atOnce(a) != atOnce(b) {
+		return atOnce(b)
+	}
+	return !atOnce(a) && a.Started.After(b.Started)
 }
 
 // Identity implements pool.Identifier: what the Pool tells, or else what
