@@ -6,6 +6,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 	"weak"
 
@@ -172,6 +173,12 @@ type lostConn struct {
 
 func (c lostConn) Read([]byte) (int, error)  { return 0, c.err }
 func (c lostConn) Write([]byte) (int, error) { return 0, c.err }
+
+// SyscallConn fails, so that go-redis's check of an idle connection, which
+// looks at the socket of a syscall.Conn before using it, drops a lost one
+// and dials anew (a connection dialled for a caller that left can wait
+// idle until the server is back).
+func (c lostConn) SyscallConn() (syscall.RawConn, error) { return nil, c.err }
 
 // stricter reports whether a server of identity a stays out of the
 // majority longer after a restart than one of identity b: a run judged by
