@@ -270,12 +270,20 @@ func (l *link) Identity() (pool.Identity, bool) {
 // scriptHeader is a script's header line, "-- name: what it does".
 var scriptHeader = regexp.MustCompile(`(?m)^-- ([a-z_]+): `)
 
+// scriptNames caches scriptName's answers: a script's source is long, and
+// every message names its script.
+var scriptNames sync.Map // *pool.Script -> string
+
 // scriptName names a script for the trace: the last header of its parts
 // (the shared functions come first, the script's own file last).
 func scriptName(s *pool.Script) string {
-	all := scriptHeader.FindAllStringSubmatch(s.Source(), -1)
-	if len(all) == 0 {
-		return "script"
+	if name, ok := scriptNames.Load(s); ok {
+		return name.(string)
 	}
-	return all[len(all)-1][1]
+	name := "script"
+	if all := scriptHeader.FindAllStringSubmatch(s.Source(), -1); len(all) > 0 {
+		name = all[len(all)-1][1]
+	}
+	scriptNames.Store(s, name)
+	return name
 }

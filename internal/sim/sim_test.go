@@ -139,6 +139,11 @@ func shards(t *testing.T, procs int) totals {
 		}
 		cmd := exec.Command(os.Args[0], args...)
 		cmd.Stderr = os.Stderr
+		if os.Getenv("GOMAXPROCS") == "" {
+			// One process per processor: a run's goroutines mostly take
+			// turns, and one P spares them the scheduler's hand-offs.
+			cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+		}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
