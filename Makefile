@@ -64,8 +64,8 @@ bench chaos chaos-unsafe:
 ## violation, after printing its seed, history, digest and replay command.
 ## SEED=n replays seed n alone and prints its whole history and digest;
 ## SIM_TWICE=1 runs every seed twice and fails if a history differs.
-## sim-unsafe: the negative control, the restart quarantine off while
-## nodes restart empty: passes only if it finds a violation within
+## sim-unsafe: the negative control, the restart quarantine off over
+## nodes that never persist: passes only if it finds a violation within
 ## SIM_UNSAFE_SEEDS seeds. Neither needs Docker or redis-server.
 SIM_SEEDS ?= 2000
 SIM_PROCS ?= 2

@@ -9,10 +9,10 @@ import (
 
 // One seed gives one history: run twice, the second time on one
 // processor (another schedule of the goroutines that meet at one virtual
-// instant), each of sixteen seeds gives the same events and digest.
+// instant), each of ten seeds gives the same events and digest.
 func TestSameSeedSameHistory(t *testing.T) {
 	faults := 0
-	for seed := uint64(1); seed <= 16; seed++ {
+	for seed := uint64(1); seed <= 10; seed++ {
 		a := runSeed(t, seed, Safe)
 		procs := runtime.GOMAXPROCS(1)
 		b := runSeed(t, seed, Safe)
@@ -41,29 +41,28 @@ func firstDifference(a, b []string) string {
 }
 
 // The negative control is caught within its budget: with the restart
-// quarantine off while nodes restart empty, some seed of 130 to 139 shows
-// two holders at once (seeds 137 and 139 did when the workloads of every
-// kind came in: a node without persistence restarted empty and counted at
-// once).
+// quarantine off and nodes that never persist, some seed of 19 to 28
+// shows two holders at once (seeds 19 and 28 did when the test was
+// written: a node restarted empty and counted at once). About one seed in
+// twenty does: make sim-unsafe's 300 all but always find one.
 func TestUnsafeSettingIsCaught(t *testing.T) {
-	for seed := uint64(130); seed < 140; seed++ {
+	for seed := uint64(19); seed <= 28; seed++ {
 		if rep := runSeed(t, seed, NoQuarantine); len(rep.Violations) > 0 {
 			t.Logf("seed %d: %s", seed, rep.Violations[0])
 			return
 		}
 	}
-	t.Errorf("no violation in seeds 130 to 139 with the quarantine off")
+	t.Errorf("no violation in seeds 19 to 28 with the quarantine off")
 }
 
 // A waiter that gave back grants its lock could not confirm counted them
 // again when a later round found the key still holding its token, and the
 // give-back, still on its way, deleted the key under the new lock
-// (internal/wait, onReply). With that fix reverted, seed 1000 shows two
-// leaders at once and seed 680 a leadership whose loss was reported after
-// the loss margin; seeds 1138 and 137 showed two holders in the first
+// (internal/wait, onReply). With that fix reverted, seeds 720, 1014 and
+// 1273 of make sim's 2,000 show it; seeds 1138 and 137 did in the first
 // simulator, which made exclusive locks only.
 func TestGivenBackGrantsDoNotMakeASecondHolder(t *testing.T) {
-	for _, seed := range []uint64{680, 1000} {
+	for _, seed := range []uint64{720, 1014, 1273} {
 		if rep := runSeed(t, seed, Safe); len(rep.Violations) > 0 {
 			t.Errorf("seed %d: %v", seed, rep.Violations)
 		}

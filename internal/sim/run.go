@@ -27,7 +27,8 @@ const (
 	// Safe is the library's defaults (and per-Client node timeouts).
 	Safe Setting = iota
 	// NoQuarantine turns the restart quarantine off (WithQuarantine(0))
-	// while nodes without persistence restart empty: known unsafe.
+	// over nodes that never persist, so that every restart loses the
+	// locks it held: known unsafe.
 	NoQuarantine
 )
 
@@ -132,10 +133,13 @@ func newRunner(t *testing.T, seed uint64, setting Setting, rng *rand.Rand) *runn
 	r.weights = drawWeights(rng)
 	kit := redlocktest.New(t, n)
 	nw := &network{start: time.Now(), loss: rng.Float64() * 0.05, spike: rng.Float64() * 0.05}
-	nw.plan = newPlan(rng, n, clients, 6, r.span)
+	nw.plan = newPlan(rng, n, clients, 8, r.span)
 	r.fencing = true
 	for j, p := range kit.Pools() {
-		nd := &simNode{index: j, addr: p.Addr(), server: p, persist: rng.IntN(2) == 0, fresh: map[int]bool{0: true}}
+		// The unsafe setting's nodes never persist: each restart loses
+		// the locks its quarantine is off for.
+		persist := rng.IntN(2) == 0 && setting != NoQuarantine
+		nd := &simNode{index: j, addr: p.Addr(), server: p, persist: persist, fresh: map[int]bool{0: true}}
 		r.fencing = r.fencing && nd.persist
 		// The deployment declared every node's first run fresh (pool.FreshStartKey).
 		if _, err := p.(pool.Commander).Do(context.Background(), "SET", keyspace.FreshStart, runID(j, 0)); err != nil {
