@@ -11,8 +11,9 @@ import (
 // resume takes a lock with TryLock (auto-extended one time in three), and
 // after a drawn time another Client, created for it as a restarted process
 // would be, resumes it with Resume and a TTL of its own (shorter or
-// longer); both handles then act as the holder, one group, until a drawn
-// time, and are unlocked in a drawn order.
+// longer; shorter one time in two); both handles then act as the holder,
+// one group, until a drawn time (each within its own Until), and are
+// unlocked in a drawn order.
 func (w *worker) resume() {
 	key, ttl, kept := w.lockKey(), w.ttl(), w.rng.IntN(3) == 0
 	fenced := w.fenced()
@@ -35,6 +36,9 @@ func (w *worker) resume() {
 	rc := w.spawn(timeout)
 	defer rc.Close()
 	ttl2, kept2 := w.ttlFor(timeout), w.rng.IntN(2) == 0
+	if lo := 4*timeout + 100*time.Millisecond; ttl > lo && w.rng.IntN(2) == 0 {
+		ttl2 = lo + time.Duration(w.rng.Int64N(int64(ttl-lo))) // shorter than the hold's
+	}
 	second := hold{client: w.c, kind: exclusive, keys: []string{key}, group: group, called: w.r.nw.now()}
 	w.r.h.call(w.c, key, "Resume ttl=%v kept=%v timeout=%v", ttl2, kept2, timeout)
 	l2, err := rc.Resume(context.Background(), key, l.Token(), ttl2, w.fencing(fenced, kept2)...)
@@ -50,7 +54,7 @@ func (w *worker) resume() {
 	if fenced && l2.Fence() <= l.Fence() {
 		w.r.h.flag(key, "resumed fence %d not above the hold's %d", l2.Fence(), l.Fence())
 	}
-	stop := second.from + time.Duration(w.rng.Int64N(int64(2*min(ttl, ttl2))))
+	stop := second.from + time.Duration(w.rng.Int64N(int64(2*max(ttl, ttl2))))
 	w.heldBoth(first, second, stop, l, l2)
 	a, b := l, l2
 	if w.rng.IntN(2) == 0 {
