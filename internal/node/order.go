@@ -15,10 +15,12 @@ import (
 //     previous call with the same token has answered or timed out there:
 //     an Unlock never overtakes its lock's SET or its waiter's round.
 //
-// Calls return at the majority, so a slow node may still run the previous
-// call when the next starts; ordering costs at most one node timeout on
-// such a node. Different waiters' rounds are not ordered among themselves.
-// The mutex guards only the tail of a chain, never I/O.
+// The order is transitive: a call whose wait ended with its context (it
+// was never sent) does not let the calls after it overtake the ones it
+// waited for. Calls return at the majority, so a slow node may still run
+// the previous call when the next starts; ordering costs at most one node
+// timeout on such a node. Different waiters' rounds are not ordered among
+// themselves. The mutex guards only the tail of a chain, never I/O.
 type Order struct {
 	mu     sync.Mutex
 	chains map[chainID]*chain
@@ -40,9 +42,17 @@ type chain struct {
 // pending is one call on one node, until it finishes. Its channel is made
 // only when a later call has to wait for it: on a healthy node the call
 // has long finished by then, and nothing is allocated. Guarded by order.mu.
+//
+// A call whose wait ended with its context finishes without having run,
+// while the call before it may still be working: before keeps that call,
+// so that a later call waits for it too. Without it the order would not be
+// transitive: a waiter's round cut while queued behind its give-back would
+// let the next round overtake the give-back, whose delete then removed the
+// key that round took with the same token (two holders at once).
 type pending struct {
 	finished bool
 	ch       chan struct{} // closed when finished, if a later call waits
+	before   *pending      // the call before it that had not finished when it entered
 }
 
 // turn is one call's place in a chain.
@@ -77,33 +87,42 @@ func (o *Order) enterLocked(id chainID, i, n int, mine *pending) turn {
 		ch = &chain{tail: make([]*pending, n)}
 		o.chains[id] = ch
 	}
-	prev := ch.tail[i]
+	prev := unfinished(ch.tail[i])
+	mine.before = prev
 	ch.tail[i] = mine
 	ch.refs++
 	return turn{o: o, id: id, prev: prev, mine: mine}
 }
 
-// wait returns once the previous call in the chain has finished on the
-// node, or ctx has ended.
+// unfinished returns the latest call from p back that has not finished,
+// or nil. Guarded by order.mu.
+func unfinished(p *pending) *pending {
+	for p != nil && p.finished {
+		p = p.before
+	}
+	return p
+}
+
+// wait returns once every earlier call in the chain has finished on the
+// node (the previous one, and those it stopped waiting for), or ctx has
+// ended.
 func (t turn) wait(ctx context.Context) error {
-	if t.prev == nil {
-		return nil
-	}
-	t.o.mu.Lock()
-	if t.prev.finished {
+	for p := t.prev; ; {
+		t.o.mu.Lock()
+		if p = unfinished(p); p == nil {
+			t.o.mu.Unlock()
+			return nil
+		}
+		if p.ch == nil {
+			p.ch = make(chan struct{})
+		}
+		ch := p.ch
 		t.o.mu.Unlock()
-		return nil
-	}
-	if t.prev.ch == nil {
-		t.prev.ch = make(chan struct{})
-	}
-	ch := t.prev.ch
-	t.o.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
