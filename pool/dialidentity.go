@@ -184,8 +184,8 @@ func (c lostConn) SyscallConn() (syscall.RawConn, error) { return nil, c.err }
 // majority longer after a restart than one of identity b: a run judged by
 // its age (neither persisting every write, nor declared fresh, nor of
 // unknown uptime) against one that counts at once, or the younger of two
-// judged by age. (internal/node keeps the same rule for its scripts'
-// reads.)
+// judged by age: the rule of internal/node's QuarantineLeft, which pool
+// cannot import.
 func stricter(a, b Identity) bool {
 	atOnce := func(id Identity) bool {
 		return id.FreshStart || id.Persistence == PersistenceAlways || id.Started.IsZero()

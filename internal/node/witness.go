@@ -204,18 +204,15 @@ func (w *witnessed) keep(id pool.Identity) {
 }
 
 // stricter reports whether a server of identity a stays out of the
-// majority longer after a restart than one of identity b: a run judged by
-// its age (neither persisting every write, nor declared fresh, nor of
-// unknown uptime) against one that counts at once, or the younger of two
-// judged by age.
+// majority longer after a restart than one of identity b, by the
+// quarantine's own rule (QuarantineLeft) under a hold longer than any.
 func stricter(a, b pool.Identity) bool {
-	atOnce := func(id pool.Identity) bool {
-		return id.FreshStart || id.Persistence == pool.PersistenceAlways || id.Started.IsZero()
+	const forever = 100 * 365 * 24 * time.Hour
+	now := a.Started
+	if b.Started.After(now) {
+		now = b.Started
 	}
-	if atOnce(a) != atOnce(b) {
-		return atOnce(b)
-	}
-	return !atOnce(a) && a.Started.After(b.Started)
+	return QuarantineLeft(a, forever, now) > QuarantineLeft(b, forever, now)
 }
 
 // Identity implements pool.Identifier: what the Pool tells, or else what
