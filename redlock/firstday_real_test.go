@@ -1,12 +1,8 @@
 package redlock_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,74 +33,6 @@ func stockNodes(t *testing.T, n int) ([]*redistest.Server, []pool.Pool) {
 		t.Cleanup(func() { _ = p.Close() })
 	}
 	return servers, pools
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// The README's Quick start, as written (Do with the defaults, no
-// declaration, no option), gets its lock within 75s of the nodes' start,
-// and its wait for the quarantine is told in one line on Go's default
-// logger. The package's one test that waits out a default quarantine.
-func TestRealQuickStartGetsLockWithin75sOnStockNodes(t *testing.T) {
-	held := first(t)
-	started := time.Now()
-	_, pools := stockNodes(t, 5)
-
-	var logged syncBuffer
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
-	t.Cleanup(func() { slog.SetDefault(prev) })
-
-	locks, err := redlock.New(pools)
-	require.NoError(t, err)
-	defer func() { _ = locks.Shutdown(context.Background()) }()
-	held.idle() // from here on it only waits for the quarantine
-
-	ran := make(chan struct{}, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- locks.Do(context.Background(), "invoice:42", 10*time.Second, func(ctx context.Context) error {
-			ran <- struct{}{}
-			return nil
-		})
-	}()
-	bound := time.NewTimer(time.Until(started.Add(75 * time.Second)))
-	defer bound.Stop()
-	select {
-	case err = <-done:
-	case <-bound.C:
-		_ = locks.Close() // ends the Do (ErrClosed)
-		t.Fatalf("no lock 75s after the nodes' start: the Do ended with %v", <-done)
-	}
-	require.NoError(t, err)
-	require.Len(t, ran, 1, "fn ran under the lock")
-	t.Logf("the Quick start got its lock %v after the nodes' start", time.Since(started))
-
-	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
-		if strings.Contains(l, "key=invoice:42") {
-			lines = append(lines, l)
-		}
-	}
-	require.Len(t, lines, 1, "one line on slog.Default() when the wait began: %q", logged.String())
-	assert.Contains(t, lines[0], `msg="redlock: waiting for the nodes' restart quarantine"`)
-	assert.Contains(t, lines[0], "counts_in=")
 }
 
 // A blocking call whose deadline comes before the nodes can count returns
