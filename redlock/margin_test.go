@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -33,10 +34,10 @@ func tryLockUntilObtained(t *testing.T, c *redlock.Client, ttl time.Duration, op
 
 // Every accepted combination of ttl, node timeout and interval declares the
 // loss before Until(), even when each extension hangs for its full node
-// timeout: a majority of the nodes never answers, and each call to node 0
-// moves the fake clock by the node timeout before it hangs.
+// timeout: a majority of the nodes never answers. In a synctest bubble,
+// so the bound is exact: the loss margin before Until(), as WithAutoExtend
+// states.
 func TestLossDeclaredBeforeUntilWhenNodesHang(t *testing.T) {
-	alone(t)
 	for _, tc := range []struct {
 		name        string
 		ttl         time.Duration
@@ -49,41 +50,35 @@ func TestLossDeclaredBeforeUntilWhenNodesHang(t *testing.T) {
 		{"shortest ttl accepted for that node timeout", 912 * time.Millisecond, 300 * time.Millisecond, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fn := newFakeNodes(t, 3)
-			clk := fakeClock()
-			opts := []redlock.Option{redlock.WithTimeSource(clk)}
-			nt := min(tc.ttl/20, redlock.MaxNodeTimeout)
-			if tc.nodeTimeout > 0 {
-				nt = tc.nodeTimeout
-				opts = append(opts, redlock.WithNodeTimeout(nt))
-			}
-			c, err := redlock.New(fn.pools, opts...)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
-			l := tryLockUntilObtained(t, c, tc.ttl, redlock.WithAutoExtend(tc.interval))
-			waitHolders(t, fn, l, 3)
+			synctest.Test(t, func(t *testing.T) {
+				nodes := newBubbleNodes(t, 3)
+				var opts []redlock.Option
+				nt := min(tc.ttl/20, redlock.MaxNodeTimeout)
+				if tc.nodeTimeout > 0 {
+					nt = tc.nodeTimeout
+					opts = append(opts, redlock.WithNodeTimeout(nt))
+				}
+				c, err := redlock.New(nodes.pools, opts...)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = c.Close() })
+				l, err := c.TryLock(t.Context(), "k", tc.ttl, redlock.WithAutoExtend(tc.interval))
+				require.NoError(t, err)
+				synctest.Wait() // the set landed on every node
 
-			fn.faults[0].Before(func(string) { clk.Advance(nt) })
-			fn.faults[0].Hang(true)
-			fn.faults[1].Hang(true)
-			until := l.Until()
-			margin := max(tc.ttl/10, 2*nt)
-			const step = 10 * time.Millisecond
-			// At most one node timeout past the loss point, and a few of
-			// the fake clock's steps: it moves on in steps while the
-			// extensions wait in real time, and node 0's jump of one node
-			// timeout can come while the keeper sleeps towards the loss
-			// point (2 runs in 100 were 22ms past one node timeout). The
-			// clock is held at that bound until the keeper has run.
-			latest := until.Add(-margin + nt + 3*step)
-			lostAt := advanceUntilLostBy(t, clk, l.Done(), step, latest)
-
-			assert.True(t, lostAt.Before(until), "lost at %v, validity ends %v", lostAt, until)
-			assert.False(t, lostAt.After(latest),
-				"lost at %v: %v before the end of validity, the margin is %v", lostAt, until.Sub(lostAt), margin)
-			require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
-			require.ErrorIs(t, l.Err(), redlock.ErrNodeTimeout)
-			require.NotErrorIs(t, l.Err(), context.DeadlineExceeded, "the cut is the keeper's, not a caller's deadline")
+				nodes.faults[0].Hang(true)
+				nodes.faults[1].Hang(true)
+				until := l.Until()
+				margin := max(tc.ttl/10, 2*nt)
+				<-l.Done()
+				lostAt := time.Now()
+				latest := until.Add(-margin)
+				assert.True(t, lostAt.Before(until), "lost at %v, validity ends %v", lostAt, until)
+				assert.False(t, lostAt.After(latest),
+					"lost at %v: %v before the end of validity, the margin is %v", lostAt, until.Sub(lostAt), margin)
+				require.ErrorIs(t, l.Err(), redlock.ErrLockLost)
+				require.ErrorIs(t, l.Err(), redlock.ErrNodeTimeout)
+				require.NotErrorIs(t, l.Err(), context.DeadlineExceeded, "the cut is the keeper's, not a caller's deadline")
+			})
 		})
 	}
 }
