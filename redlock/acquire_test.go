@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -17,40 +18,37 @@ import (
 var errDown = errors.New("connection refused (injected)")
 
 func TestQuorumMath(t *testing.T) {
-	parallel(t)
+	virtual(t)
 	for n := 1; n <= 7; n++ {
 		quorum := n/2 + 1
 		for down := 0; down <= n; down++ {
 			t.Run(fmt.Sprintf("N=%d/down=%d", n, down), func(t *testing.T) {
-				fn := newFakeNodes(t, n)
-				for i := range down {
-					fn.faults[i].Fail(errDown)
-				}
-				// The down nodes fail at once and the others answer at
-				// once: no wait here depends on the node timeout. It only
-				// has to outlast the stall of a loaded machine (over 1s at
-				// the package's start under make test-loaded), so 5s, with
-				// a TTL three times that; a passing run is no slower.
-				c := newClient(t, fn.pools, redlock.WithNodeTimeout(5*time.Second))
-				require.Equal(t, quorum, c.Quorum())
+				synctest.Test(t, func(t *testing.T) {
+					nodes := newBubbleNodes(t, n)
+					for i := range down {
+						nodes.faults[i].Fail(errDown)
+					}
+					c := newClient(t, nodes.pools)
+					require.Equal(t, quorum, c.Quorum())
 
-				l, err := c.TryLock(bg(), "k", 15*time.Second)
-				c.WaitIdle() // stragglers answer after TryLock returned
-				if n-down >= quorum {
-					require.NoError(t, err)
-					assert.Equal(t, n-down, fn.holders("k", l.Token()))
-					require.NoError(t, l.Unlock(bg()))
-					c.WaitIdle()
-					assert.Zero(t, fn.present("k"))
-					return
-				}
-				require.ErrorIs(t, err, redlock.ErrNotObtained)
-				require.ErrorIs(t, err, errDown)
-				var qe *redlock.QuorumError
-				require.ErrorAs(t, err, &qe)
-				assert.Equal(t, quorum, qe.Needed)
-				assert.Equal(t, n, qe.Total)
-				assert.Zero(t, fn.present("k"), "a failed attempt must leave nothing behind")
+					l, err := c.TryLock(t.Context(), "k", 15*time.Second)
+					c.WaitIdle() // stragglers answer after TryLock returned
+					if n-down >= quorum {
+						require.NoError(t, err)
+						assert.Equal(t, n-down, nodes.holders(t, "k", l.Token()))
+						require.NoError(t, l.Unlock(t.Context()))
+						c.WaitIdle()
+						assert.Zero(t, nodes.present(t, "k"))
+						return
+					}
+					require.ErrorIs(t, err, redlock.ErrNotObtained)
+					require.ErrorIs(t, err, errDown)
+					var qe *redlock.QuorumError
+					require.ErrorAs(t, err, &qe)
+					assert.Equal(t, quorum, qe.Needed)
+					assert.Equal(t, n, qe.Total)
+					assert.Zero(t, nodes.present(t, "k"), "a failed attempt must leave nothing behind")
+				})
 			})
 		}
 	}

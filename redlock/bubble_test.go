@@ -36,3 +36,42 @@ type faultyKit struct {
 
 // Identity implements pool.Identifier.
 func (f faultyKit) Identity() (pool.Identity, bool) { return identityOf(f.inner) }
+
+var getScript = pool.NewScript(`return redis.call('GET', KEYS[1])`)
+
+// get returns key's value on node i, read past its faults, and whether
+// the key exists.
+func (b *bubbleNodes) get(t *testing.T, i int, key string) (string, bool) {
+	t.Helper()
+	v, err := b.faults[i].Pool.Eval(t.Context(), getScript, []string{key})
+	if err != nil || v == nil {
+		return "", false
+	}
+	s, ok := v.(string)
+	if !ok {
+		t.Fatalf("node %d: GET %s answered %T", i, key, v)
+	}
+	return s, true
+}
+
+// holders counts the nodes where key holds value.
+func (b *bubbleNodes) holders(t *testing.T, key, value string) int {
+	n := 0
+	for i := range b.faults {
+		if v, ok := b.get(t, i, key); ok && v == value {
+			n++
+		}
+	}
+	return n
+}
+
+// present counts the nodes where key exists.
+func (b *bubbleNodes) present(t *testing.T, key string) int {
+	n := 0
+	for i := range b.faults {
+		if _, ok := b.get(t, i, key); ok {
+			n++
+		}
+	}
+	return n
+}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -63,28 +64,28 @@ func TestFenceNeverLowersACounter(t *testing.T) {
 }
 
 func TestFencesStrictlyIncreaseUnderRandomMinorityFailures(t *testing.T) {
-	parallel(t)
-	fn := newFakeNodes(t, 5)
-	// The down nodes fail at once and the others answer at once: the node
-	// timeout only has to outlast a loaded machine's stall (TestQuorumMath).
-	c := newClient(t, fn.pools, redlock.WithNodeTimeout(5*time.Second))
-	rng := rand.New(rand.NewPCG(1, 2))
-	var last uint64
-	for i := range 200 {
-		down := rng.Perm(5)[:rng.IntN(3)] // 0, 1 or 2 nodes down
-		for _, d := range down {
-			fn.faults[d].Fail(errDown)
+	virtual(t)
+	synctest.Test(t, func(t *testing.T) {
+		nodes := newBubbleNodes(t, 5)
+		c := newClient(t, nodes.pools)
+		rng := rand.New(rand.NewPCG(1, 2))
+		var last uint64
+		for i := range 200 {
+			down := rng.Perm(5)[:rng.IntN(3)] // 0, 1 or 2 nodes down
+			for _, d := range down {
+				nodes.faults[d].Fail(errDown)
+			}
+			l, err := c.TryLock(t.Context(), "k", time.Minute, redlock.WithFencing())
+			require.NoError(t, err, "round %d", i)
+			require.Greater(t, l.Fence(), last, "round %d with %v down", i, down)
+			last = l.Fence()
+			require.NoError(t, l.Unlock(t.Context()))
+			c.WaitIdle()
+			for _, d := range down {
+				nodes.faults[d].Fail(nil)
+			}
 		}
-		l, err := c.TryLock(bg(), "k", time.Minute, redlock.WithFencing())
-		require.NoError(t, err, "round %d", i)
-		require.Greater(t, l.Fence(), last, "round %d with %v down", i, down)
-		last = l.Fence()
-		require.NoError(t, l.Unlock(bg()))
-		c.WaitIdle()
-		for _, d := range down {
-			fn.faults[d].Fail(nil)
-		}
-	}
+	})
 }
 
 func TestFenceWithStraggler(t *testing.T) {

@@ -38,6 +38,7 @@ func tryLockUntilObtained(t *testing.T, c *redlock.Client, ttl time.Duration, op
 // so the bound is exact: the loss margin before Until(), as WithAutoExtend
 // states.
 func TestLossDeclaredBeforeUntilWhenNodesHang(t *testing.T) {
+	virtual(t)
 	for _, tc := range []struct {
 		name        string
 		ttl         time.Duration

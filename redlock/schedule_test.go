@@ -38,6 +38,11 @@ import (
 //     setup is long and not tight (clusters to start) starts as a
 //     parallel(t) test and calls alone on its slot once set up.
 //
+//   - virtual(t): a test whose body runs in testing/synctest bubbles
+//     (virtual time, the kit's in-process nodes): no load moves its
+//     bounds, so it runs in parallel outside the slots, using the CPU
+//     while the others wait on Redis.
+//
 // With -parallel on the command line, that many tests hold a slot at once,
 // go test's own bound is left as given, and alone(t) tests run serially.
 
@@ -156,6 +161,13 @@ func first(t *testing.T) *slot {
 	return take(t, true)
 }
 
+// virtual runs t, whose body runs in synctest bubbles, in parallel
+// outside the slots (see above).
+func virtual(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
 // alone runs t by itself after every parallel test has ended or gone
 // idle, beside those idle waits only (see above); serially, before the
 // parallel tests, when -parallel was given. Its turn ends when t and its
@@ -223,7 +235,7 @@ func TestParallelTestsTakeASlot(t *testing.T) {
 					continue
 				}
 				if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Parallel" {
-					t.Errorf("%s: %s calls t.Parallel: call parallel(t), first(t) or alone(t) instead "+
+					t.Errorf("%s: %s calls t.Parallel: call parallel(t), first(t), alone(t) or virtual(t) instead "+
 						"(schedule_test.go); a test of package redlock cannot, and stays serial",
 						fset.Position(st.Pos()), fn.Name.Name)
 				}
