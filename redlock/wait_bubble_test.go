@@ -1,0 +1,118 @@
+package redlock_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlockgo/redlock/pool"
+	"github.com/redlockgo/redlock/redlock"
+)
+
+var setScript = pool.NewScript(`return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])`)
+
+// set writes key=value with ttl on node i, past its faults.
+func (b *bubbleNodes) set(t *testing.T, i int, key, value string, ttl time.Duration) {
+	t.Helper()
+	if _, err := b.faults[i].Pool.Eval(t.Context(), setScript, []string{key}, value, ttl.Milliseconds()); err != nil {
+		t.Fatalf("node %d: SET %s: %v", i, key, err)
+	}
+}
+
+// A contended attempt does not wait the node timeout for a silent node: once
+// a node answered that the key is held, the silent one gets a quarter of the
+// node timeout (50ms at most). Here the attempt can still win only through
+// the silent node: two live nodes said yes and two said no, which may be a
+// split, so TryLock makes its two settling attempts, each after a delay of
+// at most 50ms: 250ms at most in all, against a node timeout of 2s. The
+// nodes it took are given back.
+func TestContendedAttemptDoesNotWaitOutASilentNode(t *testing.T) {
+	virtual(t)
+	synctest.Test(t, func(t *testing.T) {
+		nodes := newBubbleNodes(t, 5)
+		nodes.faults[4].Hang(true)
+		for i := range 2 { // another holder, on two nodes only
+			nodes.set(t, i, "k", "other", time.Minute)
+		}
+		const nodeTimeout = 2 * time.Second
+		c := newClient(t, nodes.pools, redlock.WithNodeTimeout(nodeTimeout))
+		start := time.Now()
+		_, err := c.TryLock(t.Context(), "k", 10*time.Second)
+		took := time.Since(start)
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, redlock.ErrPending, "the silent node is reported pending")
+		assert.LessOrEqual(t, took, 250*time.Millisecond, "a contended TryLock waited for the silent node (node timeout %v)", nodeTimeout)
+		c.WaitIdle()
+		for i := 2; i < 4; i++ {
+			_, held := nodes.get(t, i, "k")
+			assert.False(t, held, "node %d, taken by the attempt, was not given back", i)
+		}
+	})
+}
+
+// Eight Clients contend on one key while one node of five never answers,
+// from the start: each takes it eight times, and no wait lasts a node
+// timeout (250ms for the 5s TTL). Splits among waiters with the silent node
+// in them would last a node timeout each, for every new Lock call, and the
+// queue would crawl.
+func TestContentionWithABlackholedNodeKeepsEveryWaitBounded(t *testing.T) {
+	virtual(t)
+	synctest.Test(t, func(t *testing.T) {
+		nodes := newBubbleNodes(t, 5)
+		nodes.faults[4].Hang(true)
+		// Each call reaches its node after a delay of up to 2ms, drawn
+		// from a seeded source, so that the waiters' calls cross.
+		var rngMu sync.Mutex
+		rng := rand.New(rand.NewPCG(7, 7))
+		for _, f := range nodes.faults[:4] {
+			f.Before(func(string) {
+				rngMu.Lock()
+				d := time.Duration(rng.Int64N(int64(2 * time.Millisecond)))
+				rngMu.Unlock()
+				time.Sleep(d)
+			})
+		}
+		var clients []*redlock.Client
+		for range 8 {
+			c, err := redlock.New(nodes.pools)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			clients = append(clients, c)
+		}
+		var mu sync.Mutex
+		var waits []time.Duration
+		var wg sync.WaitGroup
+		for _, c := range clients {
+			wg.Go(func() {
+				for range 8 {
+					start := time.Now()
+					ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+					l, err := c.Lock(ctx, "k", faultTTL)
+					cancel()
+					if !assert.NoError(t, err) {
+						return
+					}
+					mu.Lock()
+					waits = append(waits, time.Since(start))
+					mu.Unlock()
+					time.Sleep(time.Millisecond) // the holder's work
+					assert.NoError(t, l.Unlock(t.Context()))
+				}
+			})
+		}
+		wg.Wait()
+		require.Len(t, waits, 64)
+		longest := slices.Max(waits)
+		t.Logf("%d waits, the longest %v", len(waits), longest)
+		// The longest was 55-68ms in 60 runs; with the contended grace as
+		// long as the node timeout, 265ms.
+		assert.Less(t, longest, 250*time.Millisecond, "the longest of %d waits lasted a node timeout", len(waits))
+	})
+}
