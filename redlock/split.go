@@ -18,10 +18,8 @@ import (
 // refusals look like a split, each after a delay drawn at random from
 // splitDelay. Failing nodes are no split (maybeSplit): an attempt with a
 // node that failed, or with more nodes unanswered than a majority can
-// spare, ends as one attempt does. One settling attempt left 0, 0 and 1
-// rounds of 1,000 without a winner (three Clients on three nodes,
-// TestRealSimultaneousTryLocksHaveAWinner): two contenders that draw
-// close delays split again.
+// spare, ends as one attempt does. Two contenders that draw close delays
+// can split again, hence more than one (TestSimultaneousTryLocksHaveAWinner).
 
 // maybeSplit reports whether err, a refused attempt, may be a split among
 // simultaneous contenders: this attempt won at least one node, every node

@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -14,59 +13,6 @@ import (
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
 )
-
-// Three Clients call TryLock at the same instant, 1,000 times, on three
-// real nodes: a split among them (each wins a node, none a majority) is
-// settled inside the attempt (up to two more tries, each after a random
-// delay). Without the settling attempts such rounds came about 1 in 500
-// on a quiet machine and 114 in 1,000 on a loaded one (issue 37).
-//
-// How often the first attempts split depends on the machine's load, so
-// the test does not bound a rate: it counts, in the same run, the rounds
-// whose first attempts split (no call won on its first attempt: without
-// settling, those rounds would have had no winner) and the rounds that
-// settling left without a winner, and requires settling to have settled
-// at least three splits in four.
-func TestRealSimultaneousTryLocksHaveAWinner(t *testing.T) {
-	// Alone: the splits rise with the load (the test's own ten keys at a
-	// time are load too).
-	alone(t)
-	_, pools := realNodes(t, 3)
-	var clients []*redlock.Client
-	var attempts []*callAttempts
-	for range 3 {
-		a := &callAttempts{last: map[string]int{}}
-		attempts = append(attempts, a)
-		clients = append(clients, newClient(t, pools, redlock.WithObserver(a)))
-	}
-	// 1,000 rounds: ten keys at a time, 100 rounds each, so that the
-	// settling delays of one key's rounds overlap the others' (a round's
-	// losers wait out up to two delays of up to 50ms: five keys at a time
-	// took 6.5s of the package's run alone; ten, 3.5s).
-	const keys, rounds = 10, 100
-	var mu sync.Mutex
-	var r splitRounds
-	var groups sync.WaitGroup
-	for k := range keys {
-		key := "split" + strconv.Itoa(k)
-		groups.Go(func() {
-			for range rounds {
-				won, err := simultaneousRound(clients, key)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				r.add(won, attempts, key)
-				mu.Unlock()
-			}
-		})
-	}
-	groups.Wait()
-	t.Logf("%d rounds: %d split on their first attempts, %d left without a winner", keys*rounds, r.split, r.noWinner)
-	assert.Zero(t, r.twoWinners, "two holders at once")
-	assert.True(t, r.settledEnough(), "settling left %d of %d split rounds without a winner; it must settle at least three in four", r.noWinner, r.split)
-}
 
 // splitRounds counts the outcomes of simultaneous rounds.
 type splitRounds struct {

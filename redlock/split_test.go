@@ -3,10 +3,15 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
@@ -116,4 +121,46 @@ func TestTryLockWithAMajorityFailingMakesOneAttempt(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Three Clients call TryLock at the same instant, 300 times, on three
+// nodes, each call reaching its node after a delay of up to a millisecond
+// drawn from a seeded source: some rounds split on their first attempts
+// (each Client wins a node, none a majority), and settling inside the
+// attempt (up to two more tries, each after a random delay) gives those
+// rounds a winner. The test counts the rounds whose first attempts split
+// and those that settling left without a winner, and requires at least
+// three splits in four settled; never two winners.
+func TestSimultaneousTryLocksHaveAWinner(t *testing.T) {
+	virtual(t)
+	synctest.Test(t, func(t *testing.T) {
+		nodes := newBubbleNodes(t, 3)
+		var rngMu sync.Mutex
+		rng := rand.New(rand.NewPCG(3, 7))
+		for _, f := range nodes.faults {
+			f.Before(func(string) {
+				rngMu.Lock()
+				d := time.Duration(rng.Int64N(int64(time.Millisecond)))
+				rngMu.Unlock()
+				time.Sleep(d)
+			})
+		}
+		var clients []*redlock.Client
+		var attempts []*callAttempts
+		for range 3 {
+			a := &callAttempts{last: map[string]int{}}
+			attempts = append(attempts, a)
+			clients = append(clients, newClient(t, nodes.pools, redlock.WithObserver(a)))
+		}
+		var r splitRounds
+		for range 300 {
+			won, err := simultaneousRound(clients, "split")
+			require.NoError(t, err)
+			r.add(won, attempts, "split")
+		}
+		t.Logf("300 rounds: %d split on their first attempts, %d left without a winner", r.split, r.noWinner)
+		assert.Zero(t, r.twoWinners, "two holders at once")
+		assert.Greater(t, r.split, 10, "the rounds split: the test exercised settling")
+		assert.True(t, r.settledEnough(), "settling left %d of %d split rounds without a winner; it must settle at least three in four", r.noWinner, r.split)
+	})
 }
