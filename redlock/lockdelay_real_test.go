@@ -127,28 +127,6 @@ func TestRealLockDelayRefusesAfterVanishedHolder(t *testing.T) {
 	releasedOrLate(t, lb.Unlock(bg()), "lb's Unlock")
 }
 
-// Lock waits out the lock-delay and gets the key within a second after it
-// ends, not before.
-func TestRealLockDelayLockWaits(t *testing.T) {
-	// Alone: its bound, a second after the delay, is for a Lock's retries.
-	alone(t)
-	const ttl, delay = time.Second, 1500 * time.Millisecond // ttl: see vanish
-	servers, pools := realNodes(t, 5)
-	a := newClient(t, pools, redlock.WithLockDelay(delay), vanishTimeout)
-	_, start := vanish(t, servers, a, ttl)
-	b := newClient(t, pools, redlock.WithLockDelay(delay))
-
-	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
-	defer cancel()
-	lb, err := b.Lock(ctx, "res", ttl)
-	require.NoError(t, err)
-	got := time.Now()
-	ends := start.Add(ttl + delay)
-	assert.False(t, got.Before(ends), "B got the lock %v after A's acquisition, before ttl+delay", got.Sub(start))
-	assert.Less(t, got.Sub(ends), time.Second, "B got the lock too long after the delay ended")
-	releasedOrLate(t, lb.Unlock(bg()), "lb's Unlock")
-}
-
 // A holder that unlocks: the next acquisition is immediate, Extend refreshes
 // the marker, and a hand-off to a waiter gives the marker to the waiter, so
 // that a waiter that vanishes in turn is covered too.
