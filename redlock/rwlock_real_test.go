@@ -104,46 +104,6 @@ func TestRealReadersAndWriterExcludeEachOther(t *testing.T) {
 	require.ErrorIs(t, r.Unlock(bg()), redlock.ErrNotHeld)
 }
 
-// A reader that is never extended nor released expires on its own while
-// another reader of the key is extended. The live reader's TTL is long
-// (10s): with 300ms extended every 50ms, a loaded machine (two CPU hogs and
-// two race builds of this package) stalled the loop past 300ms and the
-// live reader expired too. Only the dead reader's TTL is short, and the
-// test waits past it by the clock.
-func TestRealDeadReaderExpiresOnItsOwn(t *testing.T) {
-	alone(t)
-	servers, pools := realNodes(t, 5)
-	const deadTTL = time.Second
-	c := newClient(t, pools, redlock.WithNodeTimeout(250*time.Millisecond))
-	dead, err := c.TryRLock(bg(), "doc", deadTTL) // never extended nor released
-	require.NoError(t, err)
-	live, err := c.TryRLock(bg(), "doc", 10*time.Second)
-	require.NoError(t, err)
-	c.WaitIdle()
-	set := time.Now() // every copy of the dead reader was set before now
-	// The live reader extends only itself: once while the dead one is
-	// still on the nodes, once past its TTL, which drops the expired
-	// entry on each node.
-	require.NoError(t, live.Extend(bg(), 10*time.Second))
-	time.Sleep(time.Until(set.Add(deadTTL + 100*time.Millisecond)))
-	require.NoError(t, live.Extend(bg(), 10*time.Second))
-	c.WaitIdle()
-	require.ErrorIs(t, dead.Extend(bg(), time.Second), redlock.ErrNotHeld)
-	for _, n := range readers(t, servers, "doc") {
-		assert.Equal(t, int64(1), n, "the dead reader's lease ran out while the live one was extended")
-	}
-	releasedOrLate(t, live.Unlock(bg()), "live's Unlock")
-
-	// A dead reader alone: a waiting writer gets the key once its TTL ran out.
-	_, err = c.TryRLock(bg(), "doc", deadTTL)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
-	defer cancel()
-	w, err := c.Lock(ctx, "doc", 10*time.Second)
-	require.NoError(t, err)
-	releasedOrLate(t, w.Unlock(bg()), "w's Unlock")
-}
-
 func TestRealWaitingWriterGoesBeforeNewReaders(t *testing.T) {
 	servers, pools := realNodes(t, 5)
 	rc, wc := newClient(t, pools), newClient(t, pools)
