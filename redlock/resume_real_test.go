@@ -35,7 +35,8 @@ func TestRealResumeCarriesOnAHold(t *testing.T) {
 	for _, s := range servers {
 		ttl, err := s.Client(t).PTTL(bg(), "job").Result()
 		require.NoError(t, err)
-		assert.Greater(t, ttl, 8*time.Second, "the TTL was reset on %s", s.Addr())
+		// Above the first hold's 2s, which is all it could have left: reset.
+		assert.Greater(t, ttl, 2*time.Second, "the TTL was reset on %s", s.Addr())
 	}
 	_, err = a.TryLock(bg(), "job", time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained, "still one hold")
