@@ -69,7 +69,12 @@ func TestRealMultiLockAtMaxKeys(t *testing.T) {
 				opts = append(opts, redlock.WithFencing())
 			}
 			for round := range 3 {
-				l, err := c.LockAll(bg(), given, 10*time.Second, opts...)
+				// A deadline, so that a machine too loaded for any attempt
+				// to meet the node timeout fails the test instead of
+				// hanging it (a run beside three simulations did).
+				ctx, cancel := context.WithTimeout(bg(), time.Minute)
+				l, err := c.LockAll(ctx, given, 10*time.Second, opts...)
+				cancel()
 				require.NoError(t, err, "round %d", round)
 				require.Len(t, l.Keys(), redlock.MaxKeys)
 				if fenced {

@@ -190,11 +190,14 @@ func TestRealResumeNeverShortensTheHoldersLease(t *testing.T) {
 			})
 			a.WaitIdle()
 
-			short, err := b.Resume(bg(), key, held.Token(), time.Second, tc.lopts...)
+			// 5s, short beside the holder's 30s, and long enough that the
+			// handle is still valid for its Extend on a loaded machine (a
+			// 1s handle had run out 210ms before it).
+			short, err := b.Resume(bg(), key, held.Token(), 5*time.Second, tc.lopts...)
 			require.NoError(t, err)
 			b.WaitIdle()
 			leaseOutlives(t, servers, key, held, tc.delay)
-			require.NoError(t, short.Extend(bg(), time.Second), "the resumed handle extends")
+			require.NoError(t, short.Extend(bg(), 5*time.Second), "the resumed handle extends")
 			b.WaitIdle()
 			leaseOutlives(t, servers, key, held, tc.delay)
 
