@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -115,4 +116,95 @@ func TestContentionWithABlackholedNodeKeepsEveryWaitBounded(t *testing.T) {
 		// long as the node timeout, 265ms.
 		assert.Less(t, longest, 250*time.Millisecond, "the longest of %d waits lasted a node timeout", len(waits))
 	})
+}
+
+// A Lock whose context ends while its key is held and two nodes of five
+// never answer returns at its deadline, not a node timeout later; the
+// waiters of other Clients then get the lock in turn, each valid when
+// returned.
+func TestLockHonoursItsContextWhileNodesAreSilent(t *testing.T) {
+	virtual(t)
+	synctest.Test(t, func(t *testing.T) {
+		nodes := newBubbleNodes(t, 5)
+		nodes.faults[3].Hang(true)
+		nodes.faults[4].Hang(true)
+		client := func() *redlock.Client {
+			c, err := redlock.New(nodes.pools)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}
+		l, err := client().TryLock(t.Context(), "k", faultTTL)
+		require.NoError(t, err, "three live nodes of five are a majority")
+		var waiting []<-chan outcome
+		for range 3 {
+			waiting = append(waiting, lockIn(t, client(), "k", time.Minute))
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		_, err = client().Lock(ctx, "k", faultTTL)
+		took := time.Since(start)
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, 100*time.Millisecond, took, "Lock(100ms) returned at its deadline")
+
+		require.NoError(t, l.Unlock(t.Context()))
+		for range waiting {
+			var o outcome
+			select {
+			case o = <-waiting[0]:
+			case o = <-waiting[1]:
+			case o = <-waiting[2]:
+			}
+			require.NoError(t, o.err)
+			require.NoError(t, o.l.Unlock(t.Context()))
+		}
+	})
+}
+
+// A release hands the key to a waiter of another Client at once although
+// nodes are silent (two of five, or one), round after round: the waiter
+// gets it sooner than the node timeout (250ms for the 5s TTL), through the
+// release's grant (its own rounds come every 30s), which does not wait for
+// the silent nodes.
+func TestHandOffDespiteSilentNodes(t *testing.T) {
+	virtual(t)
+	for _, silent := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d of five silent", silent), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				nodes := newBubbleNodes(t, 5)
+				for i := 5 - silent; i < 5; i++ {
+					nodes.faults[i].Hang(true)
+				}
+				holder, err := redlock.New(nodes.pools)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = holder.Close() })
+				waiter, err := redlock.New(nodes.pools)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = waiter.Close() })
+				for round := range 3 { // a fresh Client, then one that has waited before
+					l, err := holder.TryLock(t.Context(), "k", faultTTL)
+					require.NoError(t, err, "round %d", round)
+					holder.WaitIdle()
+					got := make(chan outcome, 1)
+					go func() {
+						// Rounds 30s apart: only the release's grant hands it on.
+						l, err := waiter.Lock(t.Context(), "k", faultTTL, slowRetry)
+						got <- outcome{l, err, time.Now()}
+					}()
+					synctest.Wait() // the waiter queued
+					released := time.Now()
+					require.NoError(t, l.Unlock(t.Context()))
+					o := <-got
+					require.NoError(t, o.err, "round %d", round)
+					took := o.at.Sub(released)
+					t.Logf("round %d: handed on %v after the release", round, took)
+					assert.Less(t, took, 250*time.Millisecond, "round %d: the waiter got the lock %v after the release", round, took)
+					require.NoError(t, o.l.Unlock(t.Context()))
+					waiter.WaitIdle()
+				}
+			})
+		})
+	}
 }

@@ -155,45 +155,13 @@ func lockIn(t *testing.T, c *redlock.Client, key string, d time.Duration) <-chan
 	return got
 }
 
-func TestRealLockHonoursItsContextWhileNodesAreSilent(t *testing.T) {
-	defer parallel(t).idle() // its cleanups wait out the calls to silent nodes
-	_, pools := faultyNodes(t)
-	holder := defaultClient(t, pools)
-	l := tryLate(t, holder, "three live nodes of five are a majority", func() (*redlock.Lock, error) {
-		return holder.TryLock(bg(), "k", faultTTL)
-	})
-
-	// Others wait on the key, from Clients of their own.
-	var waiting []<-chan outcome
-	for range 3 {
-		waiting = append(waiting, lockIn(t, defaultClient(t, pools), "k", time.Minute))
-	}
-	// A Lock with a 100ms context returns within the bound.
-	impatient := defaultClient(t, pools)
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(bg(), 100*time.Millisecond)
-	defer cancel()
-	_, err := impatient.Lock(ctx, "k", faultTTL)
-	took := time.Since(start)
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Less(t, took, bound, "Lock(100ms) took %v", took)
-
-	// Every waiter gets the lock in turn, valid when returned.
-	unlockLate(t, l, "the holder's Unlock")
-	for i := range waiting {
-		var o outcome
-		select {
-		case o = <-waiting[0]:
-		case o = <-waiting[1]:
-		case o = <-waiting[2]:
-		}
-		require.NoError(t, o.err)
-		unlockLate(t, o.l, fmt.Sprintf("the waiters' Unlock %d of 3", i+1))
-	}
-}
-
-func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
+// The hand-off on real Redis with silent nodes (SIGSTOPped, blackholed)
+// and a monitoring tool subscribed to every channel: the waiter, whose own
+// rounds come every 30s, is handed the key by the release well before its
+// next round (10s: no window a loaded machine reaches). How soon, and
+// that a Lock's deadline holds meanwhile, TestHandOffDespiteSilentNodes
+// and TestLockHonoursItsContextWhileNodesAreSilent check in virtual time.
+func TestRealHandOffDespiteSilentNodes(t *testing.T) {
 	first(t) // on silent nodes: the calls there linger (4 node timeouts)
 	for _, tc := range []struct {
 		name  string
@@ -227,7 +195,13 @@ func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
 					return holder.TryLock(bg(), "k", faultTTL)
 				})
 				holder.WaitIdle() // its SETs have all landed (or timed out on the silent node)
-				got := lockIn(t, waiter, "k", time.Minute)
+				got := make(chan outcome, 1)
+				go func() {
+					ctx, cancel := context.WithTimeout(bg(), time.Minute)
+					defer cancel()
+					l, err := waiter.Lock(ctx, "k", faultTTL, slowRetry)
+					got <- outcome{l, err, time.Now()}
+				}()
 				other := lockIn(t, defaultClient(t, pools), "other", time.Minute)
 				o := <-other
 				require.NoError(t, o.err, "a waiter on another key is not held up")
@@ -243,7 +217,7 @@ func TestRealHandOffWithinASecondDespiteSilentNodes(t *testing.T) {
 				unlockLate(t, l, fmt.Sprintf("round %d: the holder's Unlock", round))
 				o = <-got
 				require.NoError(t, o.err, "round %d", round)
-				assert.Less(t, o.at.Sub(released), bound, "round %d: the waiter got the lock %v after the release", round, o.at.Sub(released))
+				assert.Less(t, o.at.Sub(released), 10*time.Second, "round %d: the waiter got the lock %v after the release", round, o.at.Sub(released))
 				// The waiter's release may be answered late too (four live
 				// nodes past 250ms, a quiet -cpu 1,2 run): the next round
 				// starts once it ran on every live node.
@@ -339,4 +313,3 @@ func TestRealExpiryWithoutReleaseStillEndsInAcquisition(t *testing.T) {
 	t.Logf("acquired %v after the holder's 300ms lock; the default backoff's bound is 100ms", time.Since(start))
 	releasedOrLate(t, l.Unlock(bg()), "l's Unlock")
 }
-
