@@ -1,7 +1,10 @@
 package redlock_test
 
 import (
+	"math/rand/v2"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redlockgo/redlock/internal/pooltest"
 	"github.com/redlockgo/redlock/pool"
@@ -74,4 +77,25 @@ func (b *bubbleNodes) present(t *testing.T, key string) int {
 		}
 	}
 	return n
+}
+
+// delayCalls makes every call to each node given (every node if none is)
+// reach it after a delay of up to most, drawn from a source seeded with
+// seed, so that concurrent calls cross in an order the seed fixes.
+func (b *bubbleNodes) delayCalls(seed uint64, most time.Duration, nodes ...int) {
+	if len(nodes) == 0 {
+		for i := range b.faults {
+			nodes = append(nodes, i)
+		}
+	}
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for _, i := range nodes {
+		b.faults[i].Before(func(string) {
+			mu.Lock()
+			d := time.Duration(rng.Int64N(int64(most)))
+			mu.Unlock()
+			time.Sleep(d)
+		})
+	}
 }

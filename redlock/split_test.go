@@ -3,8 +3,6 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -135,16 +133,7 @@ func TestSimultaneousTryLocksHaveAWinner(t *testing.T) {
 	virtual(t)
 	synctest.Test(t, func(t *testing.T) {
 		nodes := newBubbleNodes(t, 3)
-		var rngMu sync.Mutex
-		rng := rand.New(rand.NewPCG(3, 7))
-		for _, f := range nodes.faults {
-			f.Before(func(string) {
-				rngMu.Lock()
-				d := time.Duration(rng.Int64N(int64(time.Millisecond)))
-				rngMu.Unlock()
-				time.Sleep(d)
-			})
-		}
+		nodes.delayCalls(3, time.Millisecond)
 		var clients []*redlock.Client
 		var attempts []*callAttempts
 		for range 3 {
