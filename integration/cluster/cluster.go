@@ -27,12 +27,17 @@ type Cluster struct {
 	be      backend
 	nodes   []*Node
 	pools   []pool.Pool
+	// reuseKey, when set, names the clusters that may take this one's
+	// place under Reuse (reuse.go); empty: never kept.
+	reuseKey string
 }
 
 // Start runs the nodes (DefaultNodes unless WithNodes) and returns once each
 // answers PING through its proxy. Everything it creates is removed in
-// tb.Cleanup, also when Start fails. It fails tb on error, and skips it when
-// it falls back to processes and redis-server is not installed (outside CI).
+// tb.Cleanup, also when Start fails, unless Reuse keeps it for another test;
+// under Reuse, Start may return such a cluster, reset. It fails tb on error,
+// and skips it when it falls back to processes and redis-server is not
+// installed (outside CI).
 //
 // The backend is chosen by WithBackend, else by REDLOCK_IT_BACKEND, else
 // containers when a Docker engine answers and local processes otherwise; a
@@ -44,7 +49,13 @@ func Start(tb testing.TB, opts ...Option) *Cluster {
 		tb.Fatal(err)
 	}
 	c := &Cluster{tb: tb, backend: chooseBackend(tb, cfg.backend)}
-	tb.Cleanup(c.close) // before anything exists, so that a failed Start cleans up too
+	if key, ok := cfg.reuseKey(c.backend); ok {
+		if k := takeKept(tb, key); k != nil {
+			return k
+		}
+		c.reuseKey = key
+	}
+	tb.Cleanup(c.release) // before anything exists, so that a failed Start cleans up too
 
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -81,6 +92,11 @@ func Start(tb testing.TB, opts ...Option) *Cluster {
 		}
 		if err := n.MarkFresh(ctx); err != nil {
 			tb.Fatalf("cluster: %v", err)
+		}
+		if c.reuseKey != "" {
+			if n.firstConfig, err = n.direct.ConfigGet(ctx, "*").Result(); err != nil {
+				tb.Fatalf("cluster: %v: config: %v", n, err)
+			}
 		}
 	}
 	return c
@@ -196,9 +212,9 @@ func (n *Node) flushAll(ctx context.Context) error {
 	return n.direct.Set(ctx, pool.FreshStartKey, fresh, 0).Err()
 }
 
-// close removes everything Start created, in reverse order: the pools, the
+// remove removes everything Start created, in reverse order: the pools, the
 // proxies and direct clients, then the servers.
-func (c *Cluster) close() {
+func (c *Cluster) remove() error {
 	for _, p := range c.pools {
 		_ = p.Close()
 	}
@@ -206,11 +222,9 @@ func (c *Cluster) close() {
 		_ = n.close()
 	}
 	if c.be == nil {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if err := c.be.close(ctx); err != nil {
-		c.tb.Errorf("cluster: cleanup: %v", err)
-	}
+	return c.be.close(ctx)
 }

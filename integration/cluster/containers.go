@@ -41,6 +41,7 @@ type containerBackend struct {
 	image      string
 	fakeClocks bool
 	provider   *testcontainers.DockerProvider
+	log        *tbLogger
 
 	mu   sync.Mutex
 	ctrs []*testcontainers.DockerContainer
@@ -57,11 +58,12 @@ type containerServer struct {
 
 func newContainerBackend(ctx context.Context, tb testing.TB, image string, fakeClocks bool) (*containerBackend, error) {
 	disableReaper()
-	p, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(newTBLogger(tb)))
+	log := newTBLogger(tb)
+	p, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("docker provider: %w", err)
 	}
-	b := &containerBackend{tb: tb, image: image, fakeClocks: fakeClocks, provider: p}
+	b := &containerBackend{tb: tb, image: image, fakeClocks: fakeClocks, provider: p, log: log}
 	if image == DefaultImage {
 		// Without a registry a pull would only retry and fail; say what to do.
 		if _, err := p.Client().ImageInspect(ctx, image); err != nil {
@@ -284,21 +286,29 @@ func pingOnce(ctx context.Context, target wait.StrategyTarget) error {
 
 // tbLogger sends testcontainers' log lines to the test's log, so they show
 // only for failed tests or with -v, and drops them once the test has ended
-// (logging after that panics).
+// (logging after that panics) until a test that reuses the cluster attaches.
 type tbLogger struct {
-	tb   testing.TB
 	mu   sync.Mutex
+	tb   testing.TB
 	done bool
 }
 
 func newTBLogger(tb testing.TB) *tbLogger {
-	l := &tbLogger{tb: tb}
+	l := &tbLogger{}
+	l.attach(tb)
+	return l
+}
+
+// attach sends the lines to tb until tb ends.
+func (l *tbLogger) attach(tb testing.TB) {
+	l.mu.Lock()
+	l.tb, l.done = tb, false
+	l.mu.Unlock()
 	tb.Cleanup(func() {
 		l.mu.Lock()
 		l.done = true
 		l.mu.Unlock()
 	})
-	return l
 }
 
 func (l *tbLogger) Printf(format string, args ...any) {

@@ -22,6 +22,7 @@ type Node struct {
 	srv         server
 	px          *proxy
 	direct      *redis.Client
+	firstConfig map[string]string // CONFIG GET * at the start, when the cluster may be reused
 
 	mu     sync.Mutex // serialises lifecycle operations and guards state
 	killed bool

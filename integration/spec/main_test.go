@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,12 +18,21 @@ import (
 	"github.com/redlockgo/redlock/redlock"
 )
 
-// TestMain checks that no goroutine outlives the tests, except toxiproxy's
-// stub stuck forwarding a chunk for a connection whose node was killed with
-// a request in flight: its send cannot be interrupted and nothing drains it,
-// even after the proxy is closed (see the chaos package's TestMain).
+// TestMain runs the tests with reuse of clusters: the scenarios on five
+// healthy nodes share one set, reset between them (cluster.Reuse). Then it
+// checks that no goroutine outlives them, except toxiproxy's stub stuck
+// forwarding a chunk for a connection whose node was killed with a request
+// in flight: its send cannot be interrupted and nothing drains it, even
+// after the proxy is closed (see the chaos package's TestMain).
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"))
+	code := cluster.Reuse(m.Run)
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run")); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // nodeTimeout bounds each node call of the clients under test. A healthy
