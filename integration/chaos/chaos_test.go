@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlockgo/redlock/integration/chaos"
+	"github.com/redlockgo/redlock/integration/cluster"
 )
 
 // Environment of TestChaos. Booleans take strconv.ParseBool's forms.
@@ -79,7 +80,7 @@ func TestMain(m *testing.M) {
 	// Under faults go-redis logs every failed dial; the run's report says
 	// what matters.
 	redis.SetLogger(quiet{})
-	code := m.Run()
+	code := cluster.Reuse(m.Run) // the counters' node serves every run
 	if err := goleak.Find(toxiproxyStub); err != nil {
 		fmt.Fprintf(os.Stderr, "chaos: leaked goroutines: %v\n", err)
 		code = chaos.ExitHarness
