@@ -13,8 +13,8 @@ import (
 	"github.com/redlockgo/redlock/pool"
 )
 
-// Under Reuse (TestMain), a cluster a test left killed, paused, partitioned
-// and full serves the next test of the same options: the same proxies,
+// Under Reuse (TestMain), a cluster a test left killed, paused, partitioned,
+// slow and full serves the next test of the same options: the same proxies,
 // every node answering through its own, empty of keys and scripts, and
 // declared fresh for the run it is in.
 func TestReuseHandsBackAHealthyEmptyCluster(t *testing.T) {
@@ -34,6 +34,7 @@ func TestReuseHandsBackAHealthyEmptyCluster(t *testing.T) {
 			sha, err = n.Client().ScriptLoad(ctx, "return 1").Result()
 			require.NoError(t, err)
 		}
+		require.NoError(t, c.Node(0).SlowHandshake(time.Hour, 1))
 		require.NoError(t, c.Node(0).Kill(ctx))
 		require.NoError(t, c.Node(1).Pause(ctx))
 		require.NoError(t, c.Node(2).Partition())
