@@ -49,11 +49,11 @@ func Start(tb testing.TB, opts ...Option) *Cluster {
 		tb.Fatal(err)
 	}
 	c := &Cluster{tb: tb, backend: chooseBackend(tb, cfg.backend)}
-	if key, ok := cfg.reuseKey(c.backend); ok {
+	key, reusable := cfg.reuseKey(c.backend)
+	if reusable {
 		if k := takeKept(tb, key); k != nil {
 			return k
 		}
-		c.reuseKey = key
 	}
 	tb.Cleanup(c.release) // before anything exists, so that a failed Start cleans up too
 
@@ -93,12 +93,13 @@ func Start(tb testing.TB, opts ...Option) *Cluster {
 		if err := n.MarkFresh(ctx); err != nil {
 			tb.Fatalf("cluster: %v", err)
 		}
-		if c.reuseKey != "" {
+		if reusable {
 			if n.firstConfig, err = n.direct.ConfigGet(ctx, "*").Result(); err != nil {
 				tb.Fatalf("cluster: %v: config: %v", n, err)
 			}
 		}
 	}
+	c.reuseKey = key // only a cluster that started whole is kept
 	return c
 }
 
