@@ -87,6 +87,7 @@ type runner struct {
 	span      time.Duration // how long the workers keep making calls
 	params    string
 	watchers  sync.WaitGroup // worker.watch's goroutines
+	working   sync.WaitGroup // the workers still making calls (live.go)
 }
 
 // Run runs seed under setting. It must be called inside a synctest bubble
@@ -110,6 +111,7 @@ func Run(t *testing.T, seed uint64, setting Setting) Report {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.crashes() })
+	r.working.Add(r.clients)
 	for _, w := range r.workers(rng) {
 		wg.Go(w.run)
 	}

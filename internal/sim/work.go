@@ -69,14 +69,15 @@ func mix(ws []int) string {
 }
 
 // run creates the worker's Client at its start, unless the run created it
-// already, and makes calls until the run's span has passed, then closes
-// the Client.
+// already, and makes calls until the run's span has passed, then the last
+// phase's (live.go), then closes the Client.
 func (w *worker) run() {
 	if w.client == nil {
 		w.r.nw.sleepUntil(w.start)
 		w.client = w.r.client(w.c, w.c, w.timeout)
 	}
 	if w.client == nil {
+		w.live()
 		return
 	}
 	defer w.client.Close()
@@ -84,6 +85,7 @@ func (w *worker) run() {
 		time.Sleep(time.Duration(w.rng.Int64N(int64(300 * time.Millisecond))))
 		w.pick().run(w)
 	}
+	w.live() // the last phase: liveness once the faults have healed
 }
 
 // pick draws the next workload by the run's weights.
