@@ -105,17 +105,39 @@ func (c *Client) Campaign(ctx context.Context, election, value string, ttl time.
 	if err != nil {
 		return nil, err
 	}
-	l, err := c.Lock(ctx, key, ttl, WithFencing(), WithAutoExtend(0), asElection())
-	if err != nil {
-		return nil, err
-	}
-	ls := &Leadership{c: c, l: l, election: election, value: value}
-	if err := ls.record(ctx, value, 0); err != nil {
+	for {
+		l, err := c.Lock(ctx, key, ttl, WithFencing(), WithAutoExtend(0), asElection())
+		if err != nil {
+			return nil, err
+		}
+		ls := &Leadership{c: c, l: l, election: election, value: value}
+		err = ls.record(ctx, value, 0)
+		if err == nil {
+			return ls, nil
+		}
+		// The lock was won but the record reached no majority: give the
+		// lock back and campaign again, a node timeout later, until ctx
+		// ends or the Client closes.
 		uerr := l.Unlock(context.WithoutCancel(ctx))
 		err = fmt.Errorf("%w: the leader's value was not recorded: %w", ErrNotObtained, err)
-		return nil, withContext(errors.Join(err, uerr), ctx.Err())
+		if ctx.Err() != nil || !c.pause(ctx, c.nodeTimeout(ttl)) {
+			return nil, withContext(errors.Join(err, uerr), ctx.Err())
+		}
 	}
-	return ls, nil
+}
+
+// pause waits d, and reports false if ctx ended or the Client closed first.
+func (c *Client) pause(ctx context.Context, d time.Duration) bool {
+	t := c.cfg.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-c.life.closing:
+		return false
+	case <-t.C():
+		return true
+	}
 }
 
 // record writes the leader record {token, value, term, rev} on every node
