@@ -55,20 +55,6 @@ func TestUnsafeSettingIsCaught(t *testing.T) {
 	t.Errorf("no violation in seeds 19 to 28 with the quarantine off")
 }
 
-// A waiter that gave back grants its lock could not confirm counted them
-// again when a later round found the key still holding its token, and the
-// give-back, still on its way, deleted the key under the new lock
-// (internal/wait, onReply). With that fix reverted, seeds 720, 1014 and
-// 1273 of make sim's 2,000 show it; seeds 1138 and 137 did in the first
-// simulator, which made exclusive locks only.
-func TestGivenBackGrantsDoNotMakeASecondHolder(t *testing.T) {
-	for _, seed := range []uint64{720, 1014, 1273} {
-		if rep := runSeed(t, seed, Safe); len(rep.Violations) > 0 {
-			t.Errorf("seed %d: %v", seed, rep.Violations)
-		}
-	}
-}
-
 // Resume and every extension never shorten a key's TTL (extend.lua): a
 // handle resumed with a shorter TTL once cut the hold that the first
 // handle's Until still counted on, and another Client took the key. With
