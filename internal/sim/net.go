@@ -35,6 +35,11 @@ type network struct {
 	// lost. It is not part of the history (nor of its digest).
 	trace func(at time.Duration, line string)
 	keys  []string // the keys whose values the trace shows
+
+	// names caches scriptName's answers for the run: a script's source is
+	// long, and every message names its script. Per run, since the
+	// witnessed scripts of a Pool without identity are made per Client.
+	names sync.Map // *pool.Script -> string
 }
 
 // spikeMax is the longest delay a message may take beyond the usual ones:
@@ -48,9 +53,14 @@ type simNode struct {
 	addr    string
 	server  pool.Pool // the kit's Pool: runs a command on the server at once
 	persist bool      // a restart keeps the data (appendfsync always)
+	// untold: the node's Pool tells no identity (pool.New over a client
+	// whose identity read was refused, a user's own Pool), so the library
+	// learns the run from its scripts (witnessed scripts read INFO server)
+	untold bool
 
-	mu    sync.Mutex
-	fresh map[int]bool // runs that carry the fresh-start declaration
+	mu          sync.Mutex
+	fresh       map[int]bool                  // runs that carry the fresh-start declaration
+	infoScripts map[*pool.Script]*pool.Script // scripts whose INFO server reads infoKey (answerInfo)
 }
 
 // now is the virtual time since the run's start.
@@ -208,6 +218,45 @@ func (nd *simNode) identity(nw *network, t time.Duration) pool.Identity {
 	return id
 }
 
+// info is INFO server's reply on node j at t, with what the library
+// reads of it: the run and its uptime in whole seconds.
+func (nd *simNode) info(nw *network, t time.Duration) string {
+	run, started := nw.plan.run(nd.index, t)
+	up := t - started
+	if run == 0 {
+		up += time.Hour // up before the run (identity)
+	}
+	return fmt.Sprintf("# Server\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", runID(nd.index, run), up/time.Second)
+}
+
+// infoCall is how the library's witnessed scripts read INFO server, which
+// the kit's miniredis does not serve; infoKey is where the node keeps the
+// reply for them, set just before each such script runs (answerInfo).
+const (
+	infoCall = "redis.pcall('INFO', 'server')"
+	infoKey  = "sim:info"
+)
+
+// answerInfo returns s with its INFO server call reading infoKey instead,
+// s itself when it makes no such call. The reply cannot be in the script's
+// text: a script a second would each be compiled anew.
+func (nd *simNode) answerInfo(s *pool.Script) *pool.Script {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if out, ok := nd.infoScripts[s]; ok {
+		return out
+	}
+	if nd.infoScripts == nil {
+		nd.infoScripts = map[*pool.Script]*pool.Script{}
+	}
+	out := s
+	if strings.Contains(s.Source(), infoCall) {
+		out = pool.NewScript(strings.ReplaceAll(s.Source(), infoCall, "redis.pcall('GET', '"+infoKey+"')"))
+	}
+	nd.infoScripts[s] = out
+	return out
+}
+
 // runID names run r of node j as Redis names a run: 40 characters.
 func runID(j, r int) string { return fmt.Sprintf("sim%03d%034d", j, r) }
 
@@ -235,8 +284,14 @@ func (l *link) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 
 // Eval implements pool.Pool.
 func (l *link) Eval(ctx context.Context, script *pool.Script, keys []string, args ...any) (any, error) {
-	return l.send(ctx, fmt.Sprintf("%s %v %v", scriptName(script), keys, args), func(ctx context.Context, p pool.Pool) (any, error) {
-		v, err := p.Eval(ctx, script, keys, args...)
+	return l.send(ctx, fmt.Sprintf("%s %v %v", l.nw.scriptName(script), keys, args), func(ctx context.Context, p pool.Pool) (any, error) {
+		answered := l.node.answerInfo(script)
+		if answered != script {
+			// INFO server as the node answers it now; the goroutines that
+			// meet here at once set the same reply.
+			_, _ = p.(pool.Commander).Do(ctx, "SET", infoKey, l.node.info(l.nw, l.nw.now()), "PX", "3600000")
+		}
+		v, err := p.Eval(ctx, answered, keys, args...)
 		for _, k := range keys {
 			if k == keyspace.FreshStart {
 				l.node.noteFresh(l.nw, l.nw.now())
@@ -250,6 +305,9 @@ func (l *link) Eval(ctx context.Context, script *pool.Script, keys []string, arg
 // Do implements pool.Commander.
 func (l *link) Do(ctx context.Context, args ...string) (any, error) {
 	return l.send(ctx, strings.Join(args, " "), func(ctx context.Context, p pool.Pool) (any, error) {
+		if len(args) == 2 && strings.EqualFold(args[0], "INFO") && strings.EqualFold(args[1], "server") {
+			return l.node.info(l.nw, l.nw.now()), nil // the kit's miniredis does not serve it
+		}
 		v, err := p.(pool.Commander).Do(ctx, args...)
 		l.node.noteFresh(l.nw, l.nw.now())
 		return v, err
@@ -267,23 +325,26 @@ func (l *link) Identity() (pool.Identity, bool) {
 	return l.id, l.set
 }
 
+// untold is a link as a Pool that tells no identity (not a
+// pool.Identifier): the library calls the node through witnessed scripts.
+type untold struct {
+	pool.Pool
+	pool.Commander
+}
+
 // scriptHeader is a script's header line, "-- name: what it does".
 var scriptHeader = regexp.MustCompile(`(?m)^-- ([a-z_]+): `)
 
-// scriptNames caches scriptName's answers: a script's source is long, and
-// every message names its script.
-var scriptNames sync.Map // *pool.Script -> string
-
 // scriptName names a script for the trace: the last header of its parts
 // (the shared functions come first, the script's own file last).
-func scriptName(s *pool.Script) string {
-	if name, ok := scriptNames.Load(s); ok {
+func (nw *network) scriptName(s *pool.Script) string {
+	if name, ok := nw.names.Load(s); ok {
 		return name.(string)
 	}
 	name := "script"
 	if all := scriptHeader.FindAllStringSubmatch(s.Source(), -1); len(all) > 0 {
 		name = all[len(all)-1][1]
 	}
-	scriptNames.Store(s, name)
+	nw.names.Store(s, name)
 	return name
 }

@@ -42,9 +42,9 @@ func firstDifference(a, b []string) string {
 
 // The negative control is caught within its budget: with the restart
 // quarantine off and nodes that never persist, some seed of 19 to 28
-// shows two holders at once (seeds 19 and 28 did when the test was
-// written: a node restarted empty and counted at once). About one seed in
-// twenty does: make sim-unsafe's 300 all but always find one.
+// shows two holders at once (seeds 22 and 28 do: a node restarted empty
+// and counted at once). About one seed in 25 does (12 of 1-300): make
+// sim-unsafe's 300 all but always find one.
 func TestUnsafeSettingIsCaught(t *testing.T) {
 	for seed := uint64(19); seed <= 28; seed++ {
 		if rep := runSeed(t, seed, NoQuarantine); len(rep.Violations) > 0 {
@@ -60,9 +60,9 @@ func TestUnsafeSettingIsCaught(t *testing.T) {
 // handle's Until still counted on, and another Client took the key. With
 // that fix reverted, seeds 825 (no fault: a TryLock of 1.98s resumed with
 // 1.02s, and another TryLock granted 4.5ms before the first handle's
-// Until) and 608 show two holders at once; 6 of seeds 1-1000 do.
+// Until) and 711 show two holders at once; 7 of seeds 1-1000 do.
 func TestResumeNeverShortensTheHold(t *testing.T) {
-	for _, seed := range []uint64{608, 825} {
+	for _, seed := range []uint64{711, 825} {
 		if rep := runSeed(t, seed, Safe); len(rep.Violations) > 0 {
 			t.Errorf("seed %d: %v", seed, rep.Violations)
 		}
@@ -74,9 +74,22 @@ func TestResumeNeverShortensTheHold(t *testing.T) {
 // waiter's round cut while queued behind its give-back let the next round
 // overtake the give-back, which then deleted the key that round had taken
 // with the same token. Seeds 4435 and 5283 showed two leaders at once that
-// way (of seeds 1-6000, only they).
+// way (of seeds 1-6000, only they); 4435's run has drawn Pools without
+// identity since, 5283's is the same.
 func TestAGiveBackIsNotOvertakenByALaterRound(t *testing.T) {
-	for _, seed := range []uint64{4435, 5283} {
+	if rep := runSeed(t, 5283, Safe); len(rep.Violations) > 0 {
+		t.Errorf("seed 5283: %v", rep.Violations)
+	}
+}
+
+// A node whose Pool tells no identity is called through witnessed scripts,
+// whose epilogue reads the run that answered (internal/node, witness.go),
+// so the restart quarantine covers it too. With the witness removed, such
+// a node that restarts empty counts at once: seeds 658 (5 nodes, every
+// Pool untold, two permits of a limit of one) and 699 (a reader while a
+// multi-lock holds its key) show it; 13 of seeds 1-2000 do.
+func TestAPoolWithoutIdentityIsQuarantined(t *testing.T) {
+	for _, seed := range []uint64{658, 699} {
 		if rep := runSeed(t, seed, Safe); len(rep.Violations) > 0 {
 			t.Errorf("seed %d: %v", seed, rep.Violations)
 		}

@@ -137,11 +137,12 @@ func newRunner(t *testing.T, seed uint64, setting Setting, rng *rand.Rand) *runn
 	nw := &network{start: time.Now(), loss: rng.Float64() * 0.05, spike: rng.Float64() * 0.05}
 	nw.plan = newPlan(rng, n, clients, 8, r.span)
 	r.fencing = true
+	untold := untoldNodes(seed, n)
 	for j, p := range kit.Pools() {
 		// The unsafe setting's nodes never persist: each restart loses
 		// the locks its quarantine is off for.
 		persist := rng.IntN(2) == 0 && setting != NoQuarantine
-		nd := &simNode{index: j, addr: p.Addr(), server: p, persist: persist, fresh: map[int]bool{0: true}}
+		nd := &simNode{index: j, addr: p.Addr(), server: p, persist: persist, untold: untold[j], fresh: map[int]bool{0: true}}
 		r.fencing = r.fencing && nd.persist
 		// The deployment declared every node's first run fresh (pool.FreshStartKey).
 		if _, err := p.(pool.Commander).Do(context.Background(), "SET", keyspace.FreshStart, runID(j, 0)); err != nil {
@@ -153,7 +154,25 @@ func newRunner(t *testing.T, seed uint64, setting Setting, rng *rand.Rand) *runn
 	r.h = &history{start: nw.start, seqs: map[int]int{}}
 	r.params = fmt.Sprintf("nodes=%d clients=%d locks=%d permits=%d loss=%.3f spike=%.3f persist=%v mix=%s",
 		n, clients, len(r.locks), r.limits["p0"], nw.loss, nw.spike, persisting(nw.nodes), mix(r.weights))
+	if slices.Contains(untold, true) {
+		r.params += " untold=" + yesNo(untold)
+	}
 	return r
+}
+
+// untoldNodes draws which nodes' Pools tell no identity: in one run in
+// two, each node three times in four. The draws have a source of their
+// own, so a run without such nodes is the one its seed gave before they
+// were drawn.
+func untoldNodes(seed uint64, n int) []bool {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	out := make([]bool, n)
+	if rng.IntN(2) == 0 {
+		for j := range out {
+			out[j] = rng.IntN(4) != 0
+		}
+	}
+	return out
 }
 
 // traced is every key the trace shows the values of.
@@ -210,7 +229,11 @@ func (r *runner) client(c, id int, timeout time.Duration) *redlock.Client {
 	}
 	links := make([]pool.Pool, len(r.nw.nodes))
 	for j, nd := range r.nw.nodes {
-		links[j] = &link{nw: r.nw, client: c, node: nd, seed: r.seed<<20 + uint64(1000+id*64+j)}
+		l := &link{nw: r.nw, client: c, node: nd, seed: r.seed<<20 + uint64(1000+id*64+j)}
+		links[j] = l
+		if nd.untold {
+			links[j] = untold{Pool: l, Commander: l}
+		}
 	}
 	client, err := redlock.New(links, redlock.WithNodeTimeout(timeout), redlock.WithQuarantine(q))
 	if err != nil {
@@ -287,9 +310,17 @@ func (r *runner) leftovers() []violation {
 }
 
 func persisting(nodes []*simNode) string {
-	s := ""
+	var p []bool
 	for _, nd := range nodes {
-		s += map[bool]string{true: "y", false: "n"}[nd.persist]
+		p = append(p, nd.persist)
+	}
+	return yesNo(p)
+}
+
+func yesNo(bs []bool) string {
+	s := ""
+	for _, b := range bs {
+		s += map[bool]string{true: "y", false: "n"}[b]
 	}
 	return s
 }
