@@ -144,6 +144,9 @@ func TestRealMaxTTLIsRecordedAndLengthensAShorterQuarantine(t *testing.T) {
 	lb, err := b.TryLock(bg(), "k", 10*time.Second)
 	require.NoError(t, err)
 	require.NoError(t, lb.Unlock(bg()))
+	// Both return at the majority: a straggler of b's SET landing after
+	// a's attempt would keep a's grant, and its record, off that node.
+	b.WaitIdle()
 	la, err := a.TryLock(bg(), "k", 5*time.Minute)
 	require.NoError(t, err)
 	a.WaitIdle()
