@@ -18,13 +18,13 @@ import (
 
 // Eight Clients, as eight processes, contend on one key; one node is
 // blackholed while they do, three times. Each blackholed phase keeps the
-// queue moving: most waits stay under one node timeout and none takes
-// more than a node timeout past the bound of a hand-off. Splits among
-// waiters with the silent node in them used to last a node timeout each,
-// for every new Lock call: about half such phases crawled at twenty-odd
-// acquisitions, with a median wait above the node timeout.
+// queue moving: every Lock returns with the lock, and no wait lasts the
+// TTL (what a key stranded by the silent node would cost). How long the
+// waits are is a timing claim, checked in virtual time where no load moves
+// it (redlock's TestContentionWithABlackholedNodeKeepsEveryWaitBounded:
+// no wait lasts a node timeout); here the median is logged.
 func TestContentionThroughABlackholeOnset(t *testing.T) {
-	const ttl, nodeTimeout = 8 * time.Second, 400 * time.Millisecond // the default node timeout for 8s
+	const ttl = 8 * time.Second
 	c := cluster.Start(t)
 	var clients []*redlock.Client
 	for range 8 {
@@ -66,9 +66,7 @@ func TestContentionThroughABlackholeOnset(t *testing.T) {
 		require.NotEmpty(t, waits)
 		median, longest := waits[len(waits)/2], waits[len(waits)-1]
 		t.Logf("round %d: %d acquisitions with node 4 blackholed, median wait %v, longest %v", round, len(waits), median, longest)
-		ok := assert.Less(t, median, nodeTimeout, "round %d: the median wait", round)
-		ok = assert.Less(t, longest, nodeTimeout+time.Second, "round %d: the longest wait", round) && ok
-		if !ok {
+		if !assert.Less(t, longest, ttl, "round %d: the longest wait", round) {
 			// One loaded make test saw every wait of a round last the
 			// TTL (8.1s): what held the key meanwhile is the question.
 			t.Logf("round %d: what nodes 0-3 held while the waits ran:\n%s", round, strings.Join(snapshots, "\n"))
