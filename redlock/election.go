@@ -111,19 +111,43 @@ func (c *Client) Campaign(ctx context.Context, election, value string, ttl time.
 			return nil, err
 		}
 		ls := &Leadership{c: c, l: l, election: election, value: value}
-		err = ls.record(ctx, value, 0)
+		err = ls.recordHeld(ctx, value)
 		if err == nil {
 			return ls, nil
 		}
-		// The lock was won but the record reached no majority: give the
-		// lock back and campaign again, a node timeout later, until ctx
-		// ends or the Client closes.
+		// The lock was won but the record reached no majority while it
+		// lasted: give the lock back and campaign again, a node timeout
+		// later, until ctx ends or the Client closes.
 		uerr := l.Unlock(context.WithoutCancel(ctx))
 		err = fmt.Errorf("%w: the leader's value was not recorded: %w", ErrNotObtained, err)
 		if ctx.Err() != nil || !c.pause(ctx, c.nodeTimeout(ttl)) {
 			return nil, withContext(errors.Join(err, uerr), ctx.Err())
 		}
 	}
+}
+
+// recordTries is how many times Campaign writes the leader record under
+// one won lock before it gives the lock back and campaigns again.
+const recordTries = 3
+
+// recordHeld writes the campaign's leader record (record) under the lock
+// Campaign won, again a node timeout after a try that failed while the
+// lock still holds a majority (lost or late messages), up to recordTries
+// times. Giving the lock back at the first miss would hand the election
+// to the next campaigner and queue this one behind every other: under
+// loss, contenders that each miss once pass the key between them and
+// nobody leads (the simulation saw it for seconds on end). It returns
+// the last try's error.
+func (ls *Leadership) recordHeld(ctx context.Context, value string) error {
+	c, l := ls.c, ls.l
+	err := ls.record(ctx, value, 0)
+	for try := 1; try < recordTries && err != nil && !errors.Is(err, ErrNotHeld); try++ {
+		if l.Err() != nil || !c.pause(ctx, c.nodeTimeout(l.ttl)) || !c.cfg.clock.Now().Before(l.Until()) {
+			break
+		}
+		err = ls.record(ctx, value, 0)
+	}
+	return err
 }
 
 // pause waits d, and reports false if ctx ended or the Client closed first.

@@ -20,3 +20,7 @@ func (c *Client) ShardedNodes() int {
 	c.waits.Grants.Start()
 	return c.waits.Grants.ShardedNodes()
 }
+
+// RecordTries is how many times Campaign writes the leader record under one
+// won lock before it campaigns again.
+const RecordTries = recordTries
