@@ -3,7 +3,8 @@
 // that takes locks: no redis-server, no Docker, no network. New starts the
 // nodes; Client returns a redlock.Client over them, with the library's
 // defaults; Stop and Start take a node down and back with its data; Expire
-// ends a key's holds as if their TTLs had run out:
+// ends a key's holds as if their TTLs had run out; SetClock gives a node a
+// clock that may drift or jump:
 //
 //	nodes := redlocktest.New(t, 3)
 //	err := nodes.Client().Do(t.Context(), "report", 2*time.Second, func(ctx context.Context) error {

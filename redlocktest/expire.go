@@ -39,6 +39,7 @@ func (nd *node) expire(key string) error {
 	keys := []string{key, keyspace.Standalone{}.Readers(key), keyspace.Standalone{}.Held(key), keyspace.Standalone{}.Holds(key)}
 	nd.mu.Lock() // no Stop or Start meanwhile
 	defer nd.mu.Unlock()
+	nd.tick()
 	if !nd.up {
 		// No command runs on a down node, so these steps are atomic too.
 		expireDown(nd, keys)

@@ -32,6 +32,10 @@ type node struct {
 	mu    sync.Mutex
 	up    bool
 	epoch atomic.Uint64 // counts Stops: a connection of an earlier epoch is broken
+
+	// clock, when set (Nodes.SetClock), is the server's time as a function
+	// of time.Now, read before each command it is sent (tick).
+	clock atomic.Pointer[func(time.Time) time.Time]
 }
 
 // newNode returns an up node named addr (its Pool's Addr).
@@ -99,6 +103,15 @@ func (nd *node) dial(_ context.Context, network, addr string) (net.Conn, error) 
 	return &conn{Conn: c, nd: nd, epoch: nd.epoch.Load()}, nil
 }
 
+// tick sets the server's time from its clock, if it has one: miniredis
+// then reads that time for TIME and counts its keys' TTLs down by how far
+// it moved since the last command.
+func (nd *node) tick() {
+	if clock := nd.clock.Load(); clock != nil {
+		nd.srv.SetTime((*clock)(time.Now()))
+	}
+}
+
 // stop closes the server and every connection to it.
 func (nd *node) stop() {
 	nd.mu.Lock()
@@ -160,6 +173,14 @@ type conn struct {
 	net.Conn
 	nd    *node
 	epoch uint64
+}
+
+// Write sends b to the server, first setting the server's time by the
+// node's clock: the command b carries runs at that time (in a synctest
+// bubble, at the same instant, since nothing between the two blocks).
+func (c *conn) Write(b []byte) (int, error) {
+	c.nd.tick()
+	return c.Conn.Write(b)
 }
 
 // errBroken is the liveness check's answer for a connection broken by Stop.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redlockgo/redlock/pool"
 	"github.com/redlockgo/redlock/redlock"
@@ -100,6 +101,29 @@ func (n *Nodes) Start(i int) {
 	if nd := n.node("Start", i); nd != nil {
 		nd.start()
 	}
+}
+
+// SetClock gives node i a clock of its own: from its next command on, the
+// node reads the time as clock(time.Now()), both for TIME (which the
+// lock's scripts read) and for its keys' expiry, whose TTLs count down by
+// how far that clock moved between two commands. So a clock that runs
+// fast or jumps forward ends keys early, as it would on Redis. clock must
+// be a function of its argument alone and never go backwards; a nil clock
+// is the shared clock again. Nodes without SetClock follow time.Now (the
+// bubble's clock under synctest). An i out of range fails the test with
+// t.Fatalf.
+func (n *Nodes) SetClock(i int, clock func(now time.Time) time.Time) {
+	n.t.Helper()
+	nd := n.node("SetClock", i)
+	if nd == nil {
+		return
+	}
+	if clock == nil {
+		// Not back to no clock at all: the server keeps the last time set
+		// until it is set again, so a clock must be read at every command.
+		clock = func(now time.Time) time.Time { return now }
+	}
+	nd.clock.Store(&clock)
 }
 
 // node returns node i, or fails the test and returns nil.
