@@ -87,7 +87,8 @@ func (w *worker) live() {
 	healed := max(w.r.nw.now(), w.r.nw.plan.healed())
 	// Not all at one instant: tokens are drawn from one seeded source, in
 	// the order the Clients' goroutines draw them.
-	w.r.nw.sleepUntil(healed + settle + time.Duration(w.rng.Int64N(int64(100*time.Millisecond))))
+	// On a node whose clock runs slow, whatever expires takes longer.
+	w.r.nw.sleepUntil(healed + w.r.nw.plan.slowed(settle) + time.Duration(w.rng.Int64N(int64(100*time.Millisecond))))
 	calls := w.liveCalls()
 	if !liveAll && len(calls) > 0 {
 		// One key a run, the same for every Client (a source of the
@@ -97,7 +98,7 @@ func (w *worker) live() {
 	}
 	w.rng.Shuffle(len(calls), func(i, j int) { calls[i], calls[j] = calls[j], calls[i] })
 	for _, call := range calls {
-		ctx, cancel := context.WithDeadline(context.Background(), w.r.nw.start.Add(healed+settle+call.within))
+		ctx, cancel := context.WithDeadline(context.Background(), w.r.nw.start.Add(healed+w.r.nw.plan.slowed(settle+call.within)))
 		call.run(ctx, healed)
 		cancel()
 	}

@@ -196,18 +196,16 @@ func (l *link) carry(sent time.Duration, d draw, what string, op func(ctx contex
 }
 
 // identity is what a connection to node j learns at t: its run, when it
-// started, its persistence, and whether the run was declared fresh.
+// started (t less its uptime by its own clock, as a Pool reads INFO), its
+// persistence, and whether the run was declared fresh.
 func (nd *simNode) identity(nw *network, t time.Duration) pool.Identity {
-	run, started := nw.plan.run(nd.index, t)
+	run, _ := nw.plan.run(nd.index, t)
 	id := pool.Identity{
 		RunID:           runID(nd.index, run),
-		Started:         nw.start.Add(started),
+		Started:         nw.start.Add(t - nd.uptime(nw, t)),
 		Persistence:     pool.PersistencePartial,
 		MaxMemoryPolicy: "noeviction",
 		Learned:         nw.start.Add(t),
-	}
-	if run == 0 {
-		id.Started = nw.start.Add(-time.Hour) // up before the run
 	}
 	if nd.persist {
 		id.Persistence = pool.PersistenceAlways
@@ -221,12 +219,20 @@ func (nd *simNode) identity(nw *network, t time.Duration) pool.Identity {
 // info is INFO server's reply on node j at t, with what the library
 // reads of it: the run and its uptime in whole seconds.
 func (nd *simNode) info(nw *network, t time.Duration) string {
+	run, _ := nw.plan.run(nd.index, t)
+	return fmt.Sprintf("# Server\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", runID(nd.index, run), nd.uptime(nw, t)/time.Second)
+}
+
+// uptime is how long node j's run at t has been up by its own clock; the
+// first run was up an hour before the run's start.
+func (nd *simNode) uptime(nw *network, t time.Duration) time.Duration {
 	run, started := nw.plan.run(nd.index, t)
-	up := t - started
+	clock := nw.plan.clocks[nd.index]
+	up := clock.read(t) - clock.read(started)
 	if run == 0 {
-		up += time.Hour // up before the run (identity)
+		up += time.Hour
 	}
-	return fmt.Sprintf("# Server\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", runID(nd.index, run), up/time.Second)
+	return up
 }
 
 // infoCall is how the library's witnessed scripts read INFO server, which

@@ -3,7 +3,10 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
+
+	"github.com/redlockgo/redlock/redlock"
 )
 
 // faultKind is one kind of fault the plan injects.
@@ -45,6 +48,7 @@ func (f fault) String() string {
 // virtual time: no goroutine decides a fault, and none races another to it.
 type plan struct {
 	faults []fault
+	clocks []nodeClock // one per node
 }
 
 // newPlan draws up to maxFaults faults within [0, span) for a run of n nodes
@@ -146,4 +150,93 @@ func (p plan) run(j int, t time.Duration) (run int, started time.Duration) {
 		}
 	}
 	return run, started
+}
+
+// nodeClock is a node's clock as a function of the virtual time: it runs
+// at rate 1+drift and steps ahead at each jump. The zero value is the
+// shared clock.
+type nodeClock struct {
+	drift float64
+	jumps []jump // in time order
+}
+
+// jump is a node clock's step ahead by by at at.
+type jump struct{ at, by time.Duration }
+
+// read is the clock's reading at t, both since the run's start.
+func (c nodeClock) read(t time.Duration) time.Duration {
+	n := t + time.Duration(float64(t)*c.drift)
+	for _, j := range c.jumps {
+		if j.at <= t {
+			n += j.by
+		}
+	}
+	return n
+}
+
+// driftFactor is the Clients' drift factor (the default): over any span,
+// a node's clock may advance at most the span times 1+driftFactor, plus
+// 2ms (the clock check's bound, docs/safety.md).
+const driftFactor = redlock.DefaultDriftFactor
+
+// jumpMax is how far a node's clock may run ahead of its rate at once: of
+// the 2ms, 1ms is left to jumps and 1ms to the TTL, which goes to the
+// nodes in whole milliseconds and may lose up to 1ms there.
+const jumpMax = time.Millisecond
+
+// newClocks draws the n nodes' clocks within the contract. In one run in
+// two, each node's clock runs from 1% slow to 0.5% fast and jumps ahead up
+// to twice, each jump at most what a token bucket holds that holds
+// jumpMax and fills at the rate the clock's drift leaves of driftFactor:
+// over any span, the clock advances at most the span times 1+driftFactor,
+// plus jumpMax. Under FastClock, node 0's clock runs four times as fast in
+// every run: beyond the contract. The draws have a source of their own, so
+// a run whose clocks do not drift is the one its seed gave before.
+func newClocks(seed uint64, n int, span time.Duration, setting Setting) []nodeClock {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	out := make([]nodeClock, n)
+	if rng.IntN(2) == 0 && setting != FastClock {
+		return out
+	}
+	for j := range out {
+		c := &out[j]
+		c.drift = driftFactor * (1.5*rng.Float64() - 1)
+		var at []time.Duration
+		for range rng.IntN(3) {
+			at = append(at, time.Duration(rng.Int64N(int64(span))))
+		}
+		slices.Sort(at)
+		tokens, last := float64(jumpMax), time.Duration(0)
+		for _, t := range at {
+			tokens = min(float64(jumpMax), tokens+float64(t-last)*(driftFactor-c.drift))
+			by := time.Duration(rng.Float64() * tokens)
+			tokens -= float64(by)
+			last = t
+			c.jumps = append(c.jumps, jump{at: t, by: by})
+		}
+	}
+	if setting == FastClock {
+		out[0].drift = 3
+	}
+	return out
+}
+
+// jumps counts the jumps of the plan's clocks, which the summary counts
+// as faults.
+func (p plan) jumps() int {
+	k := 0
+	for _, c := range p.clocks {
+		k += len(c.jumps)
+	}
+	return k
+}
+
+// slowed is how long something that takes d on a node's clock may take
+// on the shared one, on the slowest node.
+func (p plan) slowed(d time.Duration) time.Duration {
+	slowest := 0.0
+	for _, c := range p.clocks {
+		slowest = min(slowest, c.drift)
+	}
+	return time.Duration(float64(d) / (1 + slowest))
 }

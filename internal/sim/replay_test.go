@@ -55,6 +55,18 @@ func TestUnsafeSettingIsCaught(t *testing.T) {
 	t.Errorf("no violation in seeds 19 to 28 with the quarantine off")
 }
 
+// A node clock beyond the drift the library allows for is caught: with
+// node 0's clock four times as fast (FastClock), its keys end a quarter of
+// the way through their TTLs, and seed 11 shows two holders at once (c2
+// takes k1 at 2.66s while c1's Lock of 2.20s is valid until 3.89s). 6 of
+// seeds 1-60 do. It fails if the nodes' clocks are not applied
+// (redlocktest's SetClock).
+func TestAFastNodeClockIsCaught(t *testing.T) {
+	if rep := runSeed(t, 11, FastClock); len(rep.Violations) == 0 {
+		t.Errorf("seed 11: no violation with node 0's clock four times as fast")
+	}
+}
+
 // Resume and every extension never shorten a key's TTL (extend.lua): a
 // handle resumed with a shorter TTL once cut the hold that the first
 // handle's Until still counted on, and another Client took the key. With

@@ -30,6 +30,10 @@ const (
 	// over nodes that never persist, so that every restart loses the
 	// locks it held: known unsafe.
 	NoQuarantine
+	// FastClock is Safe with node 0's clock four times as fast in every
+	// run (newClocks): beyond the drift the library allows for, so keys
+	// there end long before their holders' Until. Known unsafe.
+	FastClock
 )
 
 // Report is what one run found.
@@ -136,6 +140,12 @@ func newRunner(t *testing.T, seed uint64, setting Setting, rng *rand.Rand) *runn
 	kit := redlocktest.New(t, n)
 	nw := &network{start: time.Now(), loss: rng.Float64() * 0.05, spike: rng.Float64() * 0.05}
 	nw.plan = newPlan(rng, n, clients, 8, r.span)
+	nw.plan.clocks = newClocks(seed, n, r.span, setting)
+	for j, c := range nw.plan.clocks {
+		if c.drift != 0 || len(c.jumps) > 0 {
+			kit.SetClock(j, func(now time.Time) time.Time { return nw.start.Add(c.read(now.Sub(nw.start))) })
+		}
+	}
 	r.fencing = true
 	untold := untoldNodes(seed, n)
 	for j, p := range kit.Pools() {
@@ -156,6 +166,9 @@ func newRunner(t *testing.T, seed uint64, setting Setting, rng *rand.Rand) *runn
 		n, clients, len(r.locks), r.limits["p0"], nw.loss, nw.spike, persisting(nw.nodes), mix(r.weights))
 	if slices.Contains(untold, true) {
 		r.params += " untold=" + yesNo(untold)
+	}
+	if rates := drifts(nw.plan.clocks); rates != "" {
+		r.params += " clocks=" + rates
 	}
 	return r
 }
@@ -244,7 +257,7 @@ func (r *runner) client(c, id int, timeout time.Duration) *redlock.Client {
 
 // report checks the run's history and reports it.
 func (r *runner) report(trace []event) Report {
-	rep := Report{Seed: r.seed, Ops: r.h.ops, Faults: len(r.nw.plan.faults), Params: r.params, Holds: r.h.counts()}
+	rep := Report{Seed: r.seed, Ops: r.h.ops, Faults: len(r.nw.plan.faults) + r.nw.plan.jumps(), Params: r.params, Holds: r.h.counts()}
 	events := r.h.sorted()
 	rep.Digest = digest(events)
 	vs := slices.Concat(r.h.flagged, check(r.h.holds, r.limits), r.leftovers())
@@ -253,6 +266,11 @@ func (r *runner) report(trace []event) Report {
 	}
 	for _, f := range r.nw.plan.faults {
 		rep.Faulted = append(rep.Faulted, f.String())
+	}
+	for j, c := range r.nw.plan.clocks {
+		for _, jp := range c.jumps {
+			rep.Faulted = append(rep.Faulted, fmt.Sprintf("clock-jump node %d by %v at %v", j, jp.by, jp.at))
+		}
 	}
 	for _, e := range events {
 		rep.History = append(rep.History, e.String())
@@ -307,6 +325,20 @@ func (r *runner) leftovers() []violation {
 		}
 	}
 	return out
+}
+
+// drifts is the clocks' rates, as percents fast, or "" when none drifts.
+func drifts(clocks []nodeClock) string {
+	var rates []string
+	drift := false
+	for _, c := range clocks {
+		rates = append(rates, fmt.Sprintf("%+.3f%%", 100*c.drift))
+		drift = drift || c.drift != 0
+	}
+	if !drift {
+		return ""
+	}
+	return strings.Join(rates, ",")
 }
 
 func persisting(nodes []*simNode) string {
