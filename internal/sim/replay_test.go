@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -104,6 +105,31 @@ func TestAPoolWithoutIdentityIsQuarantined(t *testing.T) {
 	for _, seed := range []uint64{658, 699} {
 		if rep := runSeed(t, seed, Safe); len(rep.Violations) > 0 {
 			t.Errorf("seed %d: %v", seed, rep.Violations)
+		}
+	}
+}
+
+// DeclareFresh declares nothing while any node keeps a live lease
+// ceiling (nodes_fresh_lease.go): seed 10's operator (3 nodes, none
+// persisting, node 0 restarted at 5.36s) asks at 6.88s, after the
+// workers' last calls, finds no key of the library but the ceilings,
+// and is refused four times. With the ceiling left unread, it declares
+// every node at its first try. No seed of 1-2000 shows two holders so (docs/simulation.md, "Out
+// of reach"): this replay checks the refusal itself.
+func TestTheOperatorIsRefusedWhileACeilingLives(t *testing.T) {
+	rep := runSeed(t, 10, Safe)
+	var answers []string
+	for _, l := range rep.History {
+		if _, a, ok := strings.Cut(l, " nodes < "); ok {
+			answers = append(answers, a)
+		}
+	}
+	if len(answers) == 0 || answers[0] != "refused: ceiling" {
+		t.Errorf("seed 10: the operator's answers %q, want refused for the ceilings first", answers)
+	}
+	for _, a := range answers {
+		if strings.HasPrefix(a, "declared") {
+			t.Errorf("seed 10: declared while the ceilings lived: %q", answers)
 		}
 	}
 }

@@ -115,6 +115,10 @@ func Run(t *testing.T, seed uint64, setting Setting) Report {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.crashes() })
+	if o := r.newOperator(); o != nil {
+		r.params += fmt.Sprintf(" declare-fresh=%v/%d", o.from, o.tries)
+		wg.Go(o.run)
+	}
 	r.working.Add(r.clients)
 	for _, w := range r.workers(rng) {
 		wg.Go(w.run)
