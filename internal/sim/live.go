@@ -165,12 +165,18 @@ func (w *worker) liveLock(ctx context.Context, healed time.Duration, hd hold, de
 	if !w.servedBy(ctx, key, desc, healed, err) {
 		return
 	}
-	hd.from = w.r.nw.now()
-	w.r.h.note(w.c, key, "< ok until=%s", w.at(l.Until()))
-	time.Sleep(liveHold)
-	hd.to = min(w.r.nw.now(), w.r.h.since(l.Until()))
-	w.r.h.held(hd)
+	w.holdLive(hd, key, l.Until())
 	w.unlock(key, l)
+}
+
+// holdLive records a last-phase call's hold of key from now for liveHold,
+// cut at its until.
+func (w *worker) holdLive(hd hold, key string, until time.Time) {
+	hd.from = w.r.nw.now()
+	w.r.h.note(w.c, key, "< ok until=%s", w.at(until))
+	time.Sleep(liveHold)
+	hd.to = min(w.r.nw.now(), w.r.h.since(until))
+	w.r.h.held(hd)
 }
 
 // liveCampaign campaigns in election e in the last phase, leads liveHold
@@ -183,11 +189,7 @@ func (w *worker) liveCampaign(ctx context.Context, healed time.Duration, e strin
 	if !w.servedBy(ctx, e, desc, healed, err) {
 		return
 	}
-	hd.from = w.r.nw.now()
-	w.r.h.note(w.c, e, "< ok until=%s", w.at(ls.Until()))
-	time.Sleep(liveHold)
-	hd.to = min(w.r.nw.now(), w.r.h.since(ls.Until()))
-	w.r.h.held(hd)
+	w.holdLive(hd, e, ls.Until())
 	w.r.h.call(w.c, e, "Resign")
 	w.returned(e, ls.Resign(context.Background()))
 }
